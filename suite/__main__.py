@@ -1,0 +1,5 @@
+"""Entry point for ``python -m suite``."""
+
+from suite.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""Registries of plugins by name: a new plugin is one registered object, never an edit of the code using it.
+
+Example::
+
+    SYSTEMS = Registry[type]("system")
+
+    @SYSTEMS.register("disk")
+    class DiskSystem: ...
+
+    SYSTEMS.get("disk")  # -> DiskSystem; an unknown name raises ConfigError listing the known ones
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+from suite.errors import ConfigError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """A name -> object map with decorator registration and one-line errors for unknown names.
+
+    Args:
+        kind: what the registry holds (``"system"``, ``"preset"``...), used in error messages.
+    """
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str, item: T | None = None) -> Callable[[T], T] | T:
+        """Register ``item`` under ``name``; without ``item``, return a decorator that does."""
+        if item is not None:
+            self._add(name, item)
+            return item
+
+        def decorator(obj: T) -> T:
+            self._add(name, obj)
+            return obj
+
+        return decorator
+
+    def _add(self, name: str, item: T) -> None:
+        if name in self._items:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._items[name] = item
+
+    def get(self, name: str) -> T:
+        """The object registered as ``name``; raises :class:`ConfigError` naming the known ones."""
+        try:
+            return self._items[name]
+        except KeyError:
+            known = ", ".join(sorted(self._items)) or "none"
+            raise ConfigError(f"unknown {self.kind} {name!r} (known: {known})") from None
+
+    def names(self) -> list[str]:
+        """Registered names, sorted."""
+        return sorted(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self._items)
