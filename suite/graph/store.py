@@ -387,7 +387,8 @@ class GraphStore:
             previous = indptr[start - 1 : start] if start else chunk[:0]
             steps = np.diff(np.concatenate([previous, chunk]))
             if (steps < 0).any():
-                raise DataError(f"{self.file(key)}: offsets decrease at row {start + int(np.argmax(steps < 0))}")
+                row = start - len(previous) + 1 + int(np.argmax(steps < 0))
+                raise DataError(f"{self.file(key)}: offsets decrease at row {row}")
         self._verify_range(f"{direction}_indices", 0, self.num_nodes)
 
     def _verify_degree_consistency(self) -> None:
