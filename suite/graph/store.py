@@ -48,6 +48,7 @@ METADATA_FILE = "metadata.json"
 NODE_SPLITS = ("train_nodes", "valid_nodes", "test_nodes")
 EDGE_SPLITS = ("train_edges", "valid_edges", "test_edges")
 REQUIRED_KEYS = ("in_indptr", "in_indices", "out_indptr", "out_indices")
+PARTITION_KEYS = ("node_map", "partition_offsets", "bucket_offsets", "bucket_edges")
 FEATURE_DTYPES = ("float32", "float16")
 _VERIFY_CHUNK = 1 << 24  # elements per chunk in verify(): bounded memory on stores larger than RAM
 
@@ -134,6 +135,10 @@ def _expected_shapes(meta: dict[str, Any]) -> dict[str, tuple[int | None, ...]]:
     }
     shapes.update({key: (None,) for key in NODE_SPLITS})
     shapes.update({key: (None, 3) for key in EDGE_SPLITS})
+    partitioning = meta.get("partitioning")
+    if isinstance(partitioning, dict) and isinstance(partitioning.get("num_partitions"), int):
+        p = partitioning["num_partitions"]
+        shapes.update(node_map=(n,), partition_offsets=(p + 1,), bucket_offsets=(p * p + 1,), bucket_edges=(None, 3))
     return shapes
 
 
@@ -143,7 +148,7 @@ def _expected_dtypes(meta: dict[str, Any]) -> dict[str, tuple[str, ...]]:
         "in_indptr": ("int64",), "out_indptr": ("int64",),
         "in_indices": (idx,), "out_indices": (idx,), "in_relations": ("int32", "int64"),
         "out_relations": ("int32", "int64"), "features": FEATURE_DTYPES, "labels": ("int64",),
-        **{key: ("int64",) for key in NODE_SPLITS + EDGE_SPLITS},
+        **{key: ("int64",) for key in NODE_SPLITS + EDGE_SPLITS + PARTITION_KEYS},
     }
 
 
@@ -182,7 +187,8 @@ def _check_file(root: Path, key: str, entry: Any, meta: dict[str, Any]) -> None:
 class GraphStore:
     """A memory-mapped graph store (see the module docstring for the layout).
 
-    Open with :meth:`GraphStore.open`; create with :func:`create_store`.
+    Open with :meth:`GraphStore.open`; create with :func:`create_store`. A partitioned store (metadata field
+    ``partitioning``) also holds the layout files of :mod:`suite.graph.partition`.
     """
 
     def __init__(self, path: Path, meta: dict[str, Any]):
@@ -358,6 +364,10 @@ class GraphStore:
                 self._verify_edge_list(key)
         if self.has("features"):
             self._verify_finite("features")
+        if "partitioning" in self.metadata:
+            from suite.graph.partition import verify_partitioning
+
+            verify_partitioning(self)
 
     def _chunks(self, key: str) -> Iterator[tuple[int, np.ndarray]]:
         array = self.array(key)

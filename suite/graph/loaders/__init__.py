@@ -1,0 +1,69 @@
+"""Loaders that turn raw datasets into :class:`~suite.graph.store.GraphStore` folders.
+
+Every loader is registered in :data:`LOADERS` under the dataset names it understands and has the signature::
+
+    loader(root: Path, out: Path, *, overwrite: bool, progress: bool, name: str) -> GraphStore
+
+``root`` holds the raw files (in the dataset's own layout), ``out`` is the store to create. A loader checks the
+raw files first, writes through :func:`~suite.graph.store.create_store` (a staging folder renamed into place
+only on success, so an error or interrupt never leaves a partial store) and records where the data came from
+under ``metadata["source"]`` (loader, raw files and their sizes or checksums).
+
+Registered datasets:
+
+- ``cora``, ``citeseer``, ``pubmed``: Planetoid raw files ``ind.<name>.*`` (:mod:`.planetoid`).
+- ``fb15k237``: OpenKE id files ``train2id.txt`` ... (:mod:`.openke`).
+- ``ogbn-arxiv``, ``ogbn-products``, ``ogbn-papers100M``, ``ogbl-collab``, ``ogbl-ppa``, ``ogbl-ddi``,
+  ``ogbl-citation2``, ``ogbl-wikikg2``: OGB datasets already on disk, read through the ``ogb`` package
+  (:mod:`.ogb`).
+
+Example::
+
+    from suite.graph.loaders import prepare
+    store = prepare("cora", "../shared/datasets/planetoid", "stores/cora")
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from suite.graph.store import GraphStore
+from suite.registry import Registry
+
+LOADERS = Registry[Callable[..., GraphStore]]("dataset loader")
+
+
+def prepare(
+    name: str,
+    root: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> GraphStore:
+    """Build the store of dataset ``name`` from its raw files.
+
+    Args:
+        name: a registered dataset name (see :data:`LOADERS`).
+        root: folder holding the raw files in the dataset's own layout.
+        out: folder of the store to create.
+        overwrite: replace an existing store at ``out`` (otherwise an existing ``out`` is an error).
+        progress: show the progress output of the underlying readers.
+
+    Returns:
+        The new store, opened.
+
+    Raises:
+        ConfigError: ``name`` is not a registered dataset.
+        DataError: a raw file is missing or malformed, or ``out`` exists without ``overwrite``.
+    """
+    loader = LOADERS.get(name)
+    return loader(Path(root), Path(out), overwrite=overwrite, progress=progress, name=name)
+
+
+# Registration happens on import; the modules import their heavy dependencies (PyG, ogb) lazily.
+from suite.graph.loaders import ogb, openke, planetoid  # noqa: E402,F401
+
+__all__ = ["LOADERS", "prepare"]
