@@ -160,6 +160,99 @@ def _datasets_parser(commands: argparse._SubParsersAction) -> None:
     partition.set_defaults(func=_cmd_partition)
 
 
+# ---------------------------------------------------------------------------------------------- runs
+def _cmd_run(args: argparse.Namespace) -> int:
+    from suite.config import load_spec
+    from suite.runner import run_spec
+
+    spec = load_spec(args.spec, args.set)
+    try:
+        summary = run_spec(spec, Path(args.out), overwrite=args.overwrite, progress=not args.quiet)
+    except SuiteError as err:
+        raise type(err)(f"{args.spec}: {err}") from None
+    _print_run(summary)
+    return 0
+
+
+def _print_run(summary: dict) -> None:
+    metrics = summary.get("metrics", {})
+    main = metrics.get("main", "accuracy")
+    state = "skipped (already complete)" if summary.get("skipped") else summary.get("status")
+    print(f"{summary['run_id']}: {state}")
+    for split in ("valid", "test"):
+        value = metrics.get(split, {}).get(main)
+        if value is not None:
+            print(f"  {split} {main}: {value:.4f}")
+    times = summary.get("epoch_time_s") or []
+    if times:
+        print(f"  epochs: {len(times)}, mean epoch time: {sum(times) / len(times):.3f} s, "
+              f"train examples/s: {summary.get('train_examples_per_s') or 0:.0f}")
+
+
+def _cmd_grid(args: argparse.Namespace) -> int:
+    from suite.grid import expand_grid, failures, run_grid
+
+    specs = expand_grid(Path(args.grid), args.set)
+    print(f"{args.grid}: {len(specs)} runs -> {args.out}", file=sys.stderr)
+    summaries = run_grid(specs, Path(args.out), jobs=args.jobs, overwrite=args.overwrite, progress=not args.quiet,
+                         executor=args.executor)
+    skipped = sum(1 for s in summaries if s.get("skipped"))
+    failed = failures(summaries)
+    print(f"{len(summaries) - skipped - len(failed)} ran, {skipped} already complete, {len(failed)} failed")
+    for summary in failed:
+        print(f"  failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _cmd_results(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from suite.results import export, load_epochs, load_runs
+
+    runs = load_runs(args.dir, include_incomplete=not args.completed_only)
+    columns = [c for c in args.columns.split(",") if c in runs.columns] if args.columns else [
+        c for c in ("run_id", "status", "system", "dataset", "model", "sampler", "seed", "metrics.valid.accuracy",
+                    "metrics.test.accuracy", "train_examples_per_s", "compute_utilization", "cost_usd.run")
+        if c in runs.columns
+    ]
+    with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_colwidth", 60):
+        print(runs[columns].to_string(index=False) if len(runs) else f"{args.dir}: no runs")
+    if args.export:
+        print(f"wrote {export(runs, args.export)}", file=sys.stderr)
+    if args.export_epochs:
+        print(f"wrote {export(load_epochs(args.dir), args.export_epochs)}", file=sys.stderr)
+    return 0
+
+
+def _runs_parser(commands: argparse._SubParsersAction) -> None:
+    run = commands.add_parser("run", help="run one spec (YAML) and record its results")
+    run.add_argument("spec", help="run spec YAML file")
+    run.add_argument("--out", default="results/runs", help="results folder (default results/runs)")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a spec field, e.g. --set training.epochs=3 (repeatable)")
+    run.add_argument("--overwrite", action="store_true", help="redo the run even if it is complete")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.set_defaults(func=_cmd_run)
+
+    grid = commands.add_parser("grid", help="run every point of a grid (base spec + axes), skipping finished runs")
+    grid.add_argument("grid", help="grid YAML file")
+    grid.add_argument("--out", default="results/runs", help="results folder (default results/runs)")
+    grid.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
+    grid.add_argument("--jobs", type=int, default=1, help="runs at once on a local process pool")
+    grid.add_argument("--executor", default="local", help="grid executor (default local)")
+    grid.add_argument("--overwrite", action="store_true", help="redo complete runs")
+    grid.add_argument("--quiet", action="store_true", help="no progress bars")
+    grid.set_defaults(func=_cmd_grid)
+
+    results = commands.add_parser("results", help="load every run under a folder into one table")
+    results.add_argument("dir", help="results folder")
+    results.add_argument("--columns", help="comma-separated columns to print")
+    results.add_argument("--export", help="write the run table to a .csv or .parquet file")
+    results.add_argument("--export-epochs", help="write the per-epoch table to a .csv or .parquet file")
+    results.add_argument("--completed-only", action="store_true", help="leave out unfinished runs")
+    results.set_defaults(func=_cmd_results)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser of ``gnnsuite``."""
     from suite import __version__
@@ -168,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gnnsuite {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _datasets_parser(commands)
+    _runs_parser(commands)
     return parser
 
 

@@ -68,3 +68,13 @@ class Registry(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+# The suite's plugin registries. Plugins register themselves when their module is imported; importing
+# :mod:`suite.plugins` imports the built-in ones and any installed package's ``gnnsuite.plugins`` entry points.
+SYSTEMS: Registry = Registry("system")
+SAMPLERS: Registry = Registry("sampler")
+MODELS: Registry = Registry("model")
+POLICIES: Registry = Registry("policy")
+DATASETS: Registry = Registry("dataset")
+MACHINES: Registry = Registry("machine profile")

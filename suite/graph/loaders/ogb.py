@@ -378,9 +378,11 @@ def _write_graph(writer: StoreWriter, layout: OgbLayout, graph: dict[str, Any], 
     where = layout.raw_dir / ("data.npz" if layout.meta["binary"] == "True" else "edge.csv.gz")
     if edge_index.ndim != 2 or edge_index.shape[0] != 2:
         raise DataError(f"{where}: edge_index has shape {edge_index.shape}, expected (2, m)")
-    check_ids(edge_index, num_nodes, str(where), "node id")
-    num_edges = write_csrs(writer, edge_chunks(edge_index[0], edge_index[1], relations), num_nodes,
-                           num_relations=num_relations)
+    try:  # write_csrs checks every chunk's ids against num_nodes and num_relations
+        num_edges = write_csrs(writer, edge_chunks(edge_index[0], edge_index[1], relations), num_nodes,
+                               num_relations=num_relations)
+    except ValueError as err:
+        raise DataError(f"{where}: {err}") from None
     features = graph.get("node_feat")
     if features is not None:
         writer.write_array("features", _numpy(features).astype(np.float32, copy=False))
@@ -395,7 +397,7 @@ def _write_graph(writer: StoreWriter, layout: OgbLayout, graph: dict[str, Any], 
 def _feature_dim(graph: dict[str, Any]) -> int:
     """Feature dimension of an ogb graph (0 without ``node_feat``)."""
     features = graph.get("node_feat")
-    return 0 if features is None else int(_numpy(features).reshape(len(features), -1).shape[1])
+    return 0 if features is None else int(np.shape(features)[1])
 
 
 def _source(layout: OgbLayout, graph: dict[str, Any], reader: str) -> dict[str, Any]:

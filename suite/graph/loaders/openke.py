@@ -94,7 +94,7 @@ def _parse_body(path: Path, body: bytes, lines: int) -> np.ndarray:
     values = None
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error")  # a ParserWarning means a malformed row: treat as an error
+            warnings.simplefilter("error", pd.errors.ParserWarning)  # a malformed row: treat as an error
             frame = pd.read_csv(
                 io.BytesIO(body), sep=r"\s+", header=None, skiprows=1, names=["head", "tail", "relation"],
                 index_col=False, skip_blank_lines=False, engine="c",

@@ -1,0 +1,272 @@
+"""Run specs: typed, frozen, validated on load from YAML, with ``--set a.b=value`` overrides.
+
+A :class:`RunSpec` is everything that determines a run. Its fully resolved form (defaults filled in) is written
+with every result, and the run id is derived from it, so two runs with equal specs are the same run.
+
+Errors name the file and the field path, on one line: ``experiments/cora.yaml: model.fanouts: expected 2 entries
+(one per layer, model.num_layers=2), got 3``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+
+from suite.errors import ConfigError
+
+ALL_NEIGHBOURS = -1
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """YAML 1.1 safe loader that also reads ``1e-3`` as a float (PyYAML alone reads it as a string)."""
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def yaml_load(text: str) -> Any:
+    """Parse YAML text with the suite's loader (safe; ``1e-3`` is a float)."""
+    return yaml.load(text, Loader=_YamlLoader)
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class DatasetSpec(_Spec):
+    """Which graph to train on (resolved to a GraphStore by the dataset registry)."""
+
+    name: str = Field(description="registered dataset: 'synthetic', 'store', 'cora', 'fb15k237', 'ogbn-arxiv', ...")
+    preset: str | None = Field(None, description="synthetic: generator preset")
+    params: dict[str, Any] = Field(default_factory=dict, description="synthetic: generator parameter overrides")
+    root: str | None = Field(None, description="raw-data folder of a loader, or the folder of an existing store")
+    cache_dir: str = Field("data", description="where generated or prepared stores are kept (reused when present)")
+
+
+class ModelSpec(_Spec):
+    """The encoder and its shape."""
+
+    encoder: str = Field("graphsage", description="registered model: 'graphsage', 'mlp', ...")
+    num_layers: int = Field(2, ge=0)
+    hidden_dim: int = Field(128, gt=0)
+    # strict=False on the container only: YAML gives lists, which strict mode rejects for tuples; items stay strict.
+    fanouts: tuple[StrictInt, ...] = Field((10, 10), strict=False,
+                                           description="neighbours sampled per layer, outermost last; -1 = all")
+    aggregation: Literal["mean", "max", "sum"] = "mean"
+    dropout: float = Field(0.5, ge=0.0, lt=1.0)
+
+    @model_validator(mode="after")
+    def _fanouts_match_layers(self) -> "ModelSpec":
+        if len(self.fanouts) != self.num_layers:
+            raise ValueError(
+                f"fanouts: expected {self.num_layers} entries (one per layer, model.num_layers={self.num_layers}), "
+                f"got {len(self.fanouts)}"
+            )
+        if any(f == 0 or f < ALL_NEIGHBOURS for f in self.fanouts):
+            raise ValueError(f"fanouts: each must be > 0 or -1 (all neighbours), got {list(self.fanouts)}")
+        return self
+
+
+class SamplerSpec(_Spec):
+    """Multi-hop neighbourhood sampling."""
+
+    name: str = Field("naive", description="registered sampler: 'naive', 'dense'")
+    replace: bool = Field(False, description="sample with replacement when degree > fanout (as MariusGNN)")
+    direction: Literal["in", "out", "both"] = Field("in", description="which neighbours: in-, out- or both")
+
+
+class SystemSpec(_Spec):
+    """The training system and its options."""
+
+    name: str = Field("in_memory", description="registered system: 'in_memory', 'pipelined', 'disk'")
+    device: str = Field("auto", description="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:1', ...")
+    options: dict[str, Any] = Field(default_factory=dict, description="system-specific options")
+
+
+class TrainingSpec(_Spec):
+    """The task and the optimization loop."""
+
+    task: Literal["node_classification", "link_prediction"] = "node_classification"
+    batch_size: int = Field(1000, gt=0)
+    epochs: int = Field(5, gt=0)
+    optimizer: Literal["adam", "sgd", "adagrad"] = "adam"
+    learning_rate: float = Field(0.01, gt=0.0)
+    weight_decay: float = Field(0.0, ge=0.0)
+
+
+class EvaluationSpec(_Spec):
+    """When and how to evaluate."""
+
+    every: int = Field(1, gt=0, description="evaluate on valid every k epochs; test after the last epoch")
+    batch_size: int = Field(4096, gt=0)
+    fanouts: tuple[StrictInt, ...] | None = Field(None, strict=False,
+                                                  description="sampling at evaluation; None = the training fanouts")
+    target_metric: float | None = Field(None, description="valid metric at which 'cost to target' is priced")
+
+
+class MachineSpec(_Spec):
+    """The machine profile a run is priced on."""
+
+    profile: str = Field("local", description="registered machine profile: 'local', 'p3.2xlarge', ...")
+    hourly_usd: float | None = Field(None, ge=0.0, description="price per hour of the 'local' profile")
+
+
+class RunSpec(_Spec):
+    """Everything that determines one run."""
+
+    name: str | None = Field(None, description="a label for the run (part of the run id)")
+    dataset: DatasetSpec
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    sampler: SamplerSpec = Field(default_factory=SamplerSpec)
+    system: SystemSpec = Field(default_factory=SystemSpec)
+    training: TrainingSpec = Field(default_factory=TrainingSpec)
+    evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
+    machine: MachineSpec = Field(default_factory=MachineSpec)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _evaluation_fanouts_match_layers(self) -> "RunSpec":
+        fanouts = self.evaluation.fanouts
+        if fanouts is not None and len(fanouts) != self.model.num_layers:
+            raise ValueError(
+                f"evaluation.fanouts: expected {self.model.num_layers} entries (model.num_layers), got {len(fanouts)}"
+            )
+        return self
+
+    def resolved(self) -> dict[str, Any]:
+        """The spec with every default filled in, as plain data (lists, dicts, scalars)."""
+        return json.loads(self.model_dump_json())
+
+    @property
+    def run_id(self) -> str:
+        """``<label>-<hash>``: a readable label and the first 12 hex digits of the resolved spec's SHA-256."""
+        canonical = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
+        label = self.name or f"{self.system.name}-{self.dataset.preset or self.dataset.name}-{self.model.encoder}"
+        return f"{_slug(label)}-s{self.seed}-{digest}"
+
+    def to_yaml(self) -> str:
+        """The resolved spec as YAML."""
+        return yaml.safe_dump(self.resolved(), sort_keys=False)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.]+", "-", text).strip("-")[:60] or "run"
+
+
+# ---------------------------------------------------------------------------------------------- loading
+def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
+    """Parse ``a.b=value`` into ``(("a", "b"), value)``; the value is read as YAML (``3``, ``[5, 5]``, ``true``)."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text!r}: expected key.path=value")
+    key, raw = text.split("=", 1)
+    path = tuple(part for part in key.strip().split("."))
+    if not all(path):
+        raise ConfigError(f"--set {text!r}: empty field name in {key!r}")
+    try:
+        value = yaml_load(raw)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML ({err.problem})") from None
+    return path, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """Return a copy of ``data`` with each ``a.b=value`` override set (intermediate mappings are created)."""
+    result = json.loads(json.dumps(data))
+    for text in overrides:
+        path, value = parse_override(text)
+        node = result
+        for depth, part in enumerate(path[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {text}: {'.'.join(path[: depth + 1])} is not a mapping")
+            node = child
+        node[path[-1]] = value
+    return result
+
+
+_SUBFIELD_MESSAGE = re.compile(r"^([a-z_][a-z_.]*): (.*)$")
+
+
+def _format_error(source: str, err: ValidationError) -> str:
+    """One line: ``source: field.path: message`` for the first validation error.
+
+    Cross-field validators raise messages of the form ``"subfield: text"``; the subfield joins the path.
+    """
+    first = err.errors()[0]
+    location = [str(part) for part in first["loc"]]
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown field"
+    elif first["type"] == "missing":
+        message = "required field is missing"
+    elif first["type"] != "value_error" and not isinstance(first.get("input"), dict):
+        message += f" (got {first.get('input')!r})"
+    subfield = _SUBFIELD_MESSAGE.match(message)
+    if first["type"] == "value_error" and subfield:
+        location.append(subfield.group(1))
+        message = subfield.group(2)
+    return f"{source}: {'.'.join(location) or '<root>'}: {message}"
+
+
+def spec_from_dict(data: Any, source: str = "<spec>") -> RunSpec:
+    """Validate plain data into a :class:`RunSpec`; errors name ``source`` and the field path."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+    try:
+        spec = RunSpec.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_error(source, err)) from None
+    _check_registered_names(spec, source)
+    return spec
+
+
+def _check_registered_names(spec: RunSpec, source: str) -> None:
+    from suite.plugins import DATASETS, MACHINES, MODELS, SAMPLERS, SYSTEMS
+
+    for field, registry, name in (
+        ("dataset.name", DATASETS, spec.dataset.name),
+        ("model.encoder", MODELS, spec.model.encoder),
+        ("sampler.name", SAMPLERS, spec.sampler.name),
+        ("system.name", SYSTEMS, spec.system.name),
+        ("machine.profile", MACHINES, spec.machine.profile),
+    ):
+        if name not in registry:
+            known = ", ".join(registry.names()) or "none"
+            raise ConfigError(f"{source}: {field}: unknown {registry.kind} {name!r} (known: {known})")
+
+
+def read_yaml(path: str | os.PathLike) -> Any:
+    """Parse a YAML file; errors name the file and the line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+    try:
+        return yaml_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: invalid YAML{where} ({getattr(err, 'problem', err)})") from None
+
+
+def load_spec(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = ()) -> RunSpec:
+    """Load a run spec from YAML, apply ``--set`` overrides, validate; relative dataset paths resolve from CWD."""
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return spec_from_dict(apply_overrides(data, overrides), source=str(path))

@@ -1,0 +1,118 @@
+"""Resolve a run spec's ``dataset`` section to an opened :class:`~suite.graph.GraphStore`.
+
+Registered dataset names (``DATASETS``):
+
+- ``synthetic``: a generator preset (``preset``) with parameter overrides (``params``), generated once into
+  ``cache_dir/<preset>-<hash of the generator config>`` and reused;
+- ``store``: an existing store folder given as ``root``;
+- every raw-data loader of :mod:`suite.graph.loaders` (``cora``, ``fb15k237``, ``ogbn-arxiv``...): prepared once
+  from ``root`` into ``cache_dir/<name>-<hash of root>`` and reused.
+
+Preparation takes a file lock on the cache entry, so concurrent runs of a grid prepare a dataset once.
+Errors name the spec field (``dataset.root: ...``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from suite.config import DatasetSpec
+from suite.errors import ConfigError, DataError
+from suite.graph import GraphStore
+from suite.registry import DATASETS
+
+
+def _digest(data: object) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+@contextlib.contextmanager
+def _cache_lock(entry: Path) -> Iterator[None]:
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with open(entry.parent / f".{entry.name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _cached(entry: Path, build: Callable[[Path], GraphStore]) -> GraphStore:
+    """Open the store at ``entry``, building it first (under a lock) if it is not there."""
+    with _cache_lock(entry):
+        if not (entry / "metadata.json").exists():
+            build(entry)
+    return GraphStore.open(entry)
+
+
+@DATASETS.register("synthetic")
+def synthetic_dataset(spec: DatasetSpec, progress: bool = False) -> GraphStore:
+    """Generate (once) and open the synthetic graph of ``spec.preset`` with ``spec.params`` overrides."""
+    from suite.graph.synthetic import PRESETS, generate
+
+    preset = spec.preset or "tiny"
+    try:
+        config = PRESETS.get(preset)
+    except ConfigError as err:
+        raise ConfigError(f"dataset.preset: {err}") from None
+    unknown = sorted(set(spec.params) - {f.name for f in dataclasses.fields(config)})
+    if unknown:
+        raise ConfigError(f"dataset.params.{unknown[0]}: unknown generator parameter")
+    try:
+        config = dataclasses.replace(config, **spec.params)
+    except ConfigError as err:
+        raise ConfigError(f"dataset.params: {err}") from None
+    entry = Path(spec.cache_dir) / f"{preset}-{_digest(dataclasses.asdict(config))}"
+    return _cached(entry, lambda out: generate(config, out, progress=progress))
+
+
+@DATASETS.register("store")
+def existing_store(spec: DatasetSpec, progress: bool = False) -> GraphStore:
+    """Open the store folder ``spec.root``."""
+    if spec.root is None:
+        raise ConfigError("dataset.root: required for dataset 'store' (the store folder)")
+    try:
+        return GraphStore.open(spec.root)
+    except DataError as err:
+        raise DataError(f"dataset.root: {err}") from None
+
+
+def _loader_dataset(name: str) -> Callable[[DatasetSpec, bool], GraphStore]:
+    def resolve(spec: DatasetSpec, progress: bool = False) -> GraphStore:
+        from suite.graph.loaders import prepare
+
+        if spec.root is None:
+            raise ConfigError(f"dataset.root: required for dataset {name!r} (the folder of its raw files)")
+        root = Path(spec.root).expanduser().resolve()
+        if not root.is_dir():
+            raise DataError(f"dataset.root: {spec.root}: folder not found")
+        entry = Path(spec.cache_dir) / f"{name}-{_digest(str(root))}"
+        try:
+            return _cached(entry, lambda out: prepare(name, root, out, progress=progress))
+        except DataError as err:
+            raise DataError(f"dataset.root: {err}") from None
+
+    resolve.__doc__ = f"Prepare (once) and open dataset {name!r} from the raw files in ``spec.root``."
+    return resolve
+
+
+def _register_loaders() -> None:
+    from suite.graph.loaders import LOADERS
+
+    for name in LOADERS.names():
+        if name not in DATASETS:
+            DATASETS.register(name, _loader_dataset(name))
+
+
+_register_loaders()
+
+
+def open_dataset(spec: DatasetSpec, progress: bool = False) -> GraphStore:
+    """The store a spec's ``dataset`` section names (generated or prepared on first use)."""
+    return DATASETS.get(spec.name)(spec, progress)

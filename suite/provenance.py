@@ -1,0 +1,92 @@
+"""Provenance recorded with every result: versions, the suite's git SHA, the machine, process counters."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import resource
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def git_sha() -> str | None:
+    """The suite's git commit (with ``-dirty`` when the tree has uncommitted changes), or None outside git."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{sha}-dirty" if dirty else sha
+
+
+def versions() -> dict[str, Any]:
+    """Versions of Python, torch, PyG, numpy, ogb and the suite, and the suite's git SHA."""
+    import numpy
+    import torch_geometric
+
+    from suite import __version__
+    from suite.graph.loaders.ogb import import_ogb
+
+    ogb = import_ogb()
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_geometric": torch_geometric.__version__,
+        "numpy": numpy.__version__,
+        "ogb": ogb.__version__,
+        "gnnsuite": __version__,
+        "git_sha": git_sha(),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, cores, memory and GPU of this machine."""
+    gpu = None
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        gpu = {"name": props.name, "count": torch.cuda.device_count(), "memory_bytes": props.total_memory}
+    return {
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "cpu_model": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "memory_bytes": psutil.virtual_memory().total,
+        "gpu": gpu,
+    }
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (Linux reports ru_maxrss in KiB)."""
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def io_counters() -> tuple[int, int]:
+    """Bytes this process has read from and written to storage (``/proc/self/io``), or zeros where unknown."""
+    try:
+        counters = psutil.Process().io_counters()
+    except (AttributeError, psutil.Error):
+        return 0, 0
+    return counters.read_bytes, counters.write_bytes

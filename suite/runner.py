@@ -1,0 +1,131 @@
+"""Run one spec end to end: resolve the dataset, build the registered system, train, summarize, record.
+
+``summary.json`` is computed here, the same way for every system, from what the system measured
+(:class:`systems.base.RunOutcome`) plus process counters and provenance.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from suite.config import RunSpec
+from suite.errors import ConfigError
+from suite.graph import GraphStore
+from suite.metrics import GpuUtilizationSampler
+from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
+from suite.recorder import Recorder, is_complete, read_summary
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> CUDA when available, else CPU; otherwise the named device, checked to exist."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"system.device: {name!r} is not a torch device") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"system.device: {name!r} requested but CUDA is not available")
+    return device
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: float,
+              gpu_utilization: float | None, process_io: tuple[int, int]) -> dict[str, Any]:
+    """The measured part of ``summary.json`` (pure: from the outcome and counters given)."""
+    from suite.cost import cost_summary
+
+    train_s = sum(outcome.epoch_time_s)
+    stage_busy: dict[str, float] = defaultdict(float)
+    staleness: list[int] = []
+    for stats in outcome.epochs:
+        for stage, seconds in stats.stage_busy_s.items():
+            stage_busy[stage] += seconds
+        staleness.extend(stats.staleness)
+    valid_curve = [(epoch, metrics) for epoch, metrics in outcome.valid_metrics]
+    main_metric = "accuracy" if spec.training.task == "node_classification" else "mrr"
+    return {
+        "system": spec.system.name,
+        "dataset": spec.dataset.preset or spec.dataset.name,
+        "dataset_info": {"name": store.name, "num_nodes": store.num_nodes, "num_edges": store.num_edges},
+        "task": spec.training.task,
+        "model": spec.model.encoder,
+        "num_layers": spec.model.num_layers,
+        "fanouts": list(spec.model.fanouts),
+        "sampler": spec.sampler.name,
+        "seed": spec.seed,
+        "epochs": len(outcome.epoch_time_s),
+        "epoch_time_s": outcome.epoch_time_s,
+        "train_time_s": train_s,
+        "wall_time_s": wall_time_s,
+        "train_examples_per_s": sum(s.examples for s in outcome.epochs) / train_s if train_s else None,
+        "sampled_edges_per_s": sum(s.sampled_edges for s in outcome.epochs) / train_s if train_s else None,
+        "loss": [s.loss for s in outcome.epochs],
+        "stage_busy_s": dict(stage_busy),
+        "compute_utilization": stage_busy.get("compute", 0.0) / train_s if train_s else None,
+        "gpu_utilization": gpu_utilization,
+        "staleness": {"mean": sum(staleness) / len(staleness) if staleness else 0.0, "max": max(staleness, default=0)},
+        "io_read_bytes": outcome.io_read_bytes,
+        "io_write_bytes": outcome.io_write_bytes,
+        "process_io_read_bytes": process_io[0],
+        "process_io_write_bytes": process_io[1],
+        "partition_swaps": outcome.partition_swaps,
+        "peak_rss_bytes": peak_rss_bytes(),
+        "metrics": {
+            "main": main_metric,
+            "valid": valid_curve[-1][1] if valid_curve else {},
+            "valid_curve": [{"epoch": epoch, **metrics} for epoch, metrics in valid_curve],
+            "test": outcome.test_metrics,
+        },
+        "cost_usd": cost_summary(
+            spec.machine.profile, spec.machine.hourly_usd, wall_time_s, outcome.epoch_time_s,
+            [(epoch, metrics.get(main_metric)) for epoch, metrics in valid_curve], spec.evaluation.target_metric,
+        ),
+    }
+
+
+def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
+             progress: bool = False) -> dict[str, Any]:
+    """Run ``spec`` into ``out/<run_id>`` and return its summary.
+
+    A run already complete there is not repeated (its summary is returned with ``"skipped": True``) unless
+    ``overwrite``. The dataset and device are resolved before the run folder is created, so bad input leaves
+    no folder; a failure during training leaves a summary with status ``failed`` (never ``completed``).
+    """
+    import suite.plugins  # noqa: F401  (registers the built-in systems)
+    from suite.datasets import open_dataset
+    from suite.registry import SYSTEMS
+
+    run_dir = Path(out) / spec.run_id
+    if not overwrite and is_complete(run_dir):
+        return {**read_summary(run_dir), "skipped": True}
+    store = open_dataset(spec.dataset, progress=progress)
+    device = resolve_device(spec.system.device)
+    system_class = SYSTEMS.get(spec.system.name)
+    recorder = Recorder(out, spec)
+    started_at, started = _now(), time.perf_counter()
+    io_before = io_counters()
+    torch.manual_seed(spec.seed)
+    try:
+        with GpuUtilizationSampler(device) as gpu:
+            outcome = system_class(spec, store, device, recorder).run(progress=progress)
+        io_after = io_counters()
+        summary = summarize(spec, store, outcome, wall_time_s=time.perf_counter() - started,
+                            gpu_utilization=gpu.mean(),
+                            process_io=(io_after[0] - io_before[0], io_after[1] - io_before[1]))
+    except BaseException as err:
+        recorder.fail(err, {"started_at": started_at, "finished_at": _now()})
+        raise
+    summary.update(machine=machine_info(), versions=versions(), device=str(device), started_at=started_at,
+                   finished_at=_now(), run_dir=str(run_dir))
+    return recorder.finish(summary)

@@ -1,0 +1,123 @@
+"""Sampler contract and the structures samplers produce.
+
+A sampler is built once per run from the graph (``SamplerClass(graph, fanouts, replace=...)``; the direction is
+chosen when the :class:`SamplingGraph` is loaded) and called per mini-batch: ``sample(roots, generator) -> SampledSubgraph``. Randomness comes only from the
+explicit ``torch.Generator``: the same generator state gives the same sample.
+
+Two layouts implement :class:`SampledSubgraph`:
+
+- layer-wise blocks (:class:`LayerBlock`, the naive sampler, DGL semantics): one bipartite block per layer;
+- DENSE (issue 4): one node list with per-hop deltas.
+
+Models consume either through ``SampledSubgraph``'s fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from suite.graph import CSR, GraphStore
+
+
+@dataclass(frozen=True)
+class LayerBlock:
+    """One layer of message passing, as a bipartite graph from source nodes to destination nodes.
+
+    Attributes:
+        src_nodes: global ids of the block's input rows; the first ``num_dst`` of them are the destination nodes
+            (so a layer's output rows are its first ``num_dst`` input rows, in order).
+        num_dst: number of destination nodes.
+        edge_index: ``(2, e)`` int64 local ids: row 0 indexes ``src_nodes``, row 1 indexes the destinations.
+    """
+
+    src_nodes: torch.Tensor
+    num_dst: int
+    edge_index: torch.Tensor
+
+    def to(self, device: torch.device, non_blocking: bool = False) -> "LayerBlock":
+        """The block on ``device``."""
+        return LayerBlock(self.src_nodes.to(device, non_blocking=non_blocking), self.num_dst,
+                          self.edge_index.to(device, non_blocking=non_blocking))
+
+
+@dataclass(frozen=True)
+class SampledSubgraph:
+    """A multi-hop sample around ``roots``.
+
+    Attributes:
+        roots: global ids of the mini-batch's roots.
+        blocks: layer-wise blocks, outermost layer first: ``blocks[0]`` reads the input features of
+            ``blocks[0].src_nodes``; the last block's destinations are the roots, in order. Empty for models that
+            use no neighbours.
+        num_sampled_edges: edges sampled in total (the throughput unit ``sampled edges/s``).
+    """
+
+    roots: torch.Tensor
+    blocks: tuple[LayerBlock, ...]
+    num_sampled_edges: int
+
+    @property
+    def input_nodes(self) -> torch.Tensor:
+        """Global ids whose features the model reads (``blocks[0].src_nodes``, or the roots without blocks)."""
+        return self.blocks[0].src_nodes if self.blocks else self.roots
+
+    def to(self, device: torch.device, non_blocking: bool = False) -> "SampledSubgraph":
+        """The sample on ``device``."""
+        return SampledSubgraph(self.roots.to(device, non_blocking=non_blocking),
+                               tuple(b.to(device, non_blocking) for b in self.blocks), self.num_sampled_edges)
+
+
+class SamplingGraph:
+    """The neighbour lists samplers read: in-memory CSR tensors for one direction (``in``, ``out`` or ``both``).
+
+    ``in``: a node's neighbours are the sources of its in-edges (messages flow along edges); ``out``: the
+    destinations of its out-edges; ``both``: the union (concatenated lists).
+    """
+
+    def __init__(self, indptr: torch.Tensor, indices: torch.Tensor):
+        self.indptr = indptr.to(torch.int64)
+        self.indices = indices.to(torch.int64)
+        self.num_nodes = len(indptr) - 1
+
+    @classmethod
+    def from_store(cls, store: GraphStore, direction: str = "in") -> "SamplingGraph":
+        """Load the CSR(s) of ``direction`` from a store into memory."""
+        if direction in ("in", "out"):
+            csr = store.csr(direction)
+            return cls(csr.indptr.clone(), csr.indices.clone())
+        if direction == "both":
+            return cls.union(store.csr("in"), store.csr("out"))
+        raise ValueError(f"direction must be 'in', 'out' or 'both', got {direction!r}")
+
+    @classmethod
+    def union(cls, first: CSR, second: CSR) -> "SamplingGraph":
+        """Concatenate two CSRs row by row (neighbours of ``first`` then of ``second``)."""
+        deg_a, deg_b = first.degrees(), second.degrees()
+        indptr = torch.zeros(len(deg_a) + 1, dtype=torch.int64)
+        torch.cumsum(deg_a + deg_b, 0, out=indptr[1:])
+        rows_a = torch.repeat_interleave(torch.arange(len(deg_a)), deg_a)
+        rows_b = torch.repeat_interleave(torch.arange(len(deg_b)), deg_b)
+        pos_a = indptr[rows_a] + torch.arange(len(rows_a)) - first.indptr[rows_a]
+        pos_b = indptr[rows_b] + deg_a[rows_b] + torch.arange(len(rows_b)) - second.indptr[rows_b]
+        indices = torch.empty(int(indptr[-1]), dtype=torch.int64)
+        indices[pos_a] = first.indices.to(torch.int64)
+        indices[pos_b] = second.indices.to(torch.int64)
+        return cls(indptr, indices)
+
+    def degrees(self, nodes: torch.Tensor) -> torch.Tensor:
+        """Degrees of ``nodes``."""
+        return self.indptr[nodes + 1] - self.indptr[nodes]
+
+
+class Sampler(Protocol):
+    """What every registered sampler implements."""
+
+    def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False) -> None: ...
+
+    def sample(self, roots: torch.Tensor, generator: torch.Generator) -> SampledSubgraph:
+        """Sample the multi-hop neighbourhood of ``roots`` (fanouts outermost last; -1 = all neighbours)."""
+        ...

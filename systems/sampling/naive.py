@@ -1,0 +1,172 @@
+"""The naive layer-wise neighbourhood sampler (DGL semantics), the baseline that DENSE improves on.
+
+Starting from the roots, every hop samples up to ``fanout`` neighbours of *every* node of the current frontier,
+even of nodes already sampled at an earlier hop, and builds one bipartite :class:`LayerBlock` per hop: its
+destinations are the frontier, its sources the frontier followed by the newly reached nodes (deduplicated and
+relabelled per block). The sources of one hop are the frontier of the next. Blocks are returned outermost first,
+so the last block's destinations are the roots, in order.
+
+Per node, with ``deg`` neighbours and fanout ``f``:
+
+- ``f == -1`` or ``deg <= f``: all neighbours are taken (with or without replacement);
+- with replacement and ``deg > f``: ``f`` uniform positions ``randint % deg`` (as MariusGNN), repeats possible;
+- without replacement and ``deg > f``: ``f`` distinct neighbours, every ``f``-subset equally likely
+  (Floyd's algorithm, vectorized over the nodes: ``f`` steps of tensor operations, whatever the degrees).
+
+Everything is vectorized over nodes and edges (one Python loop per hop and, without replacement, per fanout
+step). All randomness comes from the ``torch.Generator`` passed to :meth:`NaiveSampler.sample`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from suite.config import ALL_NEIGHBOURS
+from suite.registry import SAMPLERS
+from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph
+
+# Upper bound of the raw random integers reduced modulo a degree: the modulo bias is below deg / 2**62.
+_RANDINT_HIGH = 1 << 62
+
+
+def _segment_offsets(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For segments of ``counts`` elements: the segment of every element and its offset within the segment."""
+    total = int(counts.sum())
+    segment = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts, output_size=total)
+    starts = torch.cumsum(counts, 0) - counts
+    offset = torch.arange(total, device=counts.device) - starts[segment]
+    return segment, offset
+
+
+def _random_below(high: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """One uniform integer in ``[0, high[i])`` per entry of ``high`` (``randint % high``)."""
+    raw = torch.randint(0, _RANDINT_HIGH, high.shape, generator=generator, dtype=torch.int64,
+                        device=generator.device)
+    return raw.to(high.device) % high
+
+
+def _floyd_positions(degrees: torch.Tensor, fanout: int, generator: torch.Generator) -> torch.Tensor:
+    """``(len(degrees), fanout)`` distinct positions in ``[0, degree)`` per row, a uniform ``fanout``-subset.
+
+    Floyd's algorithm, one step per column for all rows at once: for ``j = deg - fanout + i``, draw ``t`` in
+    ``[0, j]``; keep ``t`` unless already chosen, else take ``j`` (never chosen before, as all earlier picks are
+    ``< j``). Requires ``degrees >= fanout``.
+    """
+    chosen = torch.empty((len(degrees), fanout), dtype=torch.int64, device=degrees.device)
+    for step in range(fanout):
+        upper = degrees - fanout + step  # j: inclusive upper bound of this step's draw
+        draw = _random_below(upper + 1, generator)
+        seen = (chosen[:, :step] == draw.unsqueeze(1)).any(dim=1)
+        chosen[:, step] = torch.where(seen, upper, draw)
+    return chosen
+
+
+def sample_neighbours(
+    graph: SamplingGraph, nodes: torch.Tensor, fanout: int, replace: bool, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample one hop: up to ``fanout`` neighbours of every node of ``nodes``.
+
+    Args:
+        graph: the neighbour lists.
+        nodes: global ids (duplicates allowed; each occurrence is sampled independently).
+        fanout: neighbours per node, or -1 for all.
+        replace: with replacement when ``degree > fanout`` (else distinct neighbours).
+        generator: the source of randomness.
+
+    Returns:
+        ``(segment, neighbours)``: for every sampled edge, the index into ``nodes`` of its destination and the
+        global id of the neighbour, grouped by ``segment`` in increasing order.
+    """
+    degrees = graph.degrees(nodes)
+    starts = graph.indptr[nodes]
+    if fanout == ALL_NEIGHBOURS:
+        capped = torch.zeros_like(degrees, dtype=torch.bool)
+    else:
+        capped = degrees > fanout
+    counts = torch.where(capped, torch.full_like(degrees, max(fanout, 0)), degrees)
+    segment, offset = _segment_offsets(counts)
+    positions = starts[segment] + offset  # all-neighbour rows: their neighbours in order
+    capped_rows = capped.nonzero().view(-1)
+    if len(capped_rows):
+        capped_edges = capped[segment]
+        if replace:
+            local = _random_below(degrees[segment[capped_edges]], generator)
+        else:
+            # Edges of a capped row are its `fanout` consecutive slots, rows in increasing order.
+            local = _floyd_positions(degrees[capped_rows], fanout, generator).view(-1)
+        positions[capped_edges] = starts[segment[capped_edges]] + local
+    return segment, graph.indices[positions]
+
+
+def relabel(dst_nodes: torch.Tensor, neighbours: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Local ids of one block: ``dst_nodes`` (unique) first, then new neighbours in order of first appearance.
+
+    Args:
+        dst_nodes: the block's destinations, unique global ids.
+        neighbours: global ids of sampled neighbours (any order, repeats allowed).
+
+    Returns:
+        ``(src_nodes, local)``: the block's source nodes (global ids, ``src_nodes[:len(dst_nodes)] == dst_nodes``)
+        and the local id in ``src_nodes`` of every entry of ``neighbours``.
+    """
+    combined = torch.cat([dst_nodes, neighbours])
+    unique, inverse = torch.unique(combined, return_inverse=True)
+    position = torch.arange(len(combined), device=combined.device)
+    first = torch.full((len(unique),), len(combined), dtype=torch.int64, device=combined.device)
+    first.scatter_reduce_(0, inverse, position, reduce="amin")
+    order = torch.argsort(first)
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(len(order), device=order.device)
+    return unique[order], rank[inverse[len(dst_nodes):]]
+
+
+@SAMPLERS.register("naive")
+class NaiveSampler:
+    """Layer-wise sampler with DGL semantics: every frontier node is re-sampled at every hop.
+
+    Args:
+        graph: neighbour lists (one direction, from :meth:`SamplingGraph.from_store`).
+        fanouts: neighbours per node per hop; ``fanouts[0]`` is the first hop from the roots (the innermost layer),
+            ``fanouts[-1]`` the outermost; -1 = all neighbours. Empty: no blocks (the roots only).
+        replace: sample with replacement when a node's degree exceeds the fanout (MariusGNN) instead of
+            choosing distinct neighbours.
+
+    Example::
+
+        sampler = NaiveSampler(SamplingGraph.from_store(store, "in"), (25, 10))
+        sample = sampler.sample(torch.tensor([0, 5]), torch.Generator().manual_seed(0))
+    """
+
+    def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False) -> None:
+        fanouts = tuple(int(f) for f in fanouts)
+        if any(f == 0 or f < ALL_NEIGHBOURS for f in fanouts):
+            raise ValueError(f"fanouts must be > 0 or -1 (all neighbours), got {list(fanouts)}")
+        self.graph = graph
+        self.fanouts = fanouts
+        self.replace = replace
+
+    def sample(self, roots: torch.Tensor, generator: torch.Generator) -> SampledSubgraph:
+        """Sample the multi-hop neighbourhood of ``roots`` (unique global ids).
+
+        Args:
+            roots: the mini-batch's nodes; they are the last block's destinations, in this order.
+            generator: the only source of randomness (same state, same sample).
+
+        Returns:
+            The blocks, outermost first, and the number of sampled edges.
+        """
+        roots = roots.to(torch.int64)
+        frontier = roots
+        blocks: list[LayerBlock] = []
+        for fanout in self.fanouts:
+            segment, neighbours = sample_neighbours(self.graph, frontier, fanout, self.replace, generator)
+            src_nodes, local = relabel(frontier, neighbours)
+            blocks.append(LayerBlock(src_nodes, len(frontier), torch.stack([local, segment])))
+            frontier = src_nodes
+        blocks.reverse()
+        return SampledSubgraph(roots, tuple(blocks), sum(b.edge_index.shape[1] for b in blocks))
+
+
+__all__ = ["NaiveSampler", "relabel", "sample_neighbours"]

@@ -1,0 +1,102 @@
+"""Encoders: GraphSAGE over all-neighbour blocks equals full-graph GraphSAGE; the MLP ignores neighbours."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from suite.config import ModelSpec
+from suite.errors import ConfigError
+from suite.registry import MODELS
+from systems.models import MLP, GraphSAGE, build_model
+from systems.sampling import NaiveSampler
+from tests.systems.conftest import graph_from_lists, in_graph
+
+NUM_NODES, NUM_EDGES, IN_DIM, OUT_DIM = 40, 160, 8, 3
+
+
+def random_edges(seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(0, NUM_NODES, (2, NUM_EDGES), generator=generator)
+
+
+def full_graph_sage(model: GraphSAGE, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+    """The same SAGEConv weights applied on the whole graph (PyG's usual full-batch call)."""
+    for layer, conv in enumerate(model.convs):
+        x = conv(x, edge_index)
+        if layer < len(model.convs) - 1:
+            x = F.relu(x)
+    return x
+
+
+def test_registered_builders():
+    assert {"graphsage", "mlp"} <= set(MODELS.names())
+    spec = ModelSpec(encoder="graphsage", num_layers=2, hidden_dim=16, fanouts=(5, 5))
+    assert isinstance(build_model(spec, IN_DIM, OUT_DIM), GraphSAGE)
+    assert isinstance(build_model(spec.model_copy(update={"encoder": "mlp"}), IN_DIM, OUT_DIM), MLP)
+
+
+@pytest.mark.parametrize("aggregation", ["mean", "max", "sum"])
+@pytest.mark.parametrize("num_layers", [1, 2, 3])
+def test_graphsage_on_all_neighbour_blocks_equals_full_graph(aggregation, num_layers):
+    torch.manual_seed(0)
+    edge_index = random_edges()
+    x = torch.randn(NUM_NODES, IN_DIM)
+    spec = ModelSpec(num_layers=num_layers, hidden_dim=16, fanouts=(-1,) * num_layers, aggregation=aggregation)
+    model = build_model(spec, IN_DIM, OUT_DIM).eval()
+    roots = torch.tensor([3, 7, 0, 19, 25])
+    sample = NaiveSampler(in_graph(edge_index, NUM_NODES), spec.fanouts).sample(roots, torch.Generator())
+    with torch.no_grad():
+        blocks_out = model(x[sample.input_nodes], sample)
+        full_out = full_graph_sage(model, x, edge_index)[roots]
+    assert blocks_out.shape == (len(roots), OUT_DIM)
+    torch.testing.assert_close(blocks_out, full_out, atol=1e-5, rtol=1e-5)
+
+
+def test_graphsage_rejects_wrong_number_of_blocks():
+    model = build_model(ModelSpec(num_layers=2, fanouts=(2, 2)), IN_DIM, OUT_DIM)
+    sample = NaiveSampler(graph_from_lists([[1], [0]]), (2,)).sample(torch.tensor([0]), torch.Generator())
+    with pytest.raises(ValueError, match="2 layers but the sample has 1 blocks"):
+        model(torch.randn(2, IN_DIM), sample)
+
+
+def test_graphsage_dropout_only_in_training():
+    torch.manual_seed(0)
+    edge_index = random_edges(1)
+    x = torch.randn(NUM_NODES, IN_DIM)
+    model = build_model(ModelSpec(num_layers=2, hidden_dim=32, fanouts=(-1, -1), dropout=0.5), IN_DIM, OUT_DIM)
+    sample = NaiveSampler(in_graph(edge_index, NUM_NODES), (-1, -1)).sample(torch.arange(10), torch.Generator())
+    features = x[sample.input_nodes]
+    model.eval()
+    assert torch.equal(model(features, sample), model(features, sample))
+    model.train()
+    assert not torch.equal(model(features, sample), model(features, sample))
+
+
+@pytest.mark.parametrize("encoder", ["graphsage", "mlp"])
+def test_zero_layers_rejected(encoder):
+    with pytest.raises(ConfigError, match="model.num_layers"):
+        build_model(ModelSpec(encoder=encoder, num_layers=0, fanouts=()), IN_DIM, OUT_DIM)
+
+
+def test_mlp_ignores_neighbours():
+    torch.manual_seed(0)
+    spec = ModelSpec(encoder="mlp", num_layers=2, hidden_dim=16, fanouts=(-1, -1))
+    model = build_model(spec, IN_DIM, OUT_DIM).eval()
+    x = torch.randn(NUM_NODES, IN_DIM)
+    roots = torch.tensor([4, 2, 11])
+    with_blocks = NaiveSampler(in_graph(random_edges(), NUM_NODES), (-1, -1)).sample(roots, torch.Generator())
+    other_blocks = NaiveSampler(in_graph(random_edges(5), NUM_NODES), (-1, -1)).sample(roots, torch.Generator())
+    without = NaiveSampler(in_graph(random_edges(), NUM_NODES), ()).sample(roots, torch.Generator())
+    assert not torch.equal(with_blocks.input_nodes, other_blocks.input_nodes)
+    with torch.no_grad():
+        expected = model.lins[1](F.relu(model.lins[0](x[roots])))
+        for sample in (with_blocks, other_blocks, without):
+            rows = x[sample.input_nodes]
+            garbage = rows.clone()
+            garbage[len(roots):] = 1e3  # the neighbours' features do not matter
+            torch.testing.assert_close(model(rows, sample), expected)
+            torch.testing.assert_close(model(garbage, sample), expected)
+    assert MLP.uses_neighbours is False and GraphSAGE.uses_neighbours is True
+
