@@ -1,0 +1,77 @@
+"""Run specs: validation on load, field-path errors, overrides, resolved form and run ids."""
+
+from __future__ import annotations
+
+import pytest
+
+from suite.config import apply_overrides, load_spec, parse_override, spec_from_dict
+from suite.errors import ConfigError
+
+BASE = {"dataset": {"name": "synthetic", "preset": "tiny"}, "model": {"num_layers": 2, "fanouts": [5, 5]}}
+
+
+def _write(tmp_path, text: str):
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_are_filled_and_frozen():
+    spec = spec_from_dict(BASE)
+    assert spec.model.fanouts == (5, 5)
+    assert spec.system.name == "in_memory" and spec.training.optimizer == "adam"
+    assert spec.resolved()["model"]["fanouts"] == [5, 5]
+    with pytest.raises(Exception):
+        spec.seed = 3  # frozen
+
+
+def test_run_id_is_stable_and_depends_on_every_field():
+    first, second = spec_from_dict(BASE), spec_from_dict(dict(BASE))
+    assert first.run_id == second.run_id
+    assert first.run_id != spec_from_dict({**BASE, "seed": 1}).run_id
+    assert first.run_id != spec_from_dict(apply_overrides(BASE, ["training.learning_rate=0.02"])).run_id
+    assert first.run_id.startswith("in_memory-tiny-graphsage-s0-")
+
+
+def test_overrides_parse_yaml_values():
+    assert parse_override("model.fanouts=[3, 4]") == (("model", "fanouts"), [3, 4])
+    assert parse_override("training.learning_rate=1e-3") == (("training", "learning_rate"), 0.001)
+    data = apply_overrides(BASE, ["model.fanouts=[3, 4]", "sampler.replace=true", "system.options.x=1"])
+    spec = spec_from_dict(data)
+    assert spec.model.fanouts == (3, 4) and spec.sampler.replace is True and spec.system.options == {"x": 1}
+    assert BASE["model"]["fanouts"] == [5, 5]  # the input is not modified
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["system.name=warp"], r"spec\.yaml: system\.name: unknown system 'warp' \(known: .*in_memory"),
+        (["model.encoder=transformer"], r"spec\.yaml: model\.encoder: unknown model 'transformer'"),
+        (["sampler.name=magic"], r"spec\.yaml: sampler\.name: unknown sampler 'magic'"),
+        (["dataset.name=imagenet"], r"spec\.yaml: dataset\.name: unknown dataset 'imagenet'"),
+        (["machine.profile=cray"], r"spec\.yaml: machine\.profile: unknown machine profile 'cray'"),
+        (["training.epochs=three"], r"spec\.yaml: training\.epochs: Input should be a valid integer"),
+        (["training.batch_size=0"], r"spec\.yaml: training\.batch_size: Input should be greater than 0"),
+        (["model.fanouts=[5, 5, 5]"], r"spec\.yaml: model\.fanouts: expected 2 entries .*got 3"),
+        (["evaluation.fanouts=[5]"], r"spec\.yaml: evaluation\.fanouts: expected 2 entries"),
+        (["training.task=regression"], r"spec\.yaml: training\.task: Input should be"),
+        (["model.hidden=3"], r"spec\.yaml: model\.hidden: unknown field"),
+        (["model.fanouts=[5, 0]"], r"spec\.yaml: model\.fanouts: each must be > 0 or -1"),
+    ],
+)
+def test_bad_specs_name_file_and_field(tmp_path, overrides, message):
+    path = _write(tmp_path, "dataset: {name: synthetic, preset: tiny}\nmodel: {num_layers: 2, fanouts: [5, 5]}\n")
+    with pytest.raises(ConfigError, match=message) as err:
+        load_spec(path, overrides)
+    assert "\n" not in str(err.value)
+
+
+def test_missing_dataset_section_and_bad_yaml(tmp_path):
+    with pytest.raises(ConfigError, match=r"spec\.yaml: dataset: required field is missing"):
+        load_spec(_write(tmp_path, "seed: 1\n"))
+    with pytest.raises(ConfigError, match=r"spec\.yaml: invalid YAML at line 3"):
+        load_spec(_write(tmp_path, "seed: 1\nmodel: {a: 1\n  b: ]\n"))
+    with pytest.raises(ConfigError, match=r"nope\.yaml: file not found"):
+        load_spec(tmp_path / "nope.yaml")
+    with pytest.raises(ConfigError, match="expected key.path=value"):
+        parse_override("seed")
