@@ -22,9 +22,10 @@ test: setup
 test-all: setup
 	$(BIN)/python -m pytest -m ''
 
+# GraphSAGE vs a features-only MLP on the default synthetic dataset (arxiv-like), recorded under out/quickstart.
 main: setup
-	$(BIN)/gnnsuite datasets generate --preset arxiv-like --out $(DATA)/arxiv-like --overwrite --quiet
-	$(BIN)/gnnsuite datasets info $(DATA)/arxiv-like --verify --quiet
+	$(BIN)/gnnsuite grid experiments/quickstart_grid.yaml --out out/quickstart
+	$(BIN)/gnnsuite results out/quickstart --export out/quickstart/runs.csv
 
 clean:
-	rm -rf $(VENV) $(DATA) .pytest_cache
+	rm -rf $(VENV) $(DATA) out .pytest_cache

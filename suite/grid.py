@@ -222,7 +222,7 @@ class Executor(Protocol):
     Returns the summaries in the order of ``specs``.
     """
 
-    def __call__(self, specs: Sequence[RunSpec], out: Path, *, jobs: int, overwrite: bool,
+    def __call__(self, specs: Sequence[RunSpec], out: Path, *, jobs: int, overwrite: bool, progress: bool,
                  on_result: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]: ...
 
 
@@ -241,7 +241,7 @@ def failed_summary(spec: RunSpec, out: str | os.PathLike, error: BaseException) 
     return Recorder(out, spec).fail(error)
 
 
-def run_one(spec: RunSpec, out: str | os.PathLike, overwrite: bool = False) -> dict[str, Any]:
+def run_one(spec: RunSpec, out: str | os.PathLike, overwrite: bool = False, progress: bool = False) -> dict[str, Any]:
     """Run one spec through :func:`suite.runner.run_spec`; never raises for a failed run (returns its summary).
 
     ``KeyboardInterrupt`` and ``SystemExit`` propagate (after the runner recorded the run as failed).
@@ -249,7 +249,7 @@ def run_one(spec: RunSpec, out: str | os.PathLike, overwrite: bool = False) -> d
     from suite.runner import run_spec
 
     try:
-        return run_spec(spec, out, overwrite=overwrite, progress=False)
+        return run_spec(spec, out, overwrite=overwrite, progress=progress)
     except Exception as err:  # noqa: BLE001  (any failure of a run is recorded, and the grid goes on)
         return failed_summary(spec, out, err)
 
@@ -262,13 +262,14 @@ def _limit_threads(jobs: int) -> None:
 
 
 @EXECUTORS.register("local")
-def local_executor(specs: Sequence[RunSpec], out: Path, *, jobs: int, overwrite: bool,
+def local_executor(specs: Sequence[RunSpec], out: Path, *, jobs: int, overwrite: bool, progress: bool,
                    on_result: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
-    """Run the specs here (``jobs == 1``) or on a pool of ``jobs`` spawned processes, one run per task."""
+    """Run the specs here (``jobs == 1``, with per-batch progress bars) or on a pool of ``jobs`` spawned
+    processes, one run per task (no per-batch bars: they would interleave)."""
     results: dict[str, dict[str, Any]] = {}
     if jobs <= 1 or len(specs) <= 1:
         for spec in specs:
-            results[spec.run_id] = run_one(spec, out, overwrite)
+            results[spec.run_id] = run_one(spec, out, overwrite, progress)
             on_result(results[spec.run_id])
         return [results[spec.run_id] for spec in specs]
 
@@ -303,7 +304,8 @@ def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int = 1,
         out: the results folder.
         jobs: runs at a time (``local``: a process pool when > 1).
         overwrite: run completed runs again.
-        progress: a progress bar over runs on stderr (per-batch bars are the systems', and stay off here).
+        progress: a progress bar over runs on stderr, and, when runs go one at a time, the system's bar over
+            batches.
         executor: a name registered in :data:`EXECUTORS`.
 
     Returns:
@@ -345,7 +347,7 @@ def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int = 1,
                 bar.set_postfix(failed=failed, refresh=False)
             bar.update(1)
 
-        for summary in run(todo, out, jobs=jobs, overwrite=overwrite, on_result=on_result):
+        for summary in run(todo, out, jobs=jobs, overwrite=overwrite, progress=progress, on_result=on_result):
             results[summary["run_id"]] = summary
     return [results[spec.run_id] for spec in unique]
 

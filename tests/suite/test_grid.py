@@ -197,7 +197,7 @@ def test_executors_are_registered_by_name(tmp_path: Path, tiny_grid: list):
 
     calls = []
 
-    def recording(specs, out, *, jobs, overwrite, on_result):
+    def recording(specs, out, *, jobs, overwrite, progress, on_result):
         calls.append(([s.run_id for s in specs], jobs, overwrite))
         summaries = [{"run_id": s.run_id, "status": "completed"} for s in specs]
         for summary in summaries:
