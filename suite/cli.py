@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 import time
-import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from suite.errors import ConfigError, SuiteError
@@ -35,27 +35,16 @@ def _synthetic_overrides(args: argparse.Namespace, fields: Sequence[dataclasses.
     return {f.name: getattr(args, f.name) for f in fields if getattr(args, f.name, None) is not None}
 
 
-def _parse_bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
 def _add_synthetic_options(parser: argparse.ArgumentParser) -> Sequence[dataclasses.Field]:
     """One ``--field-name`` option per SyntheticConfig field, so every generator parameter is settable."""
-    from suite.graph.synthetic import SyntheticConfig
+    from suite.graph.synthetic import SyntheticConfig, parse_field_value
 
     fields = [f for f in dataclasses.fields(SyntheticConfig) if f.name != "name"]
-    hints = typing.get_type_hints(SyntheticConfig)
     group = parser.add_argument_group("generator parameters (override the preset)")
     for field in fields:
-        kind = hints[field.name]
-        convert: Callable = _parse_bool if kind is bool else kind if kind in (int, float, str) else str
-        group.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, type=convert, default=None,
-                           metavar=getattr(kind, "__name__", "VALUE").upper())
+        group.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, default=None,
+                           type=functools.partial(parse_field_value, field.name),
+                           metavar=str(field.type).split(" ")[0].upper())
     return fields
 
 
@@ -257,7 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The full argument parser of ``gnnsuite``."""
     from suite import __version__
 
-    parser = argparse.ArgumentParser(prog="gnnsuite", description=__doc__.splitlines()[0])
+    import suite
+
+    parser = argparse.ArgumentParser(prog="gnnsuite", description=suite.__doc__)
     parser.add_argument("--version", action="version", version=f"gnnsuite {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _datasets_parser(commands)

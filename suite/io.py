@@ -86,7 +86,10 @@ def staged_directory(final: str | os.PathLike, overwrite: bool = False) -> Itera
             old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
             os.replace(final, old)
             os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink()
         else:
             os.replace(tmp, final)
         fsync_dir(final.parent)

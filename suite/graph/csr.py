@@ -103,29 +103,59 @@ def _scatter(spill: Path, dtype: np.dtype, key: str, bounds: np.ndarray, folder:
     return paths
 
 
-def _sorted_unique(rows: np.ndarray, cols: np.ndarray, rel: np.ndarray, deduplicate: bool) -> np.ndarray:
+def _sort_key(rows: np.ndarray, cols: np.ndarray, rel: np.ndarray, num_nodes: int,
+              num_relations: int) -> np.ndarray | None:
+    """One int64 key ordering edges by (row, col, rel), or None when it could overflow.
+
+    Sorting one key is 2-3x faster than ``np.lexsort`` on three.
+    """
+    low, high = int(rows.min()), int(rows.max())
+    if (high - low + 1) * num_nodes * num_relations >= 2**63:
+        return None
+    key = (rows.astype(np.int64) - low) * (num_nodes * num_relations)
+    key += cols.astype(np.int64) * num_relations
+    key += rel
+    return key
+
+
+def _sorted_unique(rows: np.ndarray, cols: np.ndarray, rel: np.ndarray, deduplicate: bool, num_nodes: int,
+                   num_relations: int) -> np.ndarray:
     """Order of edges by (row, col, rel); with ``deduplicate``, only the first of equal triples."""
-    order = np.lexsort((rel, cols, rows))
-    if not deduplicate or len(order) < 2:
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.int64)
+    key = _sort_key(rows, cols, rel, num_nodes, num_relations)
+    if key is None:
+        order = np.lexsort((rel, cols, rows))
+        if not deduplicate or len(order) < 2:
+            return order
+        r, c, t = rows[order], cols[order], rel[order]
+        keep = np.ones(len(order), dtype=bool)
+        keep[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1]) | (t[1:] != t[:-1])
+        return order[keep]
+    order = np.argsort(key)  # equal keys are identical edges, so stability does not matter
+    if not deduplicate:
         return order
-    r, c, t = rows[order], cols[order], rel[order]
+    sorted_key = key[order]
     keep = np.ones(len(order), dtype=bool)
-    keep[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1]) | (t[1:] != t[:-1])
+    keep[1:] = sorted_key[1:] != sorted_key[:-1]
     return order[keep]
 
 
 def _write_direction(writer: StoreWriter, direction: str, bucket_paths: list[Path], bounds: np.ndarray,
-                     dtype: np.dtype, num_nodes: int, typed: bool, deduplicate: bool) -> int:
+                     dtype: np.dtype, num_nodes: int, num_relations: int, deduplicate: bool) -> int:
     row_key, col_key = ("dst", "src") if direction == "in" else ("src", "dst")
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     idx = index_dtype(num_nodes)
     with contextlib.ExitStack() as stack:
         indices_out = stack.enter_context(writer.appender(f"{direction}_indices", idx))
+        typed = num_relations > 1
         relations_out = stack.enter_context(writer.appender(f"{direction}_relations", np.int32)) if typed else None
         for (low, high), path in zip(zip(bounds[:-1], bounds[1:]), bucket_paths):
             records = np.fromfile(path, dtype=dtype)
             path.unlink()
-            records = records[_sorted_unique(records[row_key], records[col_key], records["rel"], deduplicate)]
+            order = _sorted_unique(records[row_key], records[col_key], records["rel"], deduplicate, num_nodes,
+                                   num_relations)
+            records = records[order]
             indptr[low + 1 : high + 1] = np.bincount(records[row_key] - low, minlength=high - low)
             indices_out.append(records[col_key])
             if relations_out is not None:
@@ -175,12 +205,12 @@ def write_csrs(
                 in_degree += np.bincount(records["dst"], minlength=num_nodes)
                 out_degree += np.bincount(records["src"], minlength=num_nodes)
                 handle.write(records.data)
-        typed = num_relations > 1
         counts = []
         for direction, key, degrees in (("in", "dst", in_degree), ("out", "src", out_degree)):
             bounds = _bucket_bounds(degrees, max_bucket_edges)
             paths = _scatter(spill, dtype, key, bounds, scratch, chunk_edges)
-            counts.append(_write_direction(writer, direction, paths, bounds, dtype, num_nodes, typed, deduplicate))
+            counts.append(_write_direction(writer, direction, paths, bounds, dtype, num_nodes, num_relations,
+                                           deduplicate))
         if counts[0] != counts[1]:
             raise AssertionError(f"in- and out-CSR disagree on the number of edges: {counts}")
         return counts[0]

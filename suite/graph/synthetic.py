@@ -245,7 +245,14 @@ def _coerce(field: str, kind: str, value: Any) -> Any:
     return value
 
 
-def _parse_value(field: str, text: str) -> Any:
+def parse_field_value(field: str, text: str) -> Any:
+    """Parse the command-line text of a :class:`SyntheticConfig` field: numbers, ``true``/``false``, and
+    ``none`` for optional fields (e.g. ``max_degree``).
+
+    Raises:
+        ConfigError: unknown field or unparsable text.
+    """
+    _check_field_names({field: None})
     kind = next(f.type for f in dataclasses.fields(SyntheticConfig) if f.name == field)
     lowered = text.strip().lower()
     if kind.endswith("| None") and lowered in ("none", "null"):
@@ -277,8 +284,7 @@ def config_from_spec(spec: str) -> SyntheticConfig:
         field = field.strip()
         if not sep:
             raise ConfigError(f"synthetic spec {spec!r}: expected field=value, got {assignment!r}")
-        _check_field_names({field: None})
-        overrides[field] = _parse_value(field, text)
+        overrides[field] = parse_field_value(field, text)
     return PRESETS.get(name).replace(**overrides)
 
 

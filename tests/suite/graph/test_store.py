@@ -276,3 +276,26 @@ def test_verify_reports_the_same_rows_when_reading_in_small_chunks(tiny_store, m
     _rewrite(tiny_store, "in_indices", np.array([2, 0, 0, -1, 3], dtype=np.int32))
     with pytest.raises(DataError, match=r"value -1 at row 3 is out of range"):
         GraphStore.open(tiny_store.path).verify()
+
+
+def test_write_csrs_single_key_sort_equals_lexsort_fallback(tmp_path, monkeypatch):
+    rng = np.random.default_rng(3)
+    src, dst, rel = rng.integers(0, 50, 2000), rng.integers(0, 50, 2000), rng.integers(0, 3, 2000)
+
+    def build(path):
+        with create_store(path) as writer:
+            m = write_csrs(writer, [EdgeChunk(src, dst, rel)], 50, num_relations=3, deduplicate=True,
+                           max_bucket_edges=300)
+            writer.finalize(name="r", num_nodes=50, num_edges=m, directed=True, num_relations=3)
+        return GraphStore.open(path)
+
+    fast = build(tmp_path / "fast")
+    monkeypatch.setattr("suite.graph.csr._sort_key", lambda *args: None)
+    fallback = build(tmp_path / "fallback")
+    unique = {(int(s), int(d), int(r)) for s, d, r in zip(src, dst, rel)}
+    assert fast.num_edges == fallback.num_edges == len(unique)
+    for key in ("in_indptr", "in_indices", "in_relations", "out_indptr", "out_indices", "out_relations"):
+        assert np.array_equal(fast.array(key), fallback.array(key)), key
+    out = fast.csr("out")
+    rows = torch.repeat_interleave(torch.arange(50), out.degrees())
+    assert set(zip(rows.tolist(), out.indices.tolist(), out.relations.tolist())) == unique

@@ -127,6 +127,9 @@ def test_config_from_spec():
         config_from_spec("tiny,num_nodes")
     with pytest.raises(ConfigError, match="synthetic.bogus is not a field"):
         config_from_spec("tiny,bogus=1")
+    assert synthetic.parse_field_value("max_degree", "100") == 100
+    assert synthetic.parse_field_value("max_degree", "None") is None
+    assert synthetic.parse_field_value("signal", "1e-1") == 0.1
 
 
 def test_cap_weights_bounds_the_expected_degree():
