@@ -5,9 +5,9 @@ called as ``model(x, sample) -> logits``, where ``x`` holds the features of ``sa
 and the logits have one row per root of ``sample``, in order. Models that read no neighbours set
 ``uses_neighbours = False``; systems may then sample without hops (``sample.blocks == ()``).
 
-The layer-wise layout (:class:`~systems.sampling.base.LayerBlock`) puts every block's destinations first among
-its sources, so the roots are the first ``len(sample.roots)`` input rows. DENSE (a later issue) lays nodes out
-differently; it adds its own branches to :func:`root_rows` and to the encoders' per-layer loop.
+Each :class:`~systems.sampling.base.LayerBlock` says where its destinations lie among its input rows
+(``dst_start``: first in the layer-wise layout, last in DENSE's), and the sample says where its roots lie
+(``root_start``), so every encoder consumes both layouts through the same loop.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ ModelBuilder = Callable[[ModelSpec, int, int], nn.Module]
 
 def root_rows(x: torch.Tensor, sample: SampledSubgraph) -> torch.Tensor:
     """The rows of ``x`` (indexed like ``sample.input_nodes``) that belong to the roots, in root order."""
-    return x[: len(sample.roots)]
+    return x[sample.root_start : sample.root_start + len(sample.roots)]
 
 
 def check_layers(spec: ModelSpec, minimum: int = 1) -> None:

@@ -42,7 +42,7 @@ class GraphSAGE(nn.Module):
             raise ValueError(f"GraphSAGE has {len(self.convs)} layers but the sample has {len(sample.blocks)} blocks")
         last = len(self.convs) - 1
         for layer, (conv, block) in enumerate(zip(self.convs, sample.blocks)):
-            x = conv((x, x[: block.num_dst]), block.edge_index, size=(x.shape[0], block.num_dst))
+            x = conv((x, block.dst_rows(x)), block.edge_index, size=(x.shape[0], block.num_dst))
             if layer < last:
                 x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
         return x

@@ -28,20 +28,28 @@ class LayerBlock:
     """One layer of message passing, as a bipartite graph from source nodes to destination nodes.
 
     Attributes:
-        src_nodes: global ids of the block's input rows; the first ``num_dst`` of them are the destination nodes
-            (so a layer's output rows are its first ``num_dst`` input rows, in order).
+        src_nodes: global ids of the block's input rows; the destinations are the ``num_dst`` consecutive input
+            rows from ``dst_start`` (the naive layout puts them first, ``dst_start = 0``; DENSE puts them last).
+            A layer's output rows are exactly its destinations, in order.
         num_dst: number of destination nodes.
-        edge_index: ``(2, e)`` int64 local ids: row 0 indexes ``src_nodes``, row 1 indexes the destinations.
+        edge_index: ``(2, e)`` int64 local ids: row 0 indexes ``src_nodes``, row 1 indexes the destinations
+            (0 is the first destination).
+        dst_start: index of the first destination among the input rows.
     """
 
     src_nodes: torch.Tensor
     num_dst: int
     edge_index: torch.Tensor
+    dst_start: int = 0
+
+    def dst_rows(self, x: torch.Tensor) -> torch.Tensor:
+        """The rows of ``x`` (indexed like ``src_nodes``) that are the destinations (a view)."""
+        return x[self.dst_start : self.dst_start + self.num_dst]
 
     def to(self, device: torch.device, non_blocking: bool = False) -> "LayerBlock":
         """The block on ``device``."""
         return LayerBlock(self.src_nodes.to(device, non_blocking=non_blocking), self.num_dst,
-                          self.edge_index.to(device, non_blocking=non_blocking))
+                          self.edge_index.to(device, non_blocking=non_blocking), self.dst_start)
 
 
 @dataclass(frozen=True)
@@ -54,11 +62,14 @@ class SampledSubgraph:
             ``blocks[0].src_nodes``; the last block's destinations are the roots, in order. Empty for models that
             use no neighbours.
         num_sampled_edges: edges sampled in total (the throughput unit ``sampled edges/s``).
+        root_start: index of the first root among the input rows; the roots are consecutive from there, in
+            order (0 in the layer-wise layout, ``len(input_nodes) - len(roots)`` in DENSE's).
     """
 
     roots: torch.Tensor
     blocks: tuple[LayerBlock, ...]
     num_sampled_edges: int
+    root_start: int = 0
 
     @property
     def input_nodes(self) -> torch.Tensor:
@@ -68,7 +79,8 @@ class SampledSubgraph:
     def to(self, device: torch.device, non_blocking: bool = False) -> "SampledSubgraph":
         """The sample on ``device``."""
         return SampledSubgraph(self.roots.to(device, non_blocking=non_blocking),
-                               tuple(b.to(device, non_blocking) for b in self.blocks), self.num_sampled_edges)
+                               tuple(b.to(device, non_blocking) for b in self.blocks), self.num_sampled_edges,
+                               self.root_start)
 
 
 class SamplingGraph:
