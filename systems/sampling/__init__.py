@@ -2,10 +2,12 @@
 
 Importing this package registers the built-in samplers in :data:`suite.registry.SAMPLERS`:
 
-- ``naive``: :class:`~systems.sampling.naive.NaiveSampler`, layer-wise blocks with DGL semantics.
+- ``naive``: :class:`~systems.sampling.naive.NaiveSampler`, layer-wise blocks with DGL semantics;
+- ``dense``: :class:`~systems.sampling.dense.DenseSampler`, DENSE (each node's neighbours sampled once per batch).
 """
 
 from systems.sampling.base import LayerBlock, SampledSubgraph, Sampler, SamplingGraph
 from systems.sampling.naive import NaiveSampler
+from systems.sampling.dense import DenseSampler, DenseSubgraph
 
-__all__ = ["LayerBlock", "NaiveSampler", "SampledSubgraph", "Sampler", "SamplingGraph"]
+__all__ = ["DenseSampler", "DenseSubgraph", "LayerBlock", "NaiveSampler", "SampledSubgraph", "Sampler", "SamplingGraph"]

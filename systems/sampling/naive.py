@@ -9,12 +9,19 @@ so the last block's destinations are the roots, in order.
 Per node, with ``deg`` neighbours and fanout ``f``:
 
 - ``f == -1`` or ``deg <= f``: all neighbours are taken (with or without replacement);
-- with replacement and ``deg > f``: ``f`` uniform positions ``randint % deg`` (as MariusGNN), repeats possible;
+- with replacement and ``deg > f``: ``f`` independent uniform positions in ``[0, deg)`` (MariusGNN's
+  ``randint % deg``), repeats possible;
 - without replacement and ``deg > f``: ``f`` distinct neighbours, every ``f``-subset equally likely
   (Floyd's algorithm, vectorized over the nodes: ``f`` steps of tensor operations, whatever the degrees).
 
 Everything is vectorized over nodes and edges (one Python loop per hop and, without replacement, per fanout
-step). All randomness comes from the ``torch.Generator`` passed to :meth:`NaiveSampler.sample`.
+step). All randomness comes from the ``torch.Generator`` passed to :meth:`NaiveSampler.sample`: one key per hop,
+expanded into per-draw numbers by a counter-based hash (:mod:`systems.sampling.kernels`). The one-hop sample has
+two implementations with identical results, tensor operations (``backend="torch"``) and a compiled numba pass
+(``"numba"``, the default when numba is installed), shared with the DENSE sampler. With numba, the per-block
+relabelling also runs compiled, on a reusable slot array of ``num_nodes`` int32 per concurrent call (the same
+deduplication as DENSE's, so the two samplers differ only in what they sample), with the result of
+:func:`relabel`.
 """
 
 from __future__ import annotations
@@ -25,10 +32,8 @@ import torch
 
 from suite.config import ALL_NEIGHBOURS
 from suite.registry import SAMPLERS
+from systems.sampling import kernels
 from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph
-
-# Upper bound of the raw random integers reduced modulo a degree: the modulo bias is below deg / 2**62.
-_RANDINT_HIGH = 1 << 62
 
 
 def _segment_offsets(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -40,31 +45,27 @@ def _segment_offsets(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return segment, offset
 
 
-def _random_below(high: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """One uniform integer in ``[0, high[i])`` per entry of ``high`` (``randint % high``)."""
-    raw = torch.randint(0, _RANDINT_HIGH, high.shape, generator=generator, dtype=torch.int64,
-                        device=generator.device)
-    return raw.to(high.device) % high
-
-
-def _floyd_positions(degrees: torch.Tensor, fanout: int, generator: torch.Generator) -> torch.Tensor:
+def _floyd_positions(degrees: torch.Tensor, fanout: int, key: int) -> torch.Tensor:
     """``(len(degrees), fanout)`` distinct positions in ``[0, degree)`` per row, a uniform ``fanout``-subset.
 
     Floyd's algorithm, one step per column for all rows at once: for ``j = deg - fanout + i``, draw ``t`` in
     ``[0, j]``; keep ``t`` unless already chosen, else take ``j`` (never chosen before, as all earlier picks are
-    ``< j``). Requires ``degrees >= fanout``.
+    ``< j``). Row ``c``'s step ``i`` uses random number ``c * fanout + i`` of ``key``. Requires
+    ``degrees >= fanout``.
     """
     chosen = torch.empty((len(degrees), fanout), dtype=torch.int64, device=degrees.device)
+    row_base = torch.arange(len(degrees), device=degrees.device) * fanout
     for step in range(fanout):
         upper = degrees - fanout + step  # j: inclusive upper bound of this step's draw
-        draw = _random_below(upper + 1, generator)
+        draw = kernels.uniform_below(key, row_base + step, upper + 1)
         seen = (chosen[:, :step] == draw.unsqueeze(1)).any(dim=1)
         chosen[:, step] = torch.where(seen, upper, draw)
     return chosen
 
 
 def sample_neighbours(
-    graph: SamplingGraph, nodes: torch.Tensor, fanout: int, replace: bool, generator: torch.Generator
+    graph: SamplingGraph, nodes: torch.Tensor, fanout: int, replace: bool, generator: torch.Generator,
+    backend: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample one hop: up to ``fanout`` neighbours of every node of ``nodes``.
 
@@ -73,12 +74,16 @@ def sample_neighbours(
         nodes: global ids (duplicates allowed; each occurrence is sampled independently).
         fanout: neighbours per node, or -1 for all.
         replace: with replacement when ``degree > fanout`` (else distinct neighbours).
-        generator: the source of randomness.
+        generator: the source of randomness: one key per hop that draws (see :mod:`systems.sampling.kernels`).
+        backend: ``"torch"`` (tensor operations), ``"numba"`` (one compiled pass, same result) or ``"auto"``.
 
     Returns:
         ``(segment, neighbours)``: for every sampled edge, the index into ``nodes`` of its destination and the
         global id of the neighbour, grouped by ``segment`` in increasing order.
     """
+    nodes = nodes.to(torch.int64)
+    if kernels.resolve_backend(backend) == "numba" and nodes.device.type == "cpu":
+        return kernels.sample_hop(graph.indptr, graph.indices, nodes.contiguous(), fanout, replace, generator)
     degrees = graph.degrees(nodes)
     starts = graph.indptr[nodes]
     if fanout == ALL_NEIGHBOURS:
@@ -90,14 +95,17 @@ def sample_neighbours(
     positions = starts[segment] + offset  # all-neighbour rows: their neighbours in order
     capped_rows = capped.nonzero().view(-1)
     if len(capped_rows):
-        capped_edges = capped[segment]
+        key = kernels.draw_key(generator)
+        capped_edges = capped[segment].nonzero().view(-1)
         if replace:
-            local = _random_below(degrees[segment[capped_edges]], generator)
+            # Capped edges: `fanout` consecutive slots per capped row, rows in increasing order, so the e-th
+            # capped edge is draw e % fanout of capped row e // fanout: random number e.
+            numbers = torch.arange(len(capped_edges), device=nodes.device)
+            local = kernels.uniform_below(key, numbers, degrees[segment[capped_edges]])
         else:
-            # Edges of a capped row are its `fanout` consecutive slots, rows in increasing order.
-            local = _floyd_positions(degrees[capped_rows], fanout, generator).view(-1)
+            local = _floyd_positions(degrees[capped_rows], fanout, key).view(-1)
         positions[capped_edges] = starts[segment[capped_edges]] + local
-    return segment, graph.indices[positions]
+    return segment, torch.index_select(graph.indices, 0, positions)
 
 
 def relabel(dst_nodes: torch.Tensor, neighbours: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -132,6 +140,8 @@ class NaiveSampler:
             ``fanouts[-1]`` the outermost; -1 = all neighbours. Empty: no blocks (the roots only).
         replace: sample with replacement when a node's degree exceeds the fanout (MariusGNN) instead of
             choosing distinct neighbours.
+        backend: one-hop sampling code: ``"numba"``, ``"torch"`` or ``"auto"`` (see
+            :func:`systems.sampling.kernels.resolve_backend`); both give identical samples.
 
     Example::
 
@@ -139,13 +149,16 @@ class NaiveSampler:
         sample = sampler.sample(torch.tensor([0, 5]), torch.Generator().manual_seed(0))
     """
 
-    def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False) -> None:
+    def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False,
+                 backend: str = "auto") -> None:
         fanouts = tuple(int(f) for f in fanouts)
         if any(f == 0 or f < ALL_NEIGHBOURS for f in fanouts):
             raise ValueError(f"fanouts must be > 0 or -1 (all neighbours), got {list(fanouts)}")
         self.graph = graph
         self.fanouts = fanouts
         self.replace = replace
+        self.backend = kernels.resolve_backend(backend)
+        self._workspaces = kernels.WorkspacePool(graph.num_nodes) if self.backend == "numba" else None
 
     def sample(self, roots: torch.Tensor, generator: torch.Generator) -> SampledSubgraph:
         """Sample the multi-hop neighbourhood of ``roots`` (unique global ids).
@@ -160,11 +173,23 @@ class NaiveSampler:
         roots = roots.to(torch.int64)
         frontier = roots
         blocks: list[LayerBlock] = []
-        for fanout in self.fanouts:
-            segment, neighbours = sample_neighbours(self.graph, frontier, fanout, self.replace, generator)
-            src_nodes, local = relabel(frontier, neighbours)
-            blocks.append(LayerBlock(src_nodes, len(frontier), torch.stack([local, segment])))
-            frontier = src_nodes
+        if self._workspaces is not None and self.fanouts:
+            # Compiled: sample and relabel with a reusable slot array (a failed call drops its workspace).
+            frontier = frontier.to("cpu").contiguous()  # ids checked by the first hop, before any slot is written
+            workspace = self._workspaces.acquire()
+            for fanout in self.fanouts:
+                src_nodes, edge_index = kernels.naive_hop(self.graph.indptr, self.graph.indices, frontier, fanout,
+                                                          self.replace, generator, workspace)
+                blocks.append(LayerBlock(src_nodes, len(frontier), edge_index))
+                frontier = src_nodes
+            self._workspaces.release(workspace)
+        else:
+            for fanout in self.fanouts:
+                segment, neighbours = sample_neighbours(self.graph, frontier, fanout, self.replace, generator,
+                                                        "torch")
+                src_nodes, local = relabel(frontier, neighbours)
+                blocks.append(LayerBlock(src_nodes, len(frontier), torch.stack([local, segment])))
+                frontier = src_nodes
         blocks.reverse()
         return SampledSubgraph(roots, tuple(blocks), sum(b.edge_index.shape[1] for b in blocks))
 

@@ -1,0 +1,677 @@
+"""MariusGNN's sampling comparison: time per mini-batch of multi-hop sampling, naive (DGL-style) vs DENSE vs PyG.
+
+Usage::
+
+    python experiments/sampling.py [--quick] [--data-dir data] [--csv results/sampling.csv]
+        [--png results/sampling.png] [--no-plot] [--settings livejournal papers] [--layers 1 2 3 4 5]
+        [--samplers naive dense pyg] [--repeats 5] [--warmup 1] [--long-batch-s 10] [--long-repeats 3]
+        [--max-memory-gib 8] [--replace] [--threads N] [--seed 0]
+
+Settings (as in MariusGNN's evaluation of DENSE, on the suite's synthetic stand-ins of the graphs):
+
+- ``livejournal``: the ``livejournal-like`` preset, 10,000 uniformly random roots (all nodes), fanout 20 at every
+  hop, *outgoing* edges (``SamplingGraph.from_store(store, "out")``), 1 to 5 layers;
+- ``papers``: the ``papers-like-s`` preset, 1,000 uniformly random *training* nodes as roots, incoming edges,
+  fanouts ``15, 10, 5`` for 3 layers (first hop from the roots first, as PyG's ``num_neighbors``); fewer layers
+  take a prefix (``15`` and ``15, 10``) and more layers add hops of fanout 5 at the outside (``15, 10, 5, 5`` and
+  ``15, 10, 5, 5, 5``), the smallest fanout of the original setting, so the extension adds the least work per
+  hop.
+
+Samplers (one row each per setting x layer count): ``naive`` (:class:`~systems.sampling.naive.NaiveSampler`),
+``dense`` (DENSE, :class:`~systems.sampling.dense.DenseSampler`), both with their default backend (compiled
+numba one-hop kernels when numba is installed; recorded in ``backend``), and ``pyg``: PyG's own C++ sampler
+through :class:`torch_geometric.sampler.NeighborSampler` on the same CSR (handed over as already sorted CSC, so
+nothing is re-sorted), which needs ``pyg-lib`` or ``torch-sparse``. A sampler that cannot run (not installed, not
+registered) gets one ``skipped`` row per setting x layer count with the reason. On request (``--samplers``),
+``naive-torch`` and ``dense-torch`` run the same two algorithms on their pure-torch backend. All sample without
+replacement by default (``--replace``: with replacement when degree > fanout, as MariusGNN; for every sampler).
+
+Measurement protocol (``DESIGN.md``, *Measuring honestly*):
+
+- all samplers run in this one process, interleaved: every timed repeat draws new random roots (from a
+  generator seeded with ``--seed``, the same root sequence at every layer count) and runs every sampler on the
+  *same* roots, in an order rotated per repeat; the samplers' own randomness is seeded per repeat;
+- ``--warmup`` untimed batches per sampler and configuration come first (on other roots); the reported time is the
+  median wall time (``time.perf_counter``) of ``--repeats`` timed calls of ``sample(roots, generator)``, i.e.
+  sampling and building the sampler's output structure, nothing else (stats are read after the clock stops);
+- a configuration whose batch is expected to take longer than ``--long-batch-s`` (extrapolated from the previous
+  layer count) gets ``--long-repeats`` timed repeats and no warm-up (such a batch is its own warm-up, and the
+  whole grid has to fit in minutes); every row records the repeats and warm-ups it really had;
+- threads: torch's default (``torch.get_num_threads()``, recorded) unless ``--threads``; DENSE's numba kernels
+  and PyG's sampler are single-threaded, the torch code paths use torch's intra-op pool. On a machine shared with
+  other busy processes, a pool of more threads than free cores stalls in every parallel op (the pool waits for a
+  descheduled worker), which slows the op-heavy torch paths far more than the compiled ones: compare with
+  ``--threads 1`` before reading a speedup as the algorithm's;
+- ratios are against DENSE at the same setting and layer count: ``time_ratio_vs_dense`` = this row's median
+  time / DENSE's, ``edges_ratio_vs_dense`` = this row's sampled edges / DENSE's (so the naive row holds the
+  naive/DENSE speedup and edge ratio).
+
+Counted per batch (medians over the timed repeats): ``sampled_edges``; ``unique_nodes_per_hop`` = sizes of
+``[roots, delta_1, ..., delta_K]`` (the nodes first reached at each hop; for the naive sampler, the growth of its
+per-hop frontier, which holds every node within h hops); ``one_hop_calls`` = nodes whose one-hop neighbourhood is
+sampled over all hops (naive: the frontier at every hop, so repeated nodes count again; DENSE: its
+``one_hop_calls``; PyG: every node except the outermost delta).
+
+Memory guard: before a configuration runs, its sampled edges are bounded from the previous layer count
+(edges(K-1) + min(nodes to sample at hop K x fanout_K, sum over all nodes of min(degree, fanout_K))) and priced at
+the sampler's measured peak bytes per sampled edge (peak resident set growth during a call, from ``VmHWM`` after
+resetting it through ``/proc/self/clear_refs``; at least :data:`MIN_BYTES_PER_EDGE`). Above ``--max-memory-gib``
+(or 80% of the memory available now) it is recorded as ``skipped`` with the estimate instead of run.
+
+Stores are generated once into ``--data-dir`` (default ``data/``, git-ignored; the same cache entries
+``gnnsuite`` runs use, ``<preset>-<hash>``) and reused. ``--quick``: 20,000-node versions of both graphs (no
+features), 500 / 100 roots, 2 repeats after 1 warm-up; seconds, for tests and ``gnnsuite reproduce --quick``.
+
+Output: a tidy CSV (one row per setting x layer count x sampler, with provenance: git SHA, a hash of the sampler
+sources, torch / PyG versions, threads, CPU, date), written atomically, and the figure that
+:func:`experiments.figures.plot_sampling` draws from that CSV alone (``--no-plot`` to skip it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc
+import importlib
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite`, `systems` and `experiments` importable
+    sys.path.insert(0, str(REPO_ROOT))
+
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+DEFAULT_CSV = REPO_ROOT / "results" / "sampling.csv"
+DEFAULT_PNG = REPO_ROOT / "results" / "sampling.png"
+SAMPLER_NAMES = ("naive", "dense", "pyg", "naive-torch", "dense-torch")
+DEFAULT_SAMPLERS = ("naive", "dense", "pyg")
+MIN_BYTES_PER_EDGE = 48
+"""Floor of the memory price of one sampled edge, before a sampler has been measured (bytes)."""
+QUICK_NODES = 20_000
+
+COLUMNS = (
+    "setting", "dataset", "num_nodes", "num_edges", "direction", "root_pool", "num_roots", "layers", "fanouts",
+    "replace", "sampler", "status", "reason", "time_s", "time_s_min", "time_s_max", "repeats", "warmup",
+    "sampled_edges", "estimated_edges", "unique_nodes_per_hop", "total_unique_nodes", "one_hop_calls",
+    "sampled_edges_per_s", "time_ratio_vs_dense", "edges_ratio_vs_dense", "peak_extra_mib", "threads",
+    "backend", "quick", "seed", "git_sha", "sampling_code_sha", "torch", "torch_geometric", "python", "cpu_model",
+    "cpu_cores", "date",
+)
+"""Columns of the CSV, in order. ``time_s`` is the median time per batch; ``sampled_edges``, ``one_hop_calls`` and
+each entry of ``unique_nodes_per_hop`` (a JSON list) are medians over the timed repeats; ``estimated_edges`` is
+the memory guard's upper estimate; ``peak_extra_mib`` is the largest growth of the resident set during one call (a
+lower bound of what the call allocated: memory the allocator already held is reused without growing it)."""
+INTEGER_COLUMNS = ("repeats", "warmup", "sampled_edges", "estimated_edges", "total_unique_nodes", "one_hop_calls")
+
+
+# ---------------------------------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class Setting:
+    """One graph and batch shape of the comparison.
+
+    Attributes:
+        name: short name in the CSV (``livejournal``, ``papers``).
+        preset: synthetic generator preset.
+        params: generator overrides (the quick mode shrinks the graphs).
+        direction: which neighbours are sampled (``in`` or ``out``).
+        num_roots: roots per batch.
+        root_pool: ``all`` (uniform over nodes) or ``train`` (uniform over the training nodes).
+        fanouts: fanout per hop for the largest layer count, first hop first; K layers use ``fanouts[:K]``.
+    """
+
+    name: str
+    preset: str
+    params: dict[str, Any]
+    direction: str
+    num_roots: int
+    root_pool: str
+    fanouts: tuple[int, ...]
+
+
+def make_settings(quick: bool = False, num_nodes: int | None = None) -> dict[str, Setting]:
+    """The two settings; ``quick`` (or an explicit ``num_nodes``) shrinks the graphs and the batches."""
+    nodes = num_nodes or (QUICK_NODES if quick else None)
+    small = {"num_nodes": nodes, "feature_dim": 0} if nodes else {}
+    return {
+        "livejournal": Setting("livejournal", "livejournal-like", small, "out", 500 if nodes else 10_000, "all",
+                               (20, 20, 20, 20, 20)),
+        "papers": Setting("papers", "papers-like-s", small, "in", 100 if nodes else 1_000, "train",
+                          (15, 10, 5, 5, 5)),
+    }
+
+
+def open_store(setting: Setting, data_dir: Path):
+    """Generate (once, into ``data_dir``) and open the setting's store, through the suite's dataset cache."""
+    from suite.config import DatasetSpec
+    from suite.datasets import synthetic_dataset
+
+    spec = DatasetSpec(name="synthetic", preset=setting.preset, params=setting.params, cache_dir=str(data_dir))
+    return synthetic_dataset(spec, progress=False)
+
+
+# ---------------------------------------------------------------------------------------------- samplers
+@dataclass
+class BatchStats:
+    """What one sampled batch is counted as."""
+
+    sampled_edges: int
+    unique_nodes_per_hop: list[int]
+    one_hop_calls: int
+
+
+@dataclass
+class SamplerAdapter:
+    """A sampler as the experiment drives it.
+
+    Attributes:
+        name: row label.
+        build: ``(graph, fanouts, replace) -> sample`` where ``sample(roots, seed)`` returns the sampler's output.
+        stats: reads :class:`BatchStats` off an output (after the clock stops).
+        to_sample_per_hop: from the stats at K-1 layers, the nodes whose neighbours hop K samples (for the
+            memory estimate).
+        backend: what implements it (recorded).
+    """
+
+    name: str
+    build: Callable[[Any, tuple[int, ...], bool], Callable[[torch.Tensor, int], Any]]
+    stats: Callable[[Any], BatchStats]
+    to_sample_per_hop: Callable[[BatchStats], int]
+    backend: str
+
+
+def _registered_sampler(name: str, **options: Any
+                        ) -> Callable[[Any, tuple[int, ...], bool], Callable[[torch.Tensor, int], Any]]:
+    from suite.registry import SAMPLERS
+
+    cls = SAMPLERS.get(name)
+
+    def build(graph, fanouts, replace):
+        sampler = cls(graph, fanouts, replace=replace, **options)
+
+        def sample(roots: torch.Tensor, seed: int):
+            return sampler.sample(roots, torch.Generator().manual_seed(seed))
+
+        sample.backend = getattr(sampler, "backend", None)  # e.g. DENSE's "numba" or "torch"
+        return sample
+
+    return build
+
+
+def naive_stats(sample) -> BatchStats:
+    """Stats of a layer-wise sample: frontier growth per hop, every frontier node counted at every hop."""
+    hops = list(reversed(sample.blocks))  # innermost (destinations = roots) first
+    frontier = [len(sample.roots)] + [len(block.src_nodes) for block in hops]
+    deltas = [frontier[0]] + [b - a for a, b in zip(frontier, frontier[1:])]
+    return BatchStats(int(sample.num_sampled_edges), deltas, sum(int(block.num_dst) for block in hops))
+
+
+def dense_stats(sample) -> BatchStats:
+    """Stats of a DENSE sample, as it reports them."""
+    return BatchStats(int(sample.num_sampled_edges), [int(n) for n in sample.unique_nodes_per_hop],
+                      int(sample.one_hop_calls))
+
+
+def pyg_backend() -> str | None:
+    """``pyg-lib`` or ``torch-sparse``, whichever PyG's NeighborSampler would use; None when neither imports."""
+    import torch_geometric.typing as pyg_typing
+
+    if pyg_typing.WITH_PYG_LIB:
+        return "pyg-lib"
+    if pyg_typing.WITH_TORCH_SPARSE:
+        return "torch-sparse"
+    return None
+
+
+_PYG_SAMPLERS: "weakref.WeakKeyDictionary[Any, dict[bool, Any]]" = weakref.WeakKeyDictionary()
+
+
+def _pyg_sampler(graph, replace: bool):
+    """PyG's NeighborSampler over ``graph``'s CSR (built once per graph and ``replace``).
+
+    The CSR is handed over as an edge list sorted by ``col`` = the node whose neighbour list holds the edge, with
+    ``is_sorted=True``, so PyG's CSC is exactly ``(graph.indptr, graph.indices)``; its copy of the indices is then
+    swapped for ``graph.indices`` (equal) to free the edge list.
+    """
+    import warnings
+
+    from torch_geometric.data import Data
+    from torch_geometric.sampler import NeighborSampler
+
+    by_replace = _PYG_SAMPLERS.setdefault(graph, {})
+    if replace not in by_replace:
+        owner = torch.repeat_interleave(torch.arange(graph.num_nodes), graph.indptr.diff())
+        data = Data(edge_index=torch.stack([graph.indices, owner]), num_nodes=graph.num_nodes)
+        del owner
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "without pyg-lib ... deprecated": we measure what is installed
+            sampler = NeighborSampler(data, [1], replace=replace, is_sorted=True)
+        if not (torch.equal(sampler.colptr, graph.indptr) and len(sampler.row) == len(graph.indices)):
+            raise RuntimeError("PyG's CSC differs from the sampling graph's CSR")
+        sampler.row = graph.indices
+        by_replace[replace] = sampler
+    return by_replace[replace]
+
+
+def _pyg_build(graph, fanouts, replace):
+    from torch_geometric.sampler import NodeSamplerInput
+
+    sampler = _pyg_sampler(graph, replace)
+    sampler.num_neighbors = list(fanouts)  # configurations run one after another: set once, before the clock
+
+    def sample(roots: torch.Tensor, seed: int):
+        torch.manual_seed(seed)  # PyG's sampler draws from torch's global generator
+        out = sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=roots))
+        return roots, out, len(fanouts)
+
+    return sample
+
+
+def pyg_stats(result) -> BatchStats:
+    """Stats of PyG's output; per-hop node counts are recovered from the edge order when the backend does not
+    return them (torch-sparse: targets are visited hop by hop, new nodes appended in order)."""
+    roots, out, layers = result
+    row, col = out.row, out.col
+    if out.num_sampled_nodes is not None:
+        per_hop = [int(n) for n in out.num_sampled_nodes]
+    else:
+        per_hop = [len(roots)]
+        begin, end = 0, len(roots)
+        for _ in range(layers):
+            lo, hi = torch.searchsorted(col, torch.tensor([begin, end]))  # col is non-decreasing
+            new_end = max(end, int(row[lo:hi].max()) + 1) if hi > lo else end
+            per_hop.append(new_end - end)
+            begin, end = end, new_end
+    per_hop += [0] * (layers + 1 - len(per_hop))
+    return BatchStats(int(row.numel()), per_hop, sum(per_hop[:-1]))
+
+
+def available_samplers(names: Sequence[str]) -> tuple[dict[str, SamplerAdapter], dict[str, str]]:
+    """The adapters of ``names`` that can run here, and a reason for each one that cannot."""
+    adapters: dict[str, SamplerAdapter] = {}
+    missing: dict[str, str] = {}
+    import systems.sampling  # noqa: F401  (registers the built-in samplers)
+
+    for name in names:
+        torch_backend = {"backend": "torch"} if name.endswith("-torch") else {}
+        if name in ("naive", "naive-torch"):
+            adapters[name] = SamplerAdapter(name, _registered_sampler("naive", **torch_backend), naive_stats,
+                                            lambda s: sum(s.unique_nodes_per_hop), "systems.sampling.naive")
+        elif name in ("dense", "dense-torch"):
+            try:
+                importlib.import_module("systems.sampling.dense")
+                build = _registered_sampler("dense", **torch_backend)
+            except Exception as err:  # noqa: BLE001  (not written yet, or broken: record why)
+                missing[name] = f"DENSE sampler unavailable ({type(err).__name__}: {err})"
+                continue
+            adapters[name] = SamplerAdapter(name, build, dense_stats, lambda s: s.unique_nodes_per_hop[-1],
+                                            "systems.sampling.dense")
+        elif name == "pyg":
+            backend = pyg_backend()
+            if backend is None:
+                missing[name] = "pyg-lib/torch-sparse not installed"
+                continue
+            adapters[name] = SamplerAdapter(name, _pyg_build, pyg_stats, lambda s: s.unique_nodes_per_hop[-1],
+                                            f"torch_geometric.sampler.NeighborSampler ({backend})")
+        else:
+            raise ValueError(f"unknown sampler {name!r} (known: {', '.join(SAMPLER_NAMES)})")
+    return adapters, missing
+
+
+# ---------------------------------------------------------------------------------------------- memory
+def _status_kib(key: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak_rss() -> bool:
+    """Reset the kernel's peak resident set (``VmHWM``) of this process; False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _available_bytes() -> int:
+    import psutil
+
+    return psutil.virtual_memory().available
+
+
+# ---------------------------------------------------------------------------------------------- the grid
+@dataclass
+class Measured:
+    """Timed repeats of one sampler in one configuration."""
+
+    times: list[float] = field(default_factory=list)
+    stats: list[BatchStats] = field(default_factory=list)
+    peak_extra: int | None = None
+    warmup: int = 0
+    backend: str | None = None
+
+    def median_stats(self) -> BatchStats:
+        hops = [statistics.median(s.unique_nodes_per_hop[i] for s in self.stats)
+                for i in range(len(self.stats[0].unique_nodes_per_hop))]
+        return BatchStats(round(statistics.median(s.sampled_edges for s in self.stats)),
+                          [round(h) for h in hops], round(statistics.median(s.one_hop_calls for s in self.stats)))
+
+
+def _call(sample: Callable, roots: torch.Tensor, seed: int, adapter: SamplerAdapter,
+          measured: Measured | None) -> None:
+    """One batch; timed and counted into ``measured`` unless it is a warm-up (None)."""
+    gc.collect()
+    base = _status_kib("VmRSS")
+    tracked = base is not None and _reset_peak_rss()
+    started = time.perf_counter()
+    result = sample(roots, seed)
+    elapsed = time.perf_counter() - started
+    if measured is None:
+        return
+    measured.times.append(elapsed)
+    measured.stats.append(adapter.stats(result))
+    if tracked:
+        extra = (_status_kib("VmHWM") - base) * 1024
+        measured.peak_extra = max(measured.peak_extra or 0, extra)
+    del result
+
+
+def _draw_roots(pool: torch.Tensor, count: int, generator: torch.Generator) -> torch.Tensor:
+    return pool[torch.randperm(len(pool), generator=generator)[:count]]
+
+
+def _edge_cap(graph, fanout: int) -> int:
+    """Most edges one hop can sample when each node appears once: sum over nodes of min(degree, fanout)."""
+    degrees = graph.indptr.diff()
+    return int(degrees.sum() if fanout < 0 else degrees.clamp(max=fanout).sum())
+
+
+@dataclass
+class History:
+    """What the previous layer count of a sampler measured (for the estimates of the next)."""
+
+    layers: int
+    stats: BatchStats
+    time_s: float
+    bytes_per_edge: float
+
+
+def _estimate(graph, fanouts: tuple[int, ...], num_roots: int, adapter: SamplerAdapter,
+              previous: History | None) -> tuple[int, float, float]:
+    """Upper estimate of the sampled edges of ``len(fanouts)`` layers, bytes per edge, and seconds per batch.
+
+    Hop K samples at most min(nodes to sample x fanout_K, sum over nodes of min(degree, fanout_K)) edges (the cap
+    holds because the nodes a hop samples are distinct); the earlier hops sampled what the previous layer count
+    measured.
+    """
+    if previous is None or previous.layers != len(fanouts) - 1:  # no history: products of fanouts, capped
+        nodes, edges = num_roots, 0
+        for fanout in fanouts:
+            cap = _edge_cap(graph, fanout)
+            grow = min(nodes * fanout, cap) if fanout > 0 else cap
+            edges, nodes = edges + grow, min(graph.num_nodes, nodes + grow)
+        return edges, MIN_BYTES_PER_EDGE if previous is None else previous.bytes_per_edge, 0.0
+    fanout = fanouts[-1]
+    cap = _edge_cap(graph, fanout)
+    grow = min(adapter.to_sample_per_hop(previous.stats) * fanout, cap) if fanout > 0 else cap
+    edges = previous.stats.sampled_edges + grow
+    return edges, previous.bytes_per_edge, previous.time_s * edges / max(previous.stats.sampled_edges, 1)
+
+
+def run_setting(setting: Setting, store, layers: Sequence[int], adapters: dict[str, SamplerAdapter],
+                missing: dict[str, str], args: argparse.Namespace, provenance: dict[str, Any]) -> list[dict]:
+    """All rows of one setting: every layer count x sampler, increasing layer counts."""
+    from systems.sampling import SamplingGraph
+
+    graph = SamplingGraph.from_store(store, setting.direction)
+    pool = store.split("train") if setting.root_pool == "train" else None
+    pool = torch.arange(graph.num_nodes) if pool is None else pool.to(torch.int64)
+    num_roots = min(setting.num_roots, len(pool))
+    budget = min(args.max_memory_gib * 2**30, 0.8 * _available_bytes())
+    history: dict[str, History] = {}
+    over_budget: dict[str, int] = {}  # sampler -> the layer count that first went over the memory budget
+    rows = []
+    for num_layers in sorted(layers):
+        fanouts = setting.fanouts[:num_layers]
+        base = {
+            "setting": setting.name, "dataset": store.name, "num_nodes": graph.num_nodes,
+            "num_edges": int(graph.indptr[-1]), "direction": setting.direction, "root_pool": setting.root_pool,
+            "num_roots": num_roots, "layers": num_layers, "fanouts": "-".join(map(str, fanouts)),
+            "replace": args.replace, **provenance,
+        }
+        plans: dict[str, tuple[int, int]] = {}  # sampler -> (warm-ups, timed repeats)
+        estimates: dict[str, int] = {}
+        for name, adapter in adapters.items():
+            skip = {**base, "sampler": name, "status": "skipped", "backend": adapter.backend}
+            if name in over_budget:
+                rows.append({**skip, "reason": f"memory: {over_budget[name]} layers were already over budget"})
+                continue
+            est_edges, bytes_per_edge, est_time = _estimate(graph, fanouts, num_roots, adapter, history.get(name))
+            estimates[name] = est_edges
+            if est_edges * bytes_per_edge > budget:
+                over_budget[name] = num_layers
+                rows.append({**skip, "estimated_edges": est_edges,
+                             "reason": f"memory: ~{est_edges:,} sampled edges x {bytes_per_edge:.0f} B/edge = "
+                                       f"{est_edges * bytes_per_edge / 2**30:.1f} GiB > budget "
+                                       f"{budget / 2**30:.1f} GiB"})
+                print(f"[{setting.name} L={num_layers}] {name}: skipped ({rows[-1]['reason']})", flush=True)
+                continue
+            long = est_time > args.long_batch_s
+            plans[name] = (0, min(args.long_repeats, args.repeats)) if long else (args.warmup, args.repeats)
+        for name, reason in missing.items():
+            rows.append({**base, "sampler": name, "status": "skipped", "reason": reason})
+
+        measured = measure_interleaved(graph, fanouts, {n: adapters[n] for n in plans}, plans, pool, num_roots,
+                                       args.seed, args.replace)
+        for name, result in measured.items():
+            stats = result.median_stats()
+            time_s = statistics.median(result.times)
+            # Priced by the latest (largest) run: small runs overprice (fixed costs), which errs on the safe side.
+            bytes_per_edge = max(MIN_BYTES_PER_EDGE, (result.peak_extra or 0) / max(stats.sampled_edges, 1))
+            history[name] = History(num_layers, stats, time_s, bytes_per_edge)
+            rows.append({
+                **base, "sampler": name, "status": "ok", "reason": "", "time_s": time_s,
+                "time_s_min": min(result.times), "time_s_max": max(result.times), "repeats": len(result.times),
+                "warmup": result.warmup, "sampled_edges": stats.sampled_edges, "estimated_edges": estimates[name],
+                "unique_nodes_per_hop": json.dumps(stats.unique_nodes_per_hop),
+                "total_unique_nodes": sum(stats.unique_nodes_per_hop), "one_hop_calls": stats.one_hop_calls,
+                "sampled_edges_per_s": stats.sampled_edges / time_s if time_s > 0 else math.nan,
+                "peak_extra_mib": None if result.peak_extra is None else result.peak_extra / 2**20,
+                "backend": adapters[name].backend + (f" ({result.backend})" if result.backend else ""),
+            })
+            print(f"[{setting.name} L={num_layers}] {name}: {time_s:.4f} s/batch (min {min(result.times):.4f}, "
+                  f"{len(result.times)} repeats), {stats.sampled_edges:,} edges, nodes/hop "
+                  f"{stats.unique_nodes_per_hop}, one-hop calls {stats.one_hop_calls:,}", flush=True)
+        del measured
+        gc.collect()
+    return rows
+
+
+def measure_interleaved(graph, fanouts: tuple[int, ...], adapters: dict[str, SamplerAdapter],
+                        plans: dict[str, tuple[int, int]], pool: torch.Tensor, num_roots: int, seed: int,
+                        replace: bool) -> dict[str, Measured]:
+    """Warm-ups, then timed repeats with every sampler on the same new roots (order rotated per repeat)."""
+    samples = {name: adapter.build(graph, fanouts, replace) for name, adapter in adapters.items()}
+    results = {name: Measured(warmup=plans[name][0], backend=getattr(samples[name], "backend", None))
+               for name in adapters}
+    names = list(adapters)
+    warm_roots = torch.Generator().manual_seed(seed + 1_000_003)
+    for w in range(max((p[0] for p in plans.values()), default=0)):
+        roots = _draw_roots(pool, num_roots, warm_roots)
+        for name in names:
+            if w < plans[name][0]:
+                _call(samples[name], roots, seed + 7919 * (w + 1), adapters[name], None)
+    timed_roots = torch.Generator().manual_seed(seed)
+    for r in range(max((p[1] for p in plans.values()), default=0)):
+        roots = _draw_roots(pool, num_roots, timed_roots)
+        order = names[r % len(names):] + names[:r % len(names)] if names else []
+        for name in order:
+            if r < plans[name][1]:
+                _call(samples[name], roots, seed + r, adapters[name], results[name])
+    return results
+
+
+def add_ratios(table: pd.DataFrame) -> pd.DataFrame:
+    """``time_ratio_vs_dense`` and ``edges_ratio_vs_dense`` of every measured row against DENSE's row of the same
+    setting and layer count (NaN where DENSE has no measured row)."""
+    table = table.copy()
+    key = ["setting", "layers"]
+    dense = table[(table["sampler"] == "dense") & (table["status"] == "ok")].set_index(key)
+    index = pd.MultiIndex.from_frame(table[key])
+    table["time_ratio_vs_dense"] = table["time_s"].to_numpy(float) / dense["time_s"].reindex(index).to_numpy(float)
+    table["edges_ratio_vs_dense"] = (table["sampled_edges"].to_numpy(float)
+                                     / dense["sampled_edges"].reindex(index).to_numpy(float))
+    return table
+
+
+def sampling_code_sha() -> str:
+    """SHA-256 (12 hex digits) of the sources of ``systems/sampling`` (names and contents, sorted by name): pins
+    the samplers measured even when the git tree is dirty."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted((REPO_ROOT / "systems" / "sampling").glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def provenance() -> dict[str, Any]:
+    """Provenance columns shared by every row."""
+    import torch_geometric
+
+    from suite.provenance import _cpu_model, git_sha
+
+    return {"threads": torch.get_num_threads(), "git_sha": git_sha(), "sampling_code_sha": sampling_code_sha(),
+            "torch": torch.__version__,
+            "torch_geometric": torch_geometric.__version__, "python": platform.python_version(),
+            "cpu_model": _cpu_model(), "cpu_cores": os.cpu_count(),
+            "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}
+
+
+def summary_table(table: pd.DataFrame) -> pd.DataFrame:
+    """One line per setting x layer count: time and edges per sampler side by side, and naive/DENSE ratios."""
+    ok = table[table["status"] == "ok"]
+    wide = ok.pivot_table(index=["setting", "layers"], columns="sampler", values=["time_s", "sampled_edges"],
+                          aggfunc="first")
+    wide.columns = [f"{sampler}_{value}" for value, sampler in wide.columns]
+    naive = table[table["sampler"] == "naive"].set_index(["setting", "layers"])
+    wide["naive/dense time"] = naive["time_ratio_vs_dense"].reindex(wide.index)
+    wide["naive/dense edges"] = naive["edges_ratio_vs_dense"].reindex(wide.index)
+    if "dense-torch_time_s" in wide and "naive-torch_time_s" in wide:
+        wide["naive-torch/dense-torch time"] = wide["naive-torch_time_s"] / wide["dense-torch_time_s"]
+    return wide.reset_index()
+
+
+def run(args: argparse.Namespace) -> pd.DataFrame:
+    """Run the grid of ``args`` and write the CSV (and the figure); return the table."""
+    from suite.results import export
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    settings = make_settings(args.quick, args.num_nodes)
+    adapters, missing = available_samplers(args.samplers)
+    for name, reason in missing.items():
+        print(f"{name}: skipped ({reason})", flush=True)
+    prov = provenance()
+    gc.collect()
+    gc.freeze()  # the imports' objects: out of the collector's way, so the collections between batches are cheap
+    print(f"torch threads: {prov['threads']} ({'set by --threads' if args.threads else 'default'}), "
+          f"torch {prov['torch']}", flush=True)
+    rows: list[dict] = []
+    started = time.perf_counter()
+    for name in args.settings:
+        setting = settings[name]
+        t0 = time.perf_counter()
+        store = open_store(setting, args.data_dir)
+        print(f"[{name}] store {store.name} ({store.num_nodes:,} nodes, {store.num_edges:,} edges) ready in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        rows += run_setting(setting, store, args.layers, adapters, missing, args, prov)
+    for row in rows:
+        row.update(quick=args.quick, seed=args.seed)
+    table = add_ratios(pd.DataFrame(rows).reindex(columns=list(COLUMNS)))
+    for column in INTEGER_COLUMNS:  # counts stay integers next to the skipped rows' blanks
+        table[column] = table[column].astype("Int64")
+    order = {name: i for i, name in enumerate(SAMPLER_NAMES)}
+    table = table.sort_values(["setting", "layers", "sampler"], key=lambda c: c.map(order) if c.name == "sampler"
+                              else c, kind="stable").reset_index(drop=True)
+    export(table, args.csv)
+    print(f"wrote {args.csv} ({len(table)} rows) in {time.perf_counter() - started:.0f} s", flush=True)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(summary_table(table).to_string(index=False))
+        skipped = table[table["status"] == "skipped"]
+        if len(skipped):
+            print(skipped[["setting", "layers", "sampler", "reason"]].to_string(index=False))
+    if args.png is not None:
+        from experiments.figures import plot_sampling
+
+        plot_sampling(args.csv, args.png)
+        print(f"wrote {args.png}", flush=True)
+    return table
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options (quick mode changes the defaults of the repeats)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small graphs and batches, 2 repeats (seconds)")
+    parser.add_argument("--num-nodes", type=int, help="graph size override for both settings (implies small "
+                        "batches, like --quick)")
+    parser.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data",
+                        help="cache of generated stores, reused when present (default: %(default)s)")
+    parser.add_argument("--csv", type=Path, default=DEFAULT_CSV, help="output table (default: %(default)s)")
+    parser.add_argument("--png", type=Path, default=DEFAULT_PNG, help="output figure (default: %(default)s)")
+    parser.add_argument("--no-plot", dest="png", action="store_const", const=None, help="do not draw the figure")
+    parser.add_argument("--settings", nargs="+", default=["livejournal", "papers"],
+                        choices=["livejournal", "papers"])
+    parser.add_argument("--layers", nargs="+", type=int, default=[1, 2, 3, 4, 5], choices=[1, 2, 3, 4, 5])
+    parser.add_argument("--samplers", nargs="+", default=list(DEFAULT_SAMPLERS), choices=list(SAMPLER_NAMES),
+                        help="default: %(default)s")
+    parser.add_argument("--repeats", type=int, help="timed batches per configuration (default 5; quick 2)")
+    parser.add_argument("--warmup", type=int, help="untimed batches first (default 1)")
+    parser.add_argument("--long-batch-s", type=float, default=10.0,
+                        help="expected batch time above which --long-repeats and no warm-up apply")
+    parser.add_argument("--long-repeats", type=int, default=3)
+    parser.add_argument("--max-memory-gib", type=float, default=8.0,
+                        help="skip configurations estimated to need more (default: %(default)s)")
+    parser.add_argument("--replace", action="store_true", help="sample with replacement when degree > fanout")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: leave torch's default)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be >= 1")
+    if args.repeats is None:
+        args.repeats = 2 if args.quick else 5
+    if args.warmup is None:
+        args.warmup = 1
+    if args.repeats < 1 or args.long_repeats < 1 or args.warmup < 0:
+        parser.error("--repeats and --long-repeats must be >= 1, --warmup >= 0")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    run(parse_args(argv))
+    return 0
+
+
+__all__ = ["COLUMNS", "Setting", "add_ratios", "available_samplers", "make_settings", "main", "run",
+           "summary_table"]
+
+if __name__ == "__main__":
+    raise SystemExit(main())

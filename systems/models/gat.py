@@ -1,0 +1,113 @@
+"""GAT over sampled blocks, on PyG's :class:`~torch_geometric.nn.GATConv` with bipartite input ``(x_src, x_dst)``.
+
+Shape (fixed, since :class:`~suite.config.ModelSpec` has no ``heads`` field): every hidden layer has
+:data:`HIDDEN_HEADS` = 4 attention heads of width ``hidden_dim / 4``, concatenated (so a hidden layer is
+``hidden_dim`` wide; ``hidden_dim`` must be divisible by 4); the output layer has one head. ELU and dropout
+(``model.dropout``) between layers, as in Velickovic et al.; no dropout on the attention coefficients.
+
+Self-loops: each destination attends to itself and to its sampled neighbours, as PyG's full-graph ``GATConv``
+(``add_self_loops=True``: self-loop edges of the graph are dropped and one per node added). ``GATConv`` cannot do
+this itself on a block, because it adds the edges ``(i, i)`` in local ids, which are the self-loops only when the
+destinations are the first input rows; so the convolutions are built with ``add_self_loops=False`` and
+:func:`block_edges_with_self_loops` adds ``(dst_start + i, i)`` after removing sampled edges whose two ends are the
+same node, in both layouts. With all neighbours, the layer thus equals ``GATConv`` on the whole graph with the
+same weights.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch_geometric.nn import GATConv
+
+from suite.config import ModelSpec
+from suite.errors import ConfigError
+from suite.registry import MODELS
+from systems.models.base import check_layers, layer_dims
+from systems.sampling.base import LayerBlock, SampledSubgraph
+
+HIDDEN_HEADS = 4
+"""Attention heads of every hidden layer (concatenated); the output layer has one."""
+
+
+def block_edges_with_self_loops(block: LayerBlock) -> torch.Tensor:
+    """``block.edge_index`` without self-loop edges, plus one edge from every destination's input row to it.
+
+    A sampled edge is a self-loop when its source row and its destination hold the same global id.
+
+    Returns:
+        ``(2, e')`` int64 local ids (row 0 into the input rows, row 1 into the destinations).
+    """
+    src, dst = block.edge_index
+    keep = block.src_nodes[src] != block.src_nodes[dst + block.dst_start]
+    own = torch.arange(block.num_dst, device=src.device)
+    loops = torch.stack([own + block.dst_start, own])
+    return torch.cat([block.edge_index[:, keep], loops], dim=1)
+
+
+class GAT(nn.Module):
+    """A stack of bipartite ``GATConv`` layers, one per sampled block (see the module docstring for the shape).
+
+    Args:
+        in_dim: input feature width.
+        hidden_dim: width of the hidden layers (all heads together; divisible by ``heads``).
+        out_dim: output width (number of classes).
+        num_layers: number of layers (= number of blocks a sample must hold).
+        dropout: feature dropout probability between layers.
+        heads: attention heads of the hidden layers (concatenated).
+        attention_dropout: dropout probability of the attention coefficients.
+    """
+
+    uses_neighbours = True
+
+    def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int, dropout: float = 0.5,
+                 heads: int = HIDDEN_HEADS, attention_dropout: float = 0.0):
+        super().__init__()
+        if num_layers > 1 and hidden_dim % heads:
+            raise ValueError(f"hidden_dim {hidden_dim} is not divisible by the {heads} heads")
+        dims = layer_dims(in_dim, hidden_dim, out_dim, num_layers)
+        last = num_layers - 1
+        self.convs = nn.ModuleList(
+            GATConv(a, b, heads=1, dropout=attention_dropout, add_self_loops=False) if layer == last
+            else GATConv(a, b // heads, heads=heads, dropout=attention_dropout, add_self_loops=False)
+            for layer, (a, b) in enumerate(dims)
+        )
+        self.dropout = dropout
+
+    def forward(self, x: torch.Tensor, sample: SampledSubgraph) -> torch.Tensor:
+        """Logits ``[len(sample.roots), out_dim]`` from the features ``x`` of ``sample.input_nodes``."""
+        if len(sample.blocks) != len(self.convs):
+            raise ValueError(f"GAT has {len(self.convs)} layers but the sample has {len(sample.blocks)} blocks")
+        last = len(self.convs) - 1
+        for layer, (conv, block) in enumerate(zip(self.convs, sample.blocks)):
+            edges = block_edges_with_self_loops(block)
+            x = conv((x, block.dst_rows(x)), edges, size=(x.shape[0], block.num_dst))
+            if layer < last:
+                x = F.dropout(F.elu(x), p=self.dropout, training=self.training)
+        return x
+
+    def reset_parameters(self) -> None:
+        """Re-initialize every layer."""
+        for conv in self.convs:
+            conv.reset_parameters()
+
+
+@MODELS.register("gat")
+def build_gat(spec: ModelSpec, in_dim: int, out_dim: int) -> GAT:
+    """Build :class:`GAT` from ``spec`` (``num_layers``, ``hidden_dim``, ``dropout``).
+
+    Raises:
+        ConfigError: ``num_layers < 1``, ``hidden_dim`` not divisible by :data:`HIDDEN_HEADS` (with more than one
+            layer), or ``aggregation`` other than ``mean`` (attention decides the weights).
+    """
+    check_layers(spec)
+    if spec.num_layers > 1 and spec.hidden_dim % HIDDEN_HEADS:
+        raise ConfigError(f"model.hidden_dim: gat splits it over {HIDDEN_HEADS} heads; {spec.hidden_dim} is not "
+                          f"divisible by {HIDDEN_HEADS}")
+    if spec.aggregation != "mean":
+        raise ConfigError(f"model.aggregation: gat weighs neighbours by attention; got {spec.aggregation!r}")
+    return GAT(in_dim, spec.hidden_dim, out_dim, spec.num_layers, spec.dropout)
+
+
+__all__ = ["GAT", "HIDDEN_HEADS", "block_edges_with_self_loops", "build_gat"]

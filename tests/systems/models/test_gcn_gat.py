@@ -1,0 +1,182 @@
+"""GCN and GAT: equal to their full-graph computation with all neighbours, and layout-independent."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn import functional as F
+from torch_geometric.nn import GATConv
+
+from suite.config import ModelSpec
+from suite.errors import ConfigError
+from suite.registry import MODELS
+from systems.models import GAT, GCN, build_model
+from systems.models.gat import HIDDEN_HEADS, block_edges_with_self_loops
+from systems.sampling import LayerBlock, NaiveSampler
+from tests.systems.conftest import graph_from_lists, in_graph
+from tests.systems.models.conftest import destinations_last
+
+NUM_NODES, NUM_EDGES, IN_DIM, OUT_DIM = 40, 160, 8, 3
+ENCODERS = ["graphsage", "gcn", "gat", "mlp"]
+
+
+def random_edges(seed: int = 0, self_loops: bool = True) -> torch.Tensor:
+    """``NUM_EDGES`` random edges (repeats possible; self-loops unless ``self_loops`` is False)."""
+    generator = torch.Generator().manual_seed(seed)
+    edges = torch.randint(0, NUM_NODES, (2, NUM_EDGES), generator=generator)
+    return edges if self_loops else edges[:, edges[0] != edges[1]]
+
+
+def full_graph_gcn(model: GCN, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+    """``W D^-1 (A + I) x + b`` per layer on a dense adjacency (``A[v, u]`` = edges ``u -> v``, repeats counted)."""
+    adjacency = torch.zeros(NUM_NODES, NUM_NODES)
+    adjacency.index_put_((edge_index[1], edge_index[0]), torch.ones(edge_index.shape[1]), accumulate=True)
+    propagate = adjacency + torch.eye(NUM_NODES)
+    propagate = propagate / propagate.sum(dim=1, keepdim=True)
+    for layer, conv in enumerate(model.convs):
+        x = propagate @ x @ conv.lin.weight.T + conv.bias
+        if layer < len(model.convs) - 1:
+            x = F.relu(x)
+    return x
+
+
+def full_graph_gat(model: GAT, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+    """PyG's full-graph ``GATConv`` (its own self-loop handling) with the model's weights."""
+    for layer, conv in enumerate(model.convs):
+        full = GATConv(conv.in_channels, conv.out_channels, heads=conv.heads, concat=conv.concat)
+        full.load_state_dict(conv.state_dict())
+        x = full(x, edge_index)
+        if layer < len(model.convs) - 1:
+            x = F.elu(x)
+    return x
+
+
+def make_model(encoder: str, num_layers: int, fanouts: tuple[int, ...] | None = None, seed: int = 0):
+    torch.manual_seed(seed)
+    spec = ModelSpec(encoder=encoder, num_layers=num_layers, hidden_dim=16, fanouts=fanouts or (-1,) * num_layers)
+    return spec, build_model(spec, IN_DIM, OUT_DIM).eval()
+
+
+def test_registered():
+    assert {"gcn", "gat"} <= set(MODELS.names())
+    assert isinstance(make_model("gcn", 2)[1], GCN) and isinstance(make_model("gat", 2)[1], GAT)
+    assert GCN.uses_neighbours and GAT.uses_neighbours
+
+
+@pytest.mark.parametrize("num_layers", [1, 2, 3])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_gcn_on_all_neighbour_blocks_equals_full_graph(num_layers, seed):
+    edge_index = random_edges(seed)
+    x = torch.randn(NUM_NODES, IN_DIM, generator=torch.Generator().manual_seed(seed))
+    spec, model = make_model("gcn", num_layers, seed=seed)
+    roots = torch.tensor([3, 7, 0, 19, 25])
+    sample = NaiveSampler(in_graph(edge_index, NUM_NODES), spec.fanouts).sample(roots, torch.Generator())
+    with torch.no_grad():
+        blocks_out = model(x[sample.input_nodes], sample)
+        full_out = full_graph_gcn(model, x, edge_index)[roots]
+    assert blocks_out.shape == (len(roots), OUT_DIM)
+    torch.testing.assert_close(blocks_out, full_out, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("num_layers", [1, 2, 3])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_gat_on_all_neighbour_blocks_equals_full_graph(num_layers, seed):
+    edge_index = random_edges(seed)  # with self-loops and repeated edges, which GATConv handles its own way
+    assert (edge_index[0] == edge_index[1]).any()
+    x = torch.randn(NUM_NODES, IN_DIM, generator=torch.Generator().manual_seed(seed))
+    spec, model = make_model("gat", num_layers, seed=seed)
+    roots = torch.tensor([3, 7, 0, 19, 25])
+    sample = NaiveSampler(in_graph(edge_index, NUM_NODES), spec.fanouts).sample(roots, torch.Generator())
+    with torch.no_grad():
+        blocks_out = model(x[sample.input_nodes], sample)
+        full_out = full_graph_gat(model, x, edge_index)[roots]
+    assert blocks_out.shape == (len(roots), OUT_DIM)
+    torch.testing.assert_close(blocks_out, full_out, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("encoder", ENCODERS)
+@pytest.mark.parametrize("fanouts", [(-1, -1, -1), (3, 2, 4), (1, 1, 1)])
+def test_naive_and_destinations_last_layouts_agree(encoder, fanouts):
+    edge_index = random_edges(2)
+    x = torch.randn(NUM_NODES, IN_DIM, generator=torch.Generator().manual_seed(2))
+    _, model = make_model(encoder, 3, fanouts)
+    roots = torch.tensor([5, 1, 30, 12])
+    naive = NaiveSampler(in_graph(edge_index, NUM_NODES), fanouts).sample(roots, torch.Generator().manual_seed(0))
+    dense = destinations_last(naive, torch.Generator().manual_seed(1))
+    assert [b.dst_start for b in dense.blocks] == [len(b.src_nodes) - b.num_dst for b in dense.blocks]
+    assert dense.root_start == len(dense.input_nodes) - len(roots) > 0
+    assert torch.equal(dense.input_nodes[dense.root_start:], roots)
+    assert torch.equal(dense.input_nodes.sort().values, naive.input_nodes.sort().values)
+    with torch.no_grad():
+        naive_out = model(x[naive.input_nodes], naive)
+        dense_out = model(x[dense.input_nodes], dense)
+    torch.testing.assert_close(dense_out, naive_out, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("encoder", ["gcn", "gat"])
+def test_gradients_agree_across_layouts(encoder):
+    edge_index = random_edges(3)
+    x = torch.randn(NUM_NODES, IN_DIM, generator=torch.Generator().manual_seed(3))
+    _, model = make_model(encoder, 2, (4, 4))
+    roots = torch.tensor([2, 9, 17])
+    naive = NaiveSampler(in_graph(edge_index, NUM_NODES), (4, 4)).sample(roots, torch.Generator().manual_seed(0))
+    grads = []
+    for sample in (naive, destinations_last(naive, torch.Generator().manual_seed(5))):
+        model.zero_grad()
+        model(x[sample.input_nodes], sample).square().sum().backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for naive_grad, dense_grad in zip(*grads):
+        torch.testing.assert_close(dense_grad, naive_grad, atol=1e-5, rtol=1e-5)
+
+
+def test_gat_self_loops_follow_the_destinations():
+    # Destinations last: global ids [7, 3 | 5, 9]; destination 0 is node 5 (row 2), destination 1 is node 9 (row 3).
+    block = LayerBlock(torch.tensor([7, 3, 5, 9]), 2, torch.tensor([[0, 2, 1, 3], [0, 0, 1, 0]]), dst_start=2)
+    edges = block_edges_with_self_loops(block)
+    # The edge from row 2 (node 5) to destination 0 (node 5) is a self-loop: dropped, then added once.
+    assert edges.tolist() == [[0, 1, 3, 2, 3], [0, 1, 0, 0, 1]]
+
+
+def test_gat_heads_and_errors():
+    _, model = make_model("gat", 2)
+    assert model.convs[0].heads == HIDDEN_HEADS and model.convs[0].concat
+    assert model.convs[1].heads == 1
+    with pytest.raises(ConfigError, match="model.hidden_dim"):
+        build_model(ModelSpec(encoder="gat", num_layers=2, hidden_dim=10, fanouts=(2, 2)), IN_DIM, OUT_DIM)
+    build_model(ModelSpec(encoder="gat", num_layers=1, hidden_dim=10, fanouts=(2,)), IN_DIM, OUT_DIM)
+
+
+@pytest.mark.parametrize("encoder", ["gcn", "gat"])
+def test_rejects_other_aggregations_and_wrong_blocks(encoder):
+    with pytest.raises(ConfigError, match="model.aggregation"):
+        build_model(ModelSpec(encoder=encoder, num_layers=1, fanouts=(2,), aggregation="max"), IN_DIM, OUT_DIM)
+    with pytest.raises(ConfigError, match="model.num_layers"):
+        build_model(ModelSpec(encoder=encoder, num_layers=0, fanouts=()), IN_DIM, OUT_DIM)
+    _, model = make_model(encoder, 2)
+    sample = NaiveSampler(graph_from_lists([[1], [0]]), (2,)).sample(torch.tensor([0]), torch.Generator())
+    with pytest.raises(ValueError, match="2 layers but the sample has 1 blocks"):
+        model(torch.randn(2, IN_DIM), sample)
+
+
+@pytest.mark.parametrize("encoder", ["gcn", "gat"])
+def test_dropout_only_in_training(encoder):
+    _, model = make_model(encoder, 2)
+    x = torch.randn(NUM_NODES, IN_DIM)
+    sample = NaiveSampler(in_graph(random_edges(1), NUM_NODES), (-1, -1)).sample(torch.arange(10), torch.Generator())
+    features = x[sample.input_nodes]
+    assert torch.equal(model(features, sample), model(features, sample))
+    model.train()
+    assert not torch.equal(model(features, sample), model(features, sample))
+
+
+def test_isolated_destination_keeps_its_own_features():
+    # Node 0 has no neighbour: GCN's mean is over the node itself; GAT attends to itself only.
+    graph = graph_from_lists([[], [0]])
+    sample = NaiveSampler(graph, (-1,)).sample(torch.tensor([0]), torch.Generator())
+    x = torch.randn(1, IN_DIM)
+    for encoder in ("gcn", "gat"):
+        _, model = make_model(encoder, 1)
+        conv = model.convs[0]
+        with torch.no_grad():
+            expected = conv.lin(x) + conv.bias
+            torch.testing.assert_close(model(x, sample), expected)

@@ -1,0 +1,106 @@
+"""Sampler random numbers and backends: splitmix64 in torch and numba against a reference, backend selection,
+and the naive one-hop sampler's two backends giving the same sample."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from scipy import stats
+
+from systems.sampling import NaiveSampler, kernels
+from systems.sampling.naive import sample_neighbours
+from tests.systems.sampling.test_naive import gen, random_graph
+
+MASK = (1 << 64) - 1
+needs_numba = pytest.mark.skipif(not kernels.NUMBA_AVAILABLE, reason="numba not installed")
+
+
+def splitmix64_reference(key: int, index: int) -> int:
+    """Steele et al.'s splitmix64 output for state ``key + (index + 1) * gamma``, in Python integers."""
+    z = (key + (index + 1) * 0x9E3779B97F4A7C15) & MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+KEYS = [0, 1, 12345, (1 << 62) + 7, (1 << 63) - 2]
+INDICES = [0, 1, 2, 999, 123_456_789, (1 << 40) + 3]
+
+
+def test_splitmix64_torch_matches_reference():
+    for key in KEYS:
+        got = kernels.splitmix64(key, torch.tensor(INDICES)).tolist()
+        assert [value & MASK for value in got] == [splitmix64_reference(key, i) for i in INDICES]
+
+
+@needs_numba
+def test_uniform_below_numba_matches_torch_and_reference():
+    bounds = [1, 2, 3, 7, 1000, 20_000, (1 << 31) - 1]
+    for key in KEYS:
+        for bound in bounds:
+            expected = [(splitmix64_reference(key, i) >> 32) * bound >> 32 for i in INDICES]
+            torch_values = kernels.uniform_below(key, torch.tensor(INDICES), torch.full((len(INDICES),), bound))
+            assert torch_values.tolist() == expected
+            assert [kernels._below(key, i, bound) for i in INDICES] == expected
+
+
+def test_uniform_below_is_uniform():
+    values = kernels.uniform_below(2024, torch.arange(60_000), torch.full((60_000,), 12))
+    counts = torch.bincount(values, minlength=12)
+    assert len(counts) == 12
+    assert stats.chisquare(counts.numpy()).pvalue > 1e-3
+
+
+def test_resolve_backend(monkeypatch):
+    monkeypatch.delenv(kernels.BACKEND_ENV, raising=False)
+    assert kernels.resolve_backend("torch") == "torch"
+    assert kernels.resolve_backend("auto") == ("numba" if kernels.NUMBA_AVAILABLE else "torch")
+    monkeypatch.setenv(kernels.BACKEND_ENV, "torch")
+    assert kernels.resolve_backend("auto") == "torch"
+    monkeypatch.setenv(kernels.BACKEND_ENV, "gpu")
+    with pytest.raises(ValueError, match=kernels.BACKEND_ENV):
+        kernels.resolve_backend("auto")
+    with pytest.raises(ValueError, match="backend"):
+        kernels.resolve_backend("fast")
+
+
+def test_without_numba_auto_falls_back_to_torch(monkeypatch):
+    monkeypatch.delenv(kernels.BACKEND_ENV, raising=False)
+    monkeypatch.setattr(kernels, "NUMBA_AVAILABLE", False)
+    assert kernels.resolve_backend("auto") == "torch"
+    with pytest.raises(ValueError, match="numba"):
+        kernels.resolve_backend("numba")
+
+
+@needs_numba
+@pytest.mark.parametrize("replace", [False, True])
+@pytest.mark.parametrize("fanout", [1, 3, 7, -1])
+def test_naive_one_hop_backends_identical(replace, fanout):
+    graph, _ = random_graph(num_nodes=200, max_degree=40, seed=3)
+    nodes = torch.randint(0, 200, (500,), generator=gen(1))  # repeats: each occurrence sampled on its own
+    a = sample_neighbours(graph, nodes, fanout, replace, gen(2), "torch")
+    b = sample_neighbours(graph, nodes, fanout, replace, gen(2), "numba")
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+@needs_numba
+def test_naive_sampler_backends_identical():
+    graph, _ = random_graph(num_nodes=200, max_degree=40, seed=4)
+    roots = torch.arange(0, 200, 9)
+    a = NaiveSampler(graph, (6, 4, 3), backend="torch").sample(roots, gen(5))
+    b = NaiveSampler(graph, (6, 4, 3), backend="numba").sample(roots, gen(5))
+    for x, y in zip(a.blocks, b.blocks):
+        assert torch.equal(x.src_nodes, y.src_nodes) and torch.equal(x.edge_index, y.edge_index)
+
+
+def test_scratch_grows_to_what_a_batch_asked():
+    scratch = kernels.Scratch()
+    first = scratch.take(10)
+    first[:] = 7
+    big = scratch.take(1000)  # does not fit: a piece of its own; `first` stays valid
+    big[:] = 1
+    assert first.tolist() == [7] * 10 and len(big) == 1000
+    scratch.reset()  # the next batch gets one buffer for both
+    a, b = scratch.take(10), scratch.take(1000)
+    assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    assert b.data_ptr() == a.data_ptr() + 10 * 8
