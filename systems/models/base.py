@@ -16,10 +16,11 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from suite.config import ModelSpec
 from suite.errors import ConfigError
-from systems.sampling.base import SampledSubgraph
+from systems.sampling.base import LayerBlock, SampledSubgraph
 
 ModelBuilder = Callable[[ModelSpec, int, int], nn.Module]
 
@@ -41,4 +42,48 @@ def layer_dims(in_dim: int, hidden_dim: int, out_dim: int, num_layers: int) -> l
     return list(zip(widths[:-1], widths[1:]))
 
 
-__all__ = ["ModelBuilder", "check_layers", "layer_dims", "root_rows"]
+
+
+class BlockStack(nn.Module):
+    """A stack of message-passing layers, one per sampled block; activation and dropout between layers.
+
+    Subclasses fill ``self.convs`` and implement :meth:`apply_layer`; the loop over blocks, the check that the
+    sample has one block per layer, and the activation/dropout between layers (none after the last) live here.
+
+    Args:
+        dropout: dropout probability between layers.
+        activation: the non-linearity between layers.
+    """
+
+    uses_neighbours = True
+
+    def __init__(self, dropout: float, activation: Callable[[torch.Tensor], torch.Tensor]):
+        super().__init__()
+        self.convs = nn.ModuleList()
+        self.dropout = dropout
+        self.activation = activation
+
+    def apply_layer(self, conv: nn.Module, x: torch.Tensor, block: LayerBlock) -> torch.Tensor:
+        """One layer: the destination rows of ``block`` computed from all its input rows ``x``."""
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor, sample: SampledSubgraph) -> torch.Tensor:
+        """Logits ``[len(sample.roots), out_dim]`` from the features ``x`` of ``sample.input_nodes``."""
+        if len(sample.blocks) != len(self.convs):
+            raise ValueError(
+                f"{type(self).__name__} has {len(self.convs)} layers but the sample has {len(sample.blocks)} blocks"
+            )
+        last = len(self.convs) - 1
+        for layer, (conv, block) in enumerate(zip(self.convs, sample.blocks)):
+            x = self.apply_layer(conv, x, block)
+            if layer < last:
+                x = F.dropout(self.activation(x), p=self.dropout, training=self.training)
+        return x
+
+    def reset_parameters(self) -> None:
+        """Re-initialize every layer."""
+        for conv in self.convs:
+            conv.reset_parameters()
+
+
+__all__ = ["BlockStack", "ModelBuilder", "check_layers", "layer_dims", "root_rows"]

@@ -24,8 +24,8 @@ from torch_geometric.nn import GATConv
 from suite.config import ModelSpec
 from suite.errors import ConfigError
 from suite.registry import MODELS
-from systems.models.base import check_layers, layer_dims
-from systems.sampling.base import LayerBlock, SampledSubgraph
+from systems.models.base import BlockStack, check_layers, layer_dims
+from systems.sampling.base import LayerBlock
 
 HIDDEN_HEADS = 4
 """Attention heads of every hidden layer (concatenated); the output layer has one."""
@@ -46,7 +46,7 @@ def block_edges_with_self_loops(block: LayerBlock) -> torch.Tensor:
     return torch.cat([block.edge_index[:, keep], loops], dim=1)
 
 
-class GAT(nn.Module):
+class GAT(BlockStack):
     """A stack of bipartite ``GATConv`` layers, one per sampled block (see the module docstring for the shape).
 
     Args:
@@ -59,11 +59,9 @@ class GAT(nn.Module):
         attention_dropout: dropout probability of the attention coefficients.
     """
 
-    uses_neighbours = True
-
     def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int, dropout: float = 0.5,
                  heads: int = HIDDEN_HEADS, attention_dropout: float = 0.0):
-        super().__init__()
+        super().__init__(dropout, F.elu)
         if num_layers > 1 and hidden_dim % heads:
             raise ValueError(f"hidden_dim {hidden_dim} is not divisible by the {heads} heads")
         dims = layer_dims(in_dim, hidden_dim, out_dim, num_layers)
@@ -73,24 +71,11 @@ class GAT(nn.Module):
             else GATConv(a, b // heads, heads=heads, dropout=attention_dropout, add_self_loops=False)
             for layer, (a, b) in enumerate(dims)
         )
-        self.dropout = dropout
 
-    def forward(self, x: torch.Tensor, sample: SampledSubgraph) -> torch.Tensor:
-        """Logits ``[len(sample.roots), out_dim]`` from the features ``x`` of ``sample.input_nodes``."""
-        if len(sample.blocks) != len(self.convs):
-            raise ValueError(f"GAT has {len(self.convs)} layers but the sample has {len(sample.blocks)} blocks")
-        last = len(self.convs) - 1
-        for layer, (conv, block) in enumerate(zip(self.convs, sample.blocks)):
-            edges = block_edges_with_self_loops(block)
-            x = conv((x, block.dst_rows(x)), edges, size=(x.shape[0], block.num_dst))
-            if layer < last:
-                x = F.dropout(F.elu(x), p=self.dropout, training=self.training)
-        return x
-
-    def reset_parameters(self) -> None:
-        """Re-initialize every layer."""
-        for conv in self.convs:
-            conv.reset_parameters()
+    def apply_layer(self, conv: nn.Module, x: torch.Tensor, block: LayerBlock) -> torch.Tensor:
+        """``GATConv`` on the block, with one self edge per destination (see the module docstring)."""
+        edges = block_edges_with_self_loops(block)
+        return conv((x, block.dst_rows(x)), edges, size=(x.shape[0], block.num_dst))
 
 
 @MODELS.register("gat")

@@ -26,8 +26,8 @@ from torch.nn import functional as F
 from suite.config import ModelSpec
 from suite.errors import ConfigError
 from suite.registry import MODELS
-from systems.models.base import check_layers, layer_dims
-from systems.sampling.base import LayerBlock, SampledSubgraph
+from systems.models.base import BlockStack, check_layers, layer_dims
+from systems.sampling.base import LayerBlock
 
 
 def mean_with_self(x: torch.Tensor, block: LayerBlock) -> torch.Tensor:
@@ -73,7 +73,7 @@ class GCNLayer(nn.Module):
         return self.lin(mean_with_self(x, block)) + self.bias
 
 
-class GCN(nn.Module):
+class GCN(BlockStack):
     """A stack of :class:`GCNLayer`, one per sampled block; ReLU and dropout between layers, none at the end.
 
     Args:
@@ -84,28 +84,13 @@ class GCN(nn.Module):
         dropout: dropout probability between layers.
     """
 
-    uses_neighbours = True
-
     def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int, dropout: float = 0.5):
-        super().__init__()
+        super().__init__(dropout, F.relu)
         self.convs = nn.ModuleList(GCNLayer(a, b) for a, b in layer_dims(in_dim, hidden_dim, out_dim, num_layers))
-        self.dropout = dropout
 
-    def forward(self, x: torch.Tensor, sample: SampledSubgraph) -> torch.Tensor:
-        """Logits ``[len(sample.roots), out_dim]`` from the features ``x`` of ``sample.input_nodes``."""
-        if len(sample.blocks) != len(self.convs):
-            raise ValueError(f"GCN has {len(self.convs)} layers but the sample has {len(sample.blocks)} blocks")
-        last = len(self.convs) - 1
-        for layer, (conv, block) in enumerate(zip(self.convs, sample.blocks)):
-            x = conv(x, block)
-            if layer < last:
-                x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
-        return x
-
-    def reset_parameters(self) -> None:
-        """Re-initialize every layer."""
-        for conv in self.convs:
-            conv.reset_parameters()
+    def apply_layer(self, conv: nn.Module, x: torch.Tensor, block: LayerBlock) -> torch.Tensor:
+        """One :class:`GCNLayer` on the block."""
+        return conv(x, block)
 
 
 @MODELS.register("gcn")
