@@ -97,7 +97,7 @@ def test_run_grid_and_results(tmp_path, capsys):
 def test_interrupted_generation_leaves_no_store(tmp_path, sig):
     out = tmp_path / "big"
     process = subprocess.Popen(
-        [sys.executable, "-m", "suite", "datasets", "generate", "--preset", "arxiv-like", "--num-nodes", "400000",
+        [sys.executable, "-m", "suite", "datasets", "generate", "--preset", "arxiv-like", "--num-nodes", "1000000",
          "--out", str(out), "--quiet"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not any(p.name.startswith(".big.partial") for p in tmp_path.iterdir()):
