@@ -299,16 +299,8 @@ if NUMBA_AVAILABLE:
         n = dst_nodes.shape[0]
         for i in range(n):
             slot[dst_nodes[i]] = i + 1
-        found = 0
-        for e in range(neighbours.shape[0]):
-            u = neighbours[e]
-            s = slot[u]
-            if s == 0:
-                found += 1
-                s = n + found
-                slot[u] = s
-                new[found - 1] = u
-            local[e] = s - 1
+        local[:] = neighbours
+        found = _dedup(local, slot, n, new)
         for i in range(n):
             slot[dst_nodes[i]] = 0
         for i in range(found):
