@@ -61,7 +61,7 @@ def train_and_test(spec: RunSpec, columns: list[tuple[str, str, tuple[int, ...]]
             system.train_epoch(epoch)
         accuracies = {}
         for column, sampler, fanouts in columns:
-            system.eval_sampler = SAMPLERS.get(sampler)(system.graph, fanouts, replace=spec.sampler.replace)
+            system.task.eval_sampler = SAMPLERS.get(sampler)(system.task.graph, fanouts, replace=spec.sampler.replace)
             accuracies[column] = system.evaluate("test")["accuracy"]
         return accuracies
     finally:

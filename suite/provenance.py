@@ -72,6 +72,7 @@ def machine_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "cpu_model": _cpu_model(),
         "cpu_cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
         "memory_bytes": psutil.virtual_memory().total,
         "gpu": gpu,
     }

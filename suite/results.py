@@ -237,6 +237,41 @@ def load_evals(root: str | os.PathLike, *, config_fields: Sequence[str] = ()) ->
     return _frame(list(_records(root, "eval", config_fields)), leading)
 
 
+def load_batches(root: str | os.PathLike, *, config_fields: Sequence[str] = ()) -> pd.DataFrame:
+    """One row per ``batch`` record (pipelined runs) of every run under ``root``, with the run's key fields.
+
+    Args:
+        root: a results folder (searched recursively).
+        config_fields: dotted resolved-spec fields to add as ``config.<field>`` columns.
+
+    Returns:
+        Columns: the key fields, ``run_dir``, ``epoch``, ``index``, ``admitted``, ``<stage>_start``,
+        ``<stage>_end``, ``<stage>_worker`` (seconds from the epoch's start), ``version_read``,
+        ``version_applied``, ``staleness``, ``loss``, ``sampled_edges``...
+
+    Raises:
+        DataError: ``root`` is missing or a run's files are corrupt.
+    """
+    leading = (*KEY_FIELDS, *(f"config.{f}" for f in config_fields), "run_dir", "epoch", "index")
+    return _frame(list(_records(root, "batch", config_fields)), leading)
+
+
+def load_queue_occupancy(root: str | os.PathLike) -> pd.DataFrame:
+    """One row per queue-occupancy sample of every pipelined run under ``root`` (long format).
+
+    Returns:
+        Columns: the key fields, ``run_dir``, ``epoch``, ``queue`` (the stage the queue feeds), ``time`` (seconds
+        from the epoch's start) and ``size`` (batches in the queue after a put or get).
+    """
+    rows = []
+    for record in _records(root, "queues", ()):
+        keys = {k: v for k, v in record.items() if not k.startswith("occupancy.") and k != "time"}
+        for name in (k for k in record if k.startswith("occupancy.")):
+            rows.extend({**keys, "queue": name.removeprefix("occupancy."), "time": t, "size": size}
+                        for t, size in record[name])
+    return _frame(rows, (*KEY_FIELDS, "run_dir", "epoch", "queue"))
+
+
 # ---------------------------------------------------------------------------------------------- files
 def _format(path: Path) -> str:
     suffix = path.suffix.lower()
@@ -297,4 +332,5 @@ def load_table(path: str | os.PathLike) -> pd.DataFrame:
         raise DataError(f"{path}: cannot read {kind} table ({type(err).__name__}: {err})") from None
 
 
-__all__ = ["KEY_FIELDS", "export", "flatten", "load_epochs", "load_evals", "load_runs", "load_table", "run_dirs"]
+__all__ = ["KEY_FIELDS", "export", "flatten", "load_batches", "load_epochs", "load_evals", "load_queue_occupancy",
+           "load_runs", "load_table", "run_dirs"]

@@ -21,6 +21,7 @@ from suite.graph import GraphStore
 from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
 from suite.recorder import Recorder, is_complete, read_summary
+from systems import distributed
 
 
 def resolve_device(name: str) -> torch.device:
@@ -57,7 +58,8 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: fl
     return {
         "system": spec.system.name,
         "dataset": spec.dataset.preset or spec.dataset.name,
-        "dataset_info": {"name": store.name, "num_nodes": store.num_nodes, "num_edges": store.num_edges},
+        "dataset_info": {"name": store.name, "num_nodes": store.num_nodes, "num_edges": store.num_edges,
+                         "feature_dim": store.feature_dim},
         "task": spec.training.task,
         "model": spec.model.encoder,
         "num_layers": spec.model.num_layers,
@@ -109,10 +111,45 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
     run_dir = Path(out) / spec.run_id
     if not overwrite and is_complete(run_dir):
         return {**read_summary(run_dir), "skipped": True}
+    # --- data-parallel runs (systems/distributed.py): spawn the ranks, or run as one of them -----------------
+    if distributed.world_size_of(spec) > 1:
+        if not distributed.is_rank_process():
+            return distributed.launch(spec, out, overwrite=overwrite, progress=progress)
+        try:
+            return _run_rank(spec, out, progress)
+        finally:
+            distributed.shutdown_rank()
+    # ---------------------------------------------------------------------------------------------------------
     store = open_dataset(spec.dataset, progress=progress)
     device = resolve_device(spec.system.device)
     system_class = SYSTEMS.get(spec.system.name)
-    recorder = Recorder(out, spec)
+    return _run(spec, out, store, device, system_class, Recorder(out, spec), progress)
+
+
+def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool) -> dict[str, Any]:
+    """One rank of a data-parallel run: join the group, open the dataset (rank 0 first: it may generate it),
+    run the data-parallel system; only rank 0 records."""
+    import torch.distributed as dist
+
+    from suite.datasets import open_dataset
+    from suite.registry import SYSTEMS
+
+    context, device = distributed.init_rank(spec, resolve_device(spec.system.device))
+    if context.rank != 0:
+        dist.barrier()
+    store = open_dataset(spec.dataset, progress=progress and context.rank == 0)
+    if context.rank == 0:
+        dist.barrier()
+    system_class = distributed.data_parallel(SYSTEMS.get(spec.system.name))
+    recorder = Recorder(out, spec) if context.rank == 0 else distributed.NullRecorder(out, spec)
+    summary = _run(spec, out, store, device, system_class, recorder, progress)
+    return summary if context.rank == 0 else {**summary, "rank": context.rank}
+
+
+def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch.device, system_class: type,
+         recorder: Any, progress: bool) -> dict[str, Any]:
+    """Train ``system_class`` on ``store``, summarize, and finish (or fail) the run through ``recorder``."""
+    run_dir = Path(out) / spec.run_id
     started_at, started = _now(), time.perf_counter()
     io_before = io_counters()
     torch.manual_seed(spec.seed)
@@ -128,4 +165,6 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
         raise
     summary.update(machine=machine_info(), versions=versions(), device=str(device), started_at=started_at,
                    finished_at=_now(), run_dir=str(run_dir))
+    if distributed.current() is not None:
+        summary["data_parallel"] = distributed.summarize_ranks(distributed.current(), outcome)
     return recorder.finish(summary)

@@ -80,7 +80,10 @@ class System(ABC):
         self.recorder = recorder
 
     def run(self, progress: bool = False) -> RunOutcome:
-        """Train for ``spec.training.epochs`` epochs, validating every ``spec.evaluation.every``, then test."""
+        """Train for ``spec.training.epochs`` epochs, validating every ``spec.evaluation.every``, then test.
+
+        Only the splits in ``spec.evaluation.splits`` are evaluated.
+        """
         outcome = RunOutcome()
         self.setup()
         try:
@@ -97,12 +100,14 @@ class System(ABC):
                     staleness_mean=_mean(stats.staleness), staleness_max=max(stats.staleness, default=0),
                     **stats.extra,
                 )
-                if (epoch + 1) % self.spec.evaluation.every == 0 or epoch + 1 == epochs:
+                splits = self.spec.evaluation.splits
+                if "valid" in splits and ((epoch + 1) % self.spec.evaluation.every == 0 or epoch + 1 == epochs):
                     metrics = self.evaluate("valid")
                     outcome.valid_metrics.append((epoch, metrics))
                     self.recorder.record("eval", epoch=epoch, split="valid", **metrics)
-            outcome.test_metrics = self.evaluate("test")
-            self.recorder.record("eval", epoch=epochs - 1, split="test", **outcome.test_metrics)
+            if "test" in self.spec.evaluation.splits:
+                outcome.test_metrics = self.evaluate("test")
+                self.recorder.record("eval", epoch=epochs - 1, split="test", **outcome.test_metrics)
             self.collect_io(outcome)
         finally:
             self.teardown()

@@ -58,15 +58,16 @@ def test_all_neighbour_evaluation_does_not_depend_on_the_sampler(easy_store, tmp
     try:
         system.setup()
         system.train_epoch(0)
-        system.model.eval()
+        task = system.task
+        task.model.eval()
         nodes = easy_store.split("test").to(torch.int64)
         logits, metrics = {}, {}
         for name, sampler_class in (("naive", NaiveSampler), ("dense", DenseSampler)):
-            system.eval_sampler = sampler_class(system.graph, (-1, -1))
+            task.eval_sampler = sampler_class(task.graph, (-1, -1))
             metrics[name] = system.evaluate("test")
             with torch.no_grad():
-                sample = system.eval_sampler.sample(nodes, torch.Generator())
-                logits[name] = system.model(system.features[sample.input_nodes], sample)
+                sample = task.eval_sampler.sample(nodes, torch.Generator())
+                logits[name] = task.model(task.features[sample.input_nodes], sample)
         torch.testing.assert_close(logits["dense"], logits["naive"], atol=1e-5, rtol=1e-5)
         assert metrics["dense"] == metrics["naive"]
     finally:

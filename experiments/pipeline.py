@@ -1,0 +1,178 @@
+"""Pipelined vs in-memory training (MariusGNN's pipeline): epoch time, utilization, efficiency, async accuracy.
+
+Usage::
+
+    python experiments/pipeline.py [--quick] [--out out/pipeline] [--results results] [--data-dir data]
+        [--no-run] [--no-plot]
+
+Runs two grids through the harness (finished runs are not repeated), then tabulates and plots the records:
+
+- ``experiments/pipeline_speed.yaml``: ``in_memory`` and ``pipelined`` (sync; 1 loader / bound 2; 2 loaders /
+  bound 8; Marius's defaults: 4 loaders, 2 transfer workers, queues of 4, bound 16; 2 loader *processes* / bound
+  8) on ``arxiv-like`` and ``products-like``, 3-layer GraphSAGE, fanouts 15,10,5, batch 1000, both samplers; two
+  epochs of the first ``limit_batches`` batches, the second (warm) epoch reported;
+- ``experiments/pipeline_accuracy.yaml``: sync vs async (bound 16; compute in admission order, and out of order)
+  pipelined training on ``arxiv-like``, full epochs, two seeds; test accuracy.
+
+Outputs: ``results/pipeline_speed.csv`` (one row per run: epoch time, ratio to in-memory on the same dataset and
+sampler, per-stage busy time, compute utilization = compute busy time / epoch time, pipeline efficiency = epoch
+time / busy time per worker of the busiest stage, bottleneck stage, staleness), ``results/pipeline_accuracy.csv``
+and ``results/pipeline_speed.png``. ``--quick`` runs both grids on the ``tiny`` preset with a few batches (a smoke test;
+its numbers mean nothing) into ``out/pipeline-quick``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
+    sys.path.insert(0, str(REPO_ROOT))
+
+import pandas as pd  # noqa: E402
+
+from suite.grid import expand_grid, failures, run_grid  # noqa: E402
+from suite.results import export, load_epochs, load_runs  # noqa: E402
+
+SPEED_GRID = REPO_ROOT / "experiments" / "pipeline_speed.yaml"
+ACCURACY_GRID = REPO_ROOT / "experiments" / "pipeline_accuracy.yaml"
+QUICK_OVERRIDES = ("dataset.preset=tiny", "training.batch_size=20")
+QUICK_SPEED = ("training.limit_batches=3",)
+QUICK_ACCURACY = ("training.epochs=1", "evaluation.every=1", "seed=0")
+STAGES = ("sample", "gather", "load", "transfer", "compute")
+
+
+def configuration(system: str, options: dict) -> str:
+    """A short label of a system configuration: ``in_memory``, ``sync``, ``4T 2X q4/4 b16`` (T: loader threads,
+    P: loader processes, X: transfer workers, q: host/device queue sizes, b: staleness bound; ``ooo``: compute
+    out of admission order)."""
+    if system != "pipelined":
+        return system
+    if options.get("sync"):
+        return "sync"
+    kind = "P" if options.get("loader_workers") == "process" else "T"
+    order = "" if options.get("in_order_compute", True) else " ooo"
+    return (f"{options.get('batch_loader_threads', 4)}{kind} {options.get('batch_transfer_threads', 2)}X "
+            f"q{options.get('batch_host_queue_size', 4)}/{options.get('batch_device_queue_size', 4)} "
+            f"b{options.get('staleness_bound', 16)}{order}")
+
+
+def configuration_order(label: str) -> tuple:
+    """Sort key of configuration labels: in-memory, sync, then thread loaders, then processes, by bound."""
+    if label in ("in_memory", "sync"):
+        return (0, label != "in_memory", 0)
+    bound = int(label.split()[3].removeprefix("b"))
+    return (1, "P" in label.split()[0], bound, "ooo" in label)
+
+
+def _plain(value):
+    """Option values as read back from a table (pandas turns ints into floats next to missing values)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _run_configuration(runs: pd.DataFrame) -> pd.Series:
+    options = runs.filter(like="config.system.options.")
+    return pd.Series([
+        configuration(system, {k.removeprefix("config.system.options."): _plain(v)
+                               for k, v in row.items() if pd.notna(v)})
+        for system, (_, row) in zip(runs["system"], options.iterrows())
+    ], index=runs.index)
+
+
+def speed_table(out: str | Path) -> pd.DataFrame:
+    """One row per speed run: its warm (last) epoch's time, busy times, utilization, efficiency and ratios."""
+    runs = load_runs(out, include_incomplete=False)
+    runs = runs[runs["status"] == "completed"].copy()
+    runs["configuration"] = _run_configuration(runs)
+    epochs = load_epochs(out)
+    last = epochs.sort_values("epoch").groupby("run_dir").tail(1).set_index("run_dir")
+    rows = []
+    for _, run in runs.iterrows():
+        epoch = last.loc[run["run_dir"]]
+        busy = {stage: epoch.get(f"stage_busy_s.{stage}") for stage in STAGES}
+        time_s = float(epoch["epoch_time_s"])
+        rows.append({
+            "dataset": run["dataset"], "sampler": run["sampler"], "system": run["system"],
+            "configuration": run["configuration"], "epoch_time_s": time_s, "examples": int(epoch["examples"]),
+            "examples_per_s": epoch["examples"] / time_s,
+            **{f"busy_{stage}_s": value for stage, value in busy.items() if pd.notna(value)},
+            "compute_utilization": busy["compute"] / time_s,
+            "pipeline_efficiency": epoch.get("pipeline_efficiency"),
+            "bottleneck_stage": epoch.get("bottleneck_stage"),
+            "staleness_mean": epoch.get("staleness_mean"), "staleness_max": epoch.get("staleness_max"),
+            "run_id": run["run_id"], "seed": run["seed"], "git_sha": run.get("versions.git_sha"),
+        })
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    baseline = table[table["system"] == "in_memory"].set_index(["dataset", "sampler"])["epoch_time_s"]
+    table["time_ratio_vs_in_memory"] = [
+        row.epoch_time_s / baseline.get((row.dataset, row.sampler), float("nan")) for row in table.itertuples()
+    ]
+    return table.sort_values(["dataset", "sampler", "configuration"], key=lambda c: c.map(configuration_order) if
+                             c.name == "configuration" else c).reset_index(drop=True)
+
+
+def accuracy_table(out: str | Path) -> pd.DataFrame:
+    """One row per accuracy run: configuration, seed, test and valid accuracy, mean staleness, epoch time."""
+    runs = load_runs(out, include_incomplete=False)
+    runs = runs[runs["status"] == "completed"].copy()
+    runs["configuration"] = _run_configuration(runs)
+    columns = {"dataset": "dataset", "sampler": "sampler", "configuration": "configuration", "seed": "seed",
+               "metrics.test.accuracy": "test_accuracy", "metrics.valid.accuracy": "valid_accuracy",
+               "staleness.mean": "staleness_mean", "staleness.max": "staleness_max", "train_time_s": "train_time_s",
+               "run_id": "run_id"}
+    return runs[[c for c in columns if c in runs]].rename(columns=columns).sort_values(
+        ["configuration", "seed"]).reset_index(drop=True)
+
+
+def run_grids(out: Path, quick: bool, progress: bool, data_dir: Path | None = None) -> list[dict]:
+    """Run both grids (skipping finished runs); return the summaries of failed runs."""
+    summaries = []
+    for grid, extra in ((SPEED_GRID, QUICK_SPEED), (ACCURACY_GRID, QUICK_ACCURACY)):
+        overrides = [*QUICK_OVERRIDES, *extra] if quick else []
+        if data_dir is not None:
+            overrides.append(f"dataset.cache_dir={data_dir}")
+        summaries += run_grid(expand_grid(grid, overrides), out / grid.stem, progress=progress)
+    return failures(summaries)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny preset, a few batches (smoke test)")
+    parser.add_argument("--out", type=Path, help="runs folder (default out/pipeline, or out/pipeline-quick)")
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results", help="where CSVs and PNG go")
+    parser.add_argument("--data-dir", type=Path, help="dataset cache folder (default: the grids' data/)")
+    parser.add_argument("--no-run", action="store_true", help="only tabulate and plot what is recorded")
+    parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    out = args.out or REPO_ROOT / ("out/pipeline-quick" if args.quick else "out/pipeline")
+    if not args.no_run:
+        failed = run_grids(out, args.quick, progress=not args.quiet, data_dir=args.data_dir)
+        for summary in failed:
+            print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
+        if failed:
+            return 1
+    speed = speed_table(out / SPEED_GRID.stem)
+    accuracy = accuracy_table(out / ACCURACY_GRID.stem)
+    export(speed, args.results / "pipeline_speed.csv")
+    export(accuracy, args.results / "pipeline_accuracy.csv")
+    with pd.option_context("display.width", 220, "display.max_columns", 30):
+        print(speed[["dataset", "sampler", "configuration", "epoch_time_s", "time_ratio_vs_in_memory",
+                     "compute_utilization", "pipeline_efficiency", "bottleneck_stage", "staleness_max"]]
+              .to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(accuracy.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    if not args.no_plot:
+        from experiments.figures import plot_pipeline_speed
+
+        png = plot_pipeline_speed(args.results / "pipeline_speed.csv", args.results / "pipeline_speed.png")
+        print(f"wrote {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

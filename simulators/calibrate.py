@@ -1,0 +1,197 @@
+"""Calibrate the pipeline simulator on a recorded run, and scale it to other machines (what-if).
+
+Calibration (:func:`calibrate`) reads the ``batch`` records of one pipelined run's warm (last) epoch: per stage,
+the measured service time of every batch becomes an :class:`~simulators.pipeline.Empirical` distribution. These
+are the stage's *work*, its duration when it runs alone, only if nothing overlapped in the calibration run: so
+calibrate on a ``sync: true`` run (or on an async run whose stages did not contend), and predict the others.
+The CPU the stages share (:class:`~simulators.pipeline.SharedCpu`) has the recorded machine's cores; a load job
+uses one core (the samplers' kernels are single-threaded), a compute job on the CPU uses torch's intra-op threads
+(recorded as ``machine.torch_threads``), a transfer takes no CPU core.
+
+:func:`model_for` builds the simulated pipeline for any options of the ``pipelined`` system (workers, queues,
+staleness bound, in-order compute) from a calibration, optionally on another machine (:class:`Hardware`). What-if
+scaling, every figure named and assumed, not measured:
+
+- compute on a GPU: FLOPs per batch (:func:`graphsage_flops`, from the recorded sampled edges and input nodes of
+  each batch and the model's dimensions) / (the GPU's peak FP32 FLOP/s x ``gpu_efficiency``), no CPU core;
+- transfer: bytes per batch (features of the input nodes + the sampled edges as int64 pairs) / PCIe bandwidth;
+- load: as measured here per batch (per-core speed assumed equal), with the machine's cores.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from suite.config import RunSpec, spec_from_dict
+from suite.errors import DataError
+from suite.recorder import read_records, read_summary
+from simulators.pipeline import Empirical, Fixed, PipelineModel, StageModel
+
+STAGES = ("load", "transfer", "compute")
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The performance figures of a machine, for what-if simulation; each is an assumption with a source.
+
+    Attributes:
+        name: a machine profile name (``suite.cost``) or a label.
+        cpu_cores: cores loaders and CPU compute share.
+        gpu_tflops: peak FP32 TFLOP/s of the GPU (None: compute on the CPU, as measured).
+        gpu_efficiency: fraction of the peak a sampled-GNN training step achieves (sparse, memory-bound work).
+        pcie_gbps: host-to-device bandwidth in GB/s (None: no transfer cost, as on the CPU).
+        source: where the figures come from.
+    """
+
+    name: str
+    cpu_cores: float
+    gpu_tflops: float | None = None
+    gpu_efficiency: float = 0.2
+    pcie_gbps: float | None = None
+    source: str = ""
+
+
+HARDWARE: dict[str, Hardware] = {
+    hw.name: hw for hw in (
+        Hardware("p3.2xlarge", cpu_cores=4, gpu_tflops=15.7, pcie_gbps=12.0,
+                 source="V100 SXM2 FP32 peak 15.7 TFLOP/s (NVIDIA V100 datasheet); PCIe 3.0 x16, ~12 GB/s "
+                        "achieved pinned copies; 8 vCPUs = 4 cores; efficiency 0.2 assumed for sampled GNNs"),
+        Hardware("g5.xlarge", cpu_cores=2, gpu_tflops=31.2, pcie_gbps=12.0,
+                 source="A10G FP32 peak 31.2 TFLOP/s (NVIDIA A10 datasheet; A10G similar); PCIe 4.0 x8 ~12 GB/s "
+                        "assumed; 4 vCPUs = 2 cores; efficiency 0.2 assumed"),
+        Hardware("p4d.24xlarge", cpu_cores=48, gpu_tflops=19.5, pcie_gbps=24.0,
+                 source="A100 FP32 peak 19.5 TFLOP/s (NVIDIA A100 datasheet, non-tensor-core); PCIe 4.0 x16 "
+                        "~24 GB/s achieved; 96 vCPUs = 48 cores; one of its 8 GPUs; efficiency 0.2 assumed"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Service-time models of one recorded run.
+
+    Attributes:
+        source: the run folder.
+        services: per stage, the measured service times of the warm epoch's batches (seconds).
+        cores: per stage, CPU cores one job uses when alone.
+        cpu_cores: cores of the recorded machine.
+        num_batches: batches in the warm epoch.
+        sampled_edges / input_nodes: per batch, for what-if compute and transfer costs.
+        spec: the run's resolved spec.
+    """
+
+    source: str
+    services: dict[str, tuple[float, ...]]
+    cores: dict[str, float]
+    cpu_cores: float
+    num_batches: int
+    sampled_edges: tuple[int, ...]
+    input_nodes: tuple[int, ...]
+    spec: RunSpec
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def warm_epoch_batches(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The ``batch`` records of a run's last recorded epoch (DataError if the run has none)."""
+    records = [r for r in read_records(run_dir) if r.get("kind") == "batch"]
+    if not records:
+        raise DataError(f"{run_dir}: no 'batch' records (only pipelined runs with record_batches record them)")
+    last = max(r["epoch"] for r in records)
+    return [r for r in records if r["epoch"] == last]
+
+
+def calibrate(run_dir: str | Path) -> Calibration:
+    """Fit the stage service times of the recorded pipelined run in ``run_dir`` (its warm epoch)."""
+    run_dir = Path(run_dir)
+    summary = read_summary(run_dir) or {}
+    config = (run_dir / "config.yaml")
+    if not config.exists():
+        raise DataError(f"{config}: file not found (not a run folder)")
+    from suite.config import read_yaml
+
+    spec = spec_from_dict(read_yaml(config), source=str(config))
+    batches = warm_epoch_batches(run_dir)
+    services = {stage: tuple(float(b[f"{stage}_end"] - b[f"{stage}_start"]) for b in batches)
+                for stage in STAGES if f"{stage}_start" in batches[0]}
+    machine = summary.get("machine") or {}
+    cpu_cores = float(machine.get("cpu_cores") or 1)
+    threads = float(machine.get("torch_threads") or cpu_cores)
+    on_gpu = str(summary.get("device", "cpu")).startswith("cuda")
+    cores = {"load": 1.0, "transfer": 0.0, "compute": 0.0 if on_gpu else min(threads, cpu_cores)}
+    return Calibration(source=str(run_dir), services=services, cores=cores, cpu_cores=cpu_cores,
+                       num_batches=len(batches),
+                       sampled_edges=tuple(int(b.get("sampled_edges", 0)) for b in batches),
+                       input_nodes=tuple(int(b.get("input_nodes", 0)) for b in batches), spec=spec)
+
+
+def graphsage_flops(spec: RunSpec, sampled_edges: float, input_nodes: float, feature_dim: int) -> float:
+    """Estimated FLOPs of one GraphSAGE training step (forward + backward = 3 x forward).
+
+    Forward per layer: one add per sampled edge and input dimension (mean aggregation) and two dense products
+    (self and neighbours) over the layer's rows. The rows of inner layers are not recorded; all layers are
+    priced at the input nodes and all edges at the first layer's width (an upper bound, named as such).
+    """
+    hidden = spec.model.hidden_dim
+    widths = [feature_dim] + [hidden] * spec.model.num_layers
+    forward = sum(sampled_edges * k_in + 2 * 2 * input_nodes * k_in * k_out
+                  for k_in, k_out in zip(widths, widths[1:]))
+    return 3.0 * forward
+
+
+def _gpu_compute(calibration: Calibration, hardware: Hardware, feature_dim: int) -> Empirical:
+    flops = [graphsage_flops(calibration.spec, e, n, feature_dim)
+             for e, n in zip(calibration.sampled_edges, calibration.input_nodes)]
+    rate = hardware.gpu_tflops * 1e12 * hardware.gpu_efficiency
+    return Empirical(tuple(f / rate for f in flops))
+
+
+def _pcie_transfer(calibration: Calibration, hardware: Hardware, feature_dim: int) -> Empirical:
+    nbytes = [4 * n * feature_dim + 16 * e for e, n in zip(calibration.sampled_edges, calibration.input_nodes)]
+    return Empirical(tuple(b / (hardware.pcie_gbps * 1e9) for b in nbytes))
+
+
+def model_for(options: Any, calibration: Calibration, hardware: Hardware | None = None,
+              feature_dim: int | None = None) -> PipelineModel:
+    """The simulated pipeline for ``options`` (:class:`systems.pipelined.PipelineOptions`, effective) with the
+    calibrated service times, on the recorded machine or on ``hardware``."""
+    services = {stage: Empirical(samples) for stage, samples in calibration.services.items()}
+    cores = dict(calibration.cores)
+    cpu_cores = calibration.cpu_cores
+    if hardware is not None:
+        cpu_cores = hardware.cpu_cores
+        if hardware.gpu_tflops is not None:
+            if feature_dim is None:
+                raise ValueError("what-if compute on a GPU needs the feature dimension")
+            services["compute"] = _gpu_compute(calibration, hardware, feature_dim)
+            cores["compute"] = 0.0
+        if hardware.pcie_gbps is not None and feature_dim is not None:
+            services["transfer"] = _pcie_transfer(calibration, hardware, feature_dim)
+    # Loader processes are modelled like loader threads: one core each (the feeder thread only hands batches on).
+    stages = (
+        StageModel("load", services["load"], workers=options.batch_loader_threads, cores=cores["load"]),
+        StageModel("transfer", services.get("transfer", Fixed(0.0)), workers=options.batch_transfer_threads,
+                   queue_size=options.batch_host_queue_size, cores=cores["transfer"]),
+        StageModel("compute", services["compute"], workers=1, queue_size=options.batch_device_queue_size,
+                   cores=cores["compute"], in_order=options.in_order_compute),
+    )
+    return PipelineModel(stages=stages, staleness_bound=options.staleness_bound, cpu_cores=cpu_cores)
+
+
+def summary_of(trace) -> dict[str, float]:
+    """Epoch time, per-stage busy time, compute utilization, efficiency and staleness of a (simulated) trace."""
+    busy = trace.busy_s()
+    staleness = [b.staleness for b in trace.batches]
+    return {"epoch_time_s": trace.wall_s, **{f"busy_{k}_s": v for k, v in busy.items()},
+            "compute_utilization": busy["compute"] / trace.wall_s if trace.wall_s else math.nan,
+            "pipeline_efficiency": trace.efficiency(), "bottleneck_stage": trace.bottleneck()[0],
+            "staleness_mean": float(np.mean(staleness)) if staleness else 0.0,
+            "staleness_max": int(max(staleness, default=0))}
+
+
+__all__ = ["Calibration", "HARDWARE", "Hardware", "calibrate", "graphsage_flops", "model_for", "summary_of",
+           "warm_epoch_batches"]

@@ -1,0 +1,131 @@
+"""``gnnsuite simulate SPEC --calibrate-from RUN_DIR [--profile NAME]``: a simulated run, recorded like a real one.
+
+The spec is an ordinary run spec of the ``pipelined`` system; the simulator (:mod:`simulators.pipeline`) runs its
+epochs with the service times calibrated on the recorded run ``RUN_DIR`` (:mod:`simulators.calibrate`), on the
+recorded machine or, with ``--profile``, on one of :data:`simulators.calibrate.HARDWARE` (what-if). The run folder
+has the real layout (``config.yaml``, ``records.jsonl`` with ``epoch``, ``batch`` and ``queues`` records,
+``summary.json``), so ``gnnsuite results`` and the figures read simulated and measured runs alike; the summary
+says ``"simulated": true`` with the calibration run and the hardware, and has no accuracy (nothing is trained).
+Its run id is the spec's with ``-sim`` (and the profile) appended to the label, so it never overwrites the
+measured run, and what-ifs on different hardware never overwrite each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+from pathlib import Path
+from typing import Any
+
+from suite.config import RunSpec, load_spec, validate_system_options
+from suite.errors import ConfigError
+from suite.recorder import Recorder, read_summary
+
+
+def simulated_spec(spec: RunSpec, profile: str | None = None, batches: int | None = None) -> RunSpec:
+    """The spec with ``-sim`` (and the what-if profile) appended to its label, and ``batches`` as its
+    ``training.limit_batches``, so that its run id differs from the measured run's and between what-ifs."""
+    label = spec.name or f"{spec.system.name}-{spec.dataset.preset or spec.dataset.name}-{spec.model.encoder}"
+    update: dict[str, Any] = {"name": f"{label}-sim" + (f"-{profile}" if profile else "")}
+    if batches is not None:
+        update["training"] = spec.training.model_copy(update={"limit_batches": batches})
+    return spec.model_copy(update=update)
+
+
+def batches_per_epoch(spec: RunSpec, calibration_summary: dict[str, Any], override: int | None) -> int:
+    """``override``, else ``training.limit_batches``, else the training nodes of the dataset / batch size."""
+    if override is not None:
+        return override
+    if spec.training.limit_batches is not None:
+        return spec.training.limit_batches
+    from suite.datasets import open_dataset
+
+    store = open_dataset(spec.dataset)
+    train = store.split("train")
+    if train is None:
+        raise ConfigError(f"{store.path}: no train split to count batches from (give --batches)")
+    return -(-len(train) // spec.training.batch_size)
+
+
+def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, profile: str | None = None,
+                 batches: int | None = None, seed: int | None = None) -> dict[str, Any]:
+    """Simulate ``spec``'s epochs and record them under ``out``; return the summary."""
+    from simulators.calibrate import HARDWARE, calibrate, model_for, summary_of
+    from simulators.pipeline import simulate
+
+    if spec.system.name != "pipelined":
+        raise ConfigError(f"system.name: the pipeline simulator simulates 'pipelined' runs, got {spec.system.name!r}")
+    options = validate_system_options(spec).effective()
+    if profile is not None and profile not in HARDWARE:
+        raise ConfigError(f"--profile: unknown hardware {profile!r} (known: {', '.join(sorted(HARDWARE))})")
+    hardware = HARDWARE.get(profile) if profile else None
+    calibration = calibrate(calibrate_from)
+    calibration_summary = read_summary(calibrate_from) or {}
+    feature_dim = (calibration_summary.get("dataset_info") or {}).get("feature_dim")
+    if feature_dim is None and hardware is not None:  # summaries before feature_dim was recorded
+        from suite.datasets import open_dataset
+
+        feature_dim = open_dataset(calibration.spec.dataset).feature_dim
+    model = model_for(options, calibration, hardware, feature_dim=feature_dim)
+    count = batches_per_epoch(spec, calibration_summary, batches)
+    sim_spec = simulated_spec(spec, profile, batches)
+    recorder = Recorder(out, sim_spec)
+    epochs, started_at = [], _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    for epoch in range(spec.training.epochs):
+        trace = simulate(model, count, seed=(spec.seed if seed is None else seed) + epoch, epoch=epoch)
+        measures = summary_of(trace)
+        epochs.append(measures)
+        for batch in sorted(trace.batches, key=lambda b: b.index):
+            recorder.record("batch", **batch.record())
+        recorder.record("queues", epoch=epoch, occupancy={k: [[t, n] for t, n in v]
+                                                          for k, v in trace.queue_occupancy.items()})
+        recorder.record("epoch", epoch=epoch, epoch_time_s=measures["epoch_time_s"], examples=None,
+                        stage_busy_s=trace.busy_s(), staleness_mean=measures["staleness_mean"],
+                        staleness_max=measures["staleness_max"], pipeline_efficiency=measures["pipeline_efficiency"],
+                        bottleneck_stage=measures["bottleneck_stage"],
+                        compute_utilization=measures["compute_utilization"], simulated=True)
+    train_s = sum(e["epoch_time_s"] for e in epochs)
+    return recorder.finish({
+        "simulated": True, "calibrated_from": str(calibrate_from),
+        "hardware": (hardware.__dict__ if hardware else {"name": "recorded machine",
+                                                          "cpu_cores": calibration.cpu_cores}),
+        "system": spec.system.name, "dataset": spec.dataset.preset or spec.dataset.name,
+        "task": spec.training.task, "model": spec.model.encoder, "sampler": spec.sampler.name, "seed": spec.seed,
+        "epochs": len(epochs), "batches_per_epoch": count,
+        "epoch_time_s": [e["epoch_time_s"] for e in epochs], "train_time_s": train_s,
+        "compute_utilization": sum(e["compute_utilization"] * e["epoch_time_s"] for e in epochs) / train_s,
+        "pipeline_efficiency": [e["pipeline_efficiency"] for e in epochs],
+        "staleness": {"mean": sum(e["staleness_mean"] for e in epochs) / len(epochs),
+                      "max": max(e["staleness_max"] for e in epochs)},
+        "metrics": {"main": None, "valid": {}, "test": {}},
+        "started_at": started_at, "run_dir": str(recorder.run_dir),
+    })
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec, args.set)
+    if not Path(args.calibrate_from).is_dir():
+        raise ConfigError(f"--calibrate-from: {args.calibrate_from}: not a run folder")
+    summary = simulate_run(spec, args.calibrate_from, args.out, profile=args.profile, batches=args.batches,
+                           seed=args.seed)
+    times = ", ".join(f"{t:.2f}" for t in summary["epoch_time_s"])
+    print(f"{summary['run_dir']}: simulated epochs {times} s, compute utilization "
+          f"{summary['compute_utilization']:.3f}, staleness max {summary['staleness']['max']}")
+    return 0
+
+
+def add_command(commands: argparse._SubParsersAction) -> None:
+    """Add ``simulate`` to the ``gnnsuite`` subcommands."""
+    parser = commands.add_parser("simulate", help="simulate a pipelined run spec (calibrated on a recorded run)")
+    parser.add_argument("spec", help="run spec YAML of the pipelined system")
+    parser.add_argument("--calibrate-from", required=True, metavar="RUN_DIR",
+                        help="a recorded pipelined run (ideally sync: true) whose batch times calibrate the stages")
+    parser.add_argument("--profile", help="what-if hardware (p3.2xlarge, g5.xlarge, p4d.24xlarge)")
+    parser.add_argument("--batches", type=int, help="batches per epoch (default: from the spec and dataset)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a spec field")
+    parser.add_argument("--seed", type=int, help="simulation seed (default: the spec's)")
+    parser.add_argument("--out", default="results/simulated", help="results folder (default results/simulated)")
+    parser.set_defaults(func=_cmd_simulate)
+
+
+__all__ = ["add_command", "batches_per_epoch", "simulate_run", "simulated_spec"]

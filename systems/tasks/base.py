@@ -1,0 +1,111 @@
+"""The Task contract: the per-batch work of a training task, split into the suite's stages.
+
+A system builds the registered task of ``training.task`` with the run's spec, store and device, calls
+:meth:`Task.setup` once, then per epoch :meth:`Task.plan_epoch` and, per batch, the stage methods in order:
+``sample`` and ``gather`` (together the pipeline's ``load``; CPU), ``transfer`` (to the device), ``compute``
+(forward, loss, backward, optimizer step) and, for tasks with learnable state outside the model
+(``has_update``), ``update`` (write it back). Every method works on the one message type
+:class:`~systems.batch.Batch`. The stage methods for different batches may run concurrently in different threads,
+except ``compute`` (one at a time) and ``update`` (one at a time); ``sample`` and ``gather`` read only state
+that training does not change, or state versioned by ``optimizer_steps``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+
+import torch
+
+from suite.config import RunSpec
+from suite.graph import GraphStore
+from systems.batch import Batch
+
+
+class Task(ABC):
+    """Base class of training tasks.
+
+    Args:
+        spec: the run spec.
+        store: the opened graph store.
+        device: where ``compute`` runs.
+
+    Attributes:
+        optimizer_steps: optimizer steps applied so far (the version of the learnable state).
+        has_update: whether the task has an ``update`` stage.
+    """
+
+    has_update: bool = False
+
+    def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device):
+        self.spec = spec
+        self.store = store
+        self.device = device
+        self.optimizer_steps = 0
+
+    @abstractmethod
+    def setup(self) -> None:
+        """Load what the task needs into memory; build samplers, model and optimizer (seeded by ``spec.seed``)."""
+
+    @abstractmethod
+    def plan_epoch(self, epoch: int) -> list[Batch]:
+        """The epoch's batches, in order (a function of ``(seed, epoch)`` only)."""
+
+    def shard(self, batch: Batch, rank: int, world_size: int) -> Batch:
+        """Rank ``rank``'s share of a global batch, for data-parallel training (:mod:`systems.distributed`).
+
+        Default: a contiguous ``1/world_size`` of the roots (possibly empty for a tiny last batch), the same epoch
+        and index (so the same per-batch generator), and ``extra["global_examples"]``, the global batch's size,
+        by which the share's gradient is weighted. Tasks whose planned batches carry more than roots override it.
+        """
+        share = batch.roots.tensor_split(world_size)[rank]
+        return Batch(epoch=batch.epoch, index=batch.index, roots=share,
+                     extra={"global_examples": batch.num_examples})
+
+    @abstractmethod
+    def sample(self, batch: Batch) -> None:
+        """Sample what the batch needs from the graph (neighbourhoods, negatives): sets ``batch.sample``."""
+
+    @abstractmethod
+    def gather(self, batch: Batch, pin: bool | None = None) -> None:
+        """Gather the batch's inputs on the host (features, labels, embedding rows); page-locked when ``pin``
+        (default: when the device is CUDA)."""
+
+    def transfer(self, batch: Batch, stream: "torch.cuda.Stream | None" = None) -> None:
+        """Move ``x``, ``y`` and ``sample`` to the device (non-blocking on ``stream`` if given).
+
+        With a stream, the copies are queued on it, the caller waits for them (so its busy time is the copy's),
+        and ``batch.ready`` is an event the compute stream waits on before reading the tensors.
+        """
+        if self.device.type != "cuda":
+            batch.x = batch.x.to(self.device) if batch.x is not None else None
+            batch.y = batch.y.to(self.device) if batch.y is not None else None
+            batch.sample = batch.sample.to(self.device) if batch.sample is not None else None
+            return
+        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+            batch.x = batch.x.to(self.device, non_blocking=True) if batch.x is not None else None
+            batch.y = batch.y.to(self.device, non_blocking=True) if batch.y is not None else None
+            batch.sample = batch.sample.to(self.device, non_blocking=True) if batch.sample is not None else None
+            batch.ready = torch.cuda.Event()
+            batch.ready.record()
+        batch.ready.synchronize()
+
+    @abstractmethod
+    def compute(self, batch: Batch) -> None:
+        """Forward, loss, backward, one optimizer step: sets ``batch.loss`` and ``batch.version_applied``."""
+
+    def update(self, batch: Batch) -> None:
+        """Write the batch's updates of learnable state outside the model back (tasks with ``has_update``)."""
+
+    def train(self) -> None:
+        """Put the model in training mode (before an epoch)."""
+
+    @abstractmethod
+    def evaluate(self, split: str) -> dict[str, float]:
+        """Metrics on ``split`` (``valid`` or ``test``)."""
+
+    def teardown(self) -> None:
+        """Drop what ``setup`` loaded (the trained model may stay)."""
+
+
+__all__ = ["Task"]

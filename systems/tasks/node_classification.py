@@ -1,0 +1,169 @@
+"""Node classification: predict the labels of training nodes from their sampled multi-hop neighbourhoods.
+
+Per batch: ``sample`` (the registered sampler around the roots, drawing from the batch's own generator) ->
+``gather`` (feature rows of the sample's input nodes and the roots' labels) -> ``transfer`` -> ``compute``
+(cross-entropy, backward, one optimizer step). No ``update`` stage: all learnable state is in the model.
+
+Randomness: ``torch.manual_seed(spec.seed)`` before the model is built (weights, dropout); the epoch's order and
+each batch's sample come from generators seeded from ``(seed, epoch[, batch])`` (:mod:`systems.batch`), so a
+batch's sample does not depend on who loads it; evaluation samples from its own generator, re-seeded at every
+evaluation, so evaluating never changes the training trajectory.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from suite.errors import ConfigError, DataError
+from suite.metrics import accuracy
+from suite.registry import MODELS, SAMPLERS, TASKS
+import systems.models  # noqa: F401  (registers the built-in models)
+import systems.sampling  # noqa: F401  (registers the built-in samplers)
+from systems.batch import Batch, batch_generator, plan_epoch
+from systems.sampling.base import Sampler, SamplingGraph
+from systems.tasks.base import Task
+
+# Offset between the training seed and the evaluation sampling seed (any constant keeps them independent).
+_EVAL_SEED_OFFSET = 0x5EED
+
+
+def make_optimizer(name: str, parameters, learning_rate: float, weight_decay: float) -> torch.optim.Optimizer:
+    """The optimizer ``name`` (``adam``, ``sgd`` or ``adagrad``) over ``parameters``."""
+    optimizers = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD, "adagrad": torch.optim.Adagrad}
+    if name not in optimizers:
+        raise ConfigError(f"training.optimizer: unknown optimizer {name!r} (known: {', '.join(sorted(optimizers))})")
+    return optimizers[name](parameters, lr=learning_rate, weight_decay=weight_decay)
+
+
+def labeled(nodes: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """``nodes`` without the unlabeled ones (label -1)."""
+    return nodes[labels[nodes] >= 0]
+
+
+@TASKS.register("node_classification")
+class NodeClassificationTask(Task):
+    """Node classification over the whole graph, features and labels held in CPU memory.
+
+    Needs a store with features, labels and a ``train`` node split. Attributes set by :meth:`setup`: ``graph``
+    (the sampling CSR), ``features``, ``labels``, ``train_nodes``, ``model``, ``optimizer``, ``train_sampler``,
+    ``eval_sampler``.
+    """
+
+    def __init__(self, spec, store, device):
+        super().__init__(spec, store, device)
+        self.graph: SamplingGraph | None = None
+        self.features: torch.Tensor | None = None
+        self.labels: torch.Tensor | None = None
+        self.train_nodes: torch.Tensor | None = None
+        self.model: nn.Module | None = None
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.train_sampler: Sampler | None = None
+        self.eval_sampler: Sampler | None = None
+
+    # ------------------------------------------------------------------ setup
+    def setup(self) -> None:
+        """Load the CSR, features and labels into memory; build samplers, model and optimizer."""
+        spec = self.spec
+        self._load_graph()
+        torch.manual_seed(spec.seed)
+        self.build_model(self.features.shape[1], self.store.num_classes or int(self.labels.max()) + 1)
+        self.train_sampler = self._make_sampler(spec.model.fanouts)
+        self.eval_sampler = self._make_sampler(spec.evaluation.fanouts or spec.model.fanouts)
+
+    def build_model(self, in_dim: int, out_dim: int) -> None:
+        """Build the registered encoder and its optimizer on the device (seed the global RNG first)."""
+        spec = self.spec
+        self.optimizer_steps = 0
+        self.model = MODELS.get(spec.model.encoder)(spec.model, in_dim, out_dim).to(self.device)
+        self.optimizer = make_optimizer(spec.training.optimizer, self.model.parameters(),
+                                        spec.training.learning_rate, spec.training.weight_decay)
+
+    def _load_graph(self) -> None:
+        store = self.store
+        for what in ("features", "labels", "train_nodes"):
+            if not store.has(what):
+                raise DataError(f"{store.path}: store has no '{what}'; node classification needs it")
+        self.graph = SamplingGraph.from_store(store, self.spec.sampler.direction)
+        self.features = store.features.to(torch.float32, copy=True)
+        self.labels = store.labels.to(torch.int64, copy=True)
+        self.train_nodes = labeled(store.split("train").to(torch.int64), self.labels)
+        if len(self.train_nodes) == 0:
+            raise DataError(f"{store.path}: the train split has no labeled node")
+
+    def _make_sampler(self, fanouts: tuple[int, ...]) -> Sampler:
+        if not getattr(self.model, "uses_neighbours", True):
+            fanouts = ()  # the model reads only the roots: sample no hops
+        sampler_cls = SAMPLERS.get(self.spec.sampler.name)
+        return sampler_cls(self.graph, fanouts, replace=self.spec.sampler.replace)
+
+    # ------------------------------------------------------------------ stages
+    def plan_epoch(self, epoch: int) -> list[Batch]:
+        """Shuffled training nodes in batches of ``training.batch_size`` (order from ``(seed, epoch)`` only; the
+        first ``training.limit_batches`` when set)."""
+        batches = plan_epoch(self.train_nodes, self.spec.training.batch_size, epoch, self.spec.seed)
+        return batches[: self.spec.training.limit_batches]
+
+    def sample(self, batch: Batch) -> None:
+        """Sample the roots' neighbourhood with the batch's own generator (:func:`~systems.batch.batch_generator`)."""
+        generator = batch_generator(self.spec.seed, batch.epoch, batch.index)
+        batch.sample = self.train_sampler.sample(batch.roots, generator)
+
+    def gather(self, batch: Batch, pin: bool | None = None) -> None:
+        """Feature rows of the sample's input nodes and the roots' labels (page-locked when ``pin``)."""
+        nodes = batch.sample.input_nodes
+        if pin if pin is not None else self.device.type == "cuda":
+            batch.x = torch.empty((len(nodes), self.features.shape[1]), dtype=self.features.dtype,
+                                  pin_memory=True)
+            torch.index_select(self.features, 0, nodes, out=batch.x)
+            batch.y = self.labels[batch.roots].pin_memory()
+        else:
+            batch.x = self.features.index_select(0, nodes)
+            batch.y = self.labels[batch.roots]
+
+    def compute(self, batch: Batch) -> None:
+        """Forward, cross-entropy loss, backward and one optimizer step; sets ``loss`` and ``version_applied``."""
+        if batch.ready is not None:
+            torch.cuda.current_stream(self.device).wait_event(batch.ready)
+        loss = F.cross_entropy(self.model(batch.x, batch.sample), batch.y)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        batch.version_applied = self.optimizer_steps
+        self.optimizer.step()
+        self.optimizer_steps += 1
+        batch.loss = float(loss.detach())
+        batch.x = batch.y = batch.ready = None  # the device memory goes back to the allocator now
+
+    def train(self) -> None:
+        """Training mode (dropout on)."""
+        self.model.train()
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def evaluate(self, split: str) -> dict[str, float]:
+        """``{"accuracy": ...}`` on the labeled nodes of ``split`` (NaN when the split is missing or empty)."""
+        nodes = self.store.split(split)
+        if nodes is None:
+            return {"accuracy": math.nan}
+        nodes = labeled(nodes.to(torch.int64), self.labels)
+        self.model.eval()
+        generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET)
+        predictions = [self._predict(roots, generator) for roots in nodes.split(self.spec.evaluation.batch_size)]
+        predicted = torch.cat(predictions) if predictions else torch.empty(0, dtype=torch.int64)
+        return {"accuracy": accuracy(predicted, self.labels[nodes])}
+
+    def _predict(self, roots: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        sample = self.eval_sampler.sample(roots, generator)
+        x = self.features[sample.input_nodes].to(self.device)
+        return self.model(x, sample.to(self.device)).argmax(dim=-1).cpu()
+
+    def teardown(self) -> None:
+        """Drop the in-memory graph, features, labels and samplers (the trained model stays)."""
+        self.graph = self.features = self.labels = self.train_nodes = None
+        self.train_sampler = self.eval_sampler = None
+
+
+__all__ = ["NodeClassificationTask", "labeled", "make_optimizer"]

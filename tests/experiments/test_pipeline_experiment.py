@@ -1,0 +1,65 @@
+"""The pipeline experiment (experiments/pipeline.py, pipeline_cuda.py) end to end on the tiny preset."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from experiments import pipeline, pipeline_cuda
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pipeline")
+    status = pipeline.main(["--quick", "--out", str(root / "runs"), "--results", str(root), "--data-dir",
+                            str(root / "data"), "--quiet"])
+    assert status == 0
+    return root
+
+
+def test_speed_table_has_every_configuration_with_sane_measures(recorded):
+    table = pd.read_csv(recorded / "pipeline_speed.csv")
+    assert len(table) == 12  # 6 configurations x 2 samplers on one (quick) dataset
+    assert set(table["sampler"]) == {"naive", "dense"}
+    assert list(table[table["sampler"] == "dense"]["configuration"]) == [
+        "in_memory", "sync", "1T 1X q2/2 b2", "2T 1X q4/4 b8", "4T 2X q4/4 b16", "2P 1X q4/4 b8"]
+    assert (table[table["system"] == "in_memory"]["time_ratio_vs_in_memory"] == 1.0).all()
+    pipelined = table[table["system"] == "pipelined"]
+    assert (pipelined["pipeline_efficiency"] >= 1.0 - 1e-6).all()
+    assert table["compute_utilization"].between(0, 1).all()
+    assert (pipelined["staleness_max"] < pipelined["configuration"].map(
+        lambda label: 1 if label == "sync" else int(label.split()[3].removeprefix("b")))).all()
+    assert (recorded / "pipeline_speed.png").stat().st_size > 10_000
+
+
+def test_accuracy_table_compares_sync_and_async(recorded):
+    table = pd.read_csv(recorded / "pipeline_accuracy.csv")
+    assert sorted(table["configuration"]) == ["4T 2X q4/4 b16", "4T 2X q4/4 b16 ooo", "sync"]
+    assert table["test_accuracy"].between(0, 1).all()
+    assert (table[table["configuration"] == "sync"]["staleness_max"] == 0).all()
+
+
+def test_configuration_labels():
+    assert pipeline.configuration("in_memory", {}) == "in_memory"
+    assert pipeline.configuration("pipelined", {"sync": True, "staleness_bound": 3}) == "sync"
+    assert pipeline.configuration("pipelined", {}) == "4T 2X q4/4 b16"
+    assert pipeline.configuration("pipelined", {"loader_workers": "process", "batch_loader_threads": 3,
+                                                "batch_host_queue_size": 2}) == "3P 2X q2/4 b16"
+    assert pipeline.configuration("pipelined", {"in_order_compute": False}) == "4T 2X q4/4 b16 ooo"
+
+
+def test_cuda_script_runs_the_same_path_on_cpu(tmp_path, capsys):
+    status = pipeline_cuda.main(["--device", "cpu", "--preset", "tiny", "--batches", "2", "--batch-size", "20",
+                                 "--samplers", "dense", "--out", str(tmp_path / "runs")])
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "in_memory" in printed and "4T 2X q4/4 b16" in printed and "sync" in printed
+
+
+def test_cuda_script_says_when_there_is_no_cuda(capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert pipeline_cuda.main(["--device", "cuda"]) == pipeline_cuda.EXIT_NO_CUDA
+    assert "CUDA is not available" in capsys.readouterr().err

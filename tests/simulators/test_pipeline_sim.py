@@ -1,0 +1,188 @@
+"""The SimPy pipeline simulator: closed forms, a trace checked by hand, processor sharing, bounds, calibration."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import simpy
+import torch
+
+from simulators.calibrate import HARDWARE, calibrate, graphsage_flops, model_for, summary_of
+from simulators.pipeline import (Empirical, Fixed, LogNormal, PipelineModel, SharedCpu, StageModel,
+                                 closed_form_epoch_time, simulate)
+from systems.pipelined import PipelineOptions
+
+UNBOUNDED = 10**9
+
+
+@pytest.mark.parametrize("times", [(0.2, 0.05, 0.5), (1.0, 1.0, 1.0), (0.5, 2.0, 0.1)])
+@pytest.mark.parametrize("batches", [1, 2, 17])
+def test_fixed_times_and_unbounded_queues_match_the_closed_form(times, batches):
+    names = ("load", "transfer", "compute")
+    stages = tuple(StageModel(n, Fixed(t), queue_size=UNBOUNDED) for n, t in zip(names, times))
+    trace = simulate(PipelineModel(stages=stages, staleness_bound=UNBOUNDED), batches)
+    assert trace.wall_s == pytest.approx(closed_form_epoch_time(times, batches), abs=1e-9)
+
+
+def test_a_tiny_trace_checked_by_hand():
+    """load 1 s, compute 2 s, bound 2, queue 1, three batches (worked out in the comments)."""
+    stages = (StageModel("load", Fixed(1.0)), StageModel("compute", Fixed(2.0), queue_size=1))
+    trace = simulate(PipelineModel(stages=stages, staleness_bound=2), 3)
+    by_index = {b.index: b for b in trace.batches}
+    # b0: admitted 0, loads 0-1, computes 1-3. b1: admitted 1 (second token), loads 1-2, waits, computes 3-5.
+    # b2: no token until b0 completes at 3; admitted 3 (version 1), loads 3-4, computes 5-7.
+    expected = {0: (0, (0, 1), (1, 3), 0, 0), 1: (1, (1, 2), (3, 5), 0, 1), 2: (3, (3, 4), (5, 7), 1, 2)}
+    for index, (admitted, load, compute, read, applied) in expected.items():
+        batch = by_index[index]
+        assert batch.admitted == admitted
+        assert (batch.stamps["load"].start, batch.stamps["load"].end) == load
+        assert (batch.stamps["compute"].start, batch.stamps["compute"].end) == compute
+        assert (batch.version_read, batch.version_applied) == (read, applied)
+    assert trace.wall_s == 7.0
+    assert trace.busy_s() == {"load": 3.0, "compute": 6.0}
+    assert trace.bottleneck() == ("compute", 6.0) and trace.efficiency() == pytest.approx(7 / 6)
+    assert max(size for _, size in trace.queue_occupancy["compute"]) == 1
+
+
+def _finish_times(cores, jobs):
+    env = simpy.Environment()
+    cpu = SharedCpu(env, cores)
+    finished = {}
+
+    def job(name, start, work, demand):
+        yield env.timeout(start)
+        yield from cpu.execute(work, demand)
+        finished[name] = env.now
+
+    for name, start, work, demand in jobs:
+        env.process(job(name, start, work, demand))
+    env.run()
+    return finished
+
+
+def test_processor_sharing_by_hand():
+    # Two one-core jobs of 1 s on one core share it: both end at 2 s.
+    assert _finish_times(1, [("a", 0, 1.0, 1), ("b", 0, 1.0, 1)]) == {"a": 2.0, "b": 2.0}
+    # A two-core compute job alone on two cores: 1 s; with a one-core loader beside it, each gets one core:
+    # the compute runs at half speed until the loader ends at 1 s (0.5 s of its work left), then full speed.
+    times = _finish_times(2, [("compute", 0, 1.0, 2), ("load", 0, 1.0, 1)])
+    assert times["load"] == pytest.approx(1.0) and times["compute"] == pytest.approx(1.5)
+    # Jobs off the CPU (demand 0) are not slowed down.
+    assert _finish_times(1, [("gpu", 0, 1.0, 0), ("cpu", 0, 1.0, 1)]) == {"gpu": 1.0, "cpu": 1.0}
+
+
+@pytest.mark.parametrize("bound", [1, 3, 8])
+def test_staleness_is_bounded_and_in_order_compute_keeps_admission_order(bound):
+    stages = (StageModel("load", LogNormal(0.3, 1.0), workers=4),
+              StageModel("compute", Fixed(0.1), queue_size=2, in_order=True))
+    trace = simulate(PipelineModel(stages=stages, staleness_bound=bound), 200, seed=3)
+    assert sorted(b.index for b in trace.batches) == list(range(200))
+    assert [b.index for b in trace.batches] == list(range(200))  # completion order = admission order
+    assert max(b.staleness for b in trace.batches) <= bound - 1
+    assert trace.efficiency() >= 1.0 - 1e-9
+
+
+def test_same_seed_same_trace_and_cpu_contention_slows_the_epoch():
+    stages = (StageModel("load", LogNormal(0.2, 0.5), workers=2),
+              StageModel("compute", LogNormal(0.3, 0.2), cores=2, in_order=True))
+    free = PipelineModel(stages=stages, staleness_bound=8)
+    shared = PipelineModel(stages=stages, staleness_bound=8, cpu_cores=2)
+    assert simulate(free, 50, seed=1).wall_s == simulate(free, 50, seed=1).wall_s
+    assert simulate(shared, 50, seed=1).wall_s > simulate(free, 50, seed=1).wall_s
+
+
+def test_invalid_models_are_rejected():
+    with pytest.raises(ValueError, match="staleness_bound"):
+        PipelineModel(stages=(StageModel("load", Fixed(1.0)),), staleness_bound=0)
+    with pytest.raises(ValueError, match="in-order"):
+        PipelineModel(stages=(StageModel("load", Fixed(1.0)), StageModel("c", Fixed(1.0), workers=2,
+                                                                         in_order=True)), staleness_bound=1)
+    with pytest.raises(ValueError, match="sample"):
+        Empirical(())
+
+
+@pytest.fixture(scope="module")
+def recorded_sync_run(tmp_path_factory):
+    """A real sync pipelined run on a small planted-partition store."""
+    from suite.recorder import Recorder
+    from suite.runner import run_spec
+    from suite.config import spec_from_dict
+    from tests.systems.conftest import planted_partition, write_node_store
+
+    root = tmp_path_factory.mktemp("calib")
+    graph = planted_partition(num_nodes=400, num_classes=3, seed=2)
+    write_node_store(root / "store", graph.src, graph.dst, graph.features, graph.labels, graph.splits)
+    spec = spec_from_dict({
+        "dataset": {"name": "store", "root": str(root / "store")},
+        "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
+        "system": {"name": "pipelined", "device": "cpu", "options": {"sync": True}},
+        "training": {"batch_size": 16, "epochs": 2}, "evaluation": {"splits": []},
+    })
+    summary = run_spec(spec, root / "runs")
+    return summary["run_dir"]
+
+
+def test_calibration_reads_the_warm_epoch_and_predicts_the_sync_run(recorded_sync_run):
+    calibration = calibrate(recorded_sync_run)
+    assert set(calibration.services) == {"load", "transfer", "compute"}
+    assert calibration.num_batches == len(calibration.services["load"]) == 8  # 120 train nodes / 16
+    assert all(t >= 0 for samples in calibration.services.values() for t in samples)
+    model = model_for(PipelineOptions(sync=True).effective(), calibration)
+    assert [s.workers for s in model.stages] == [1, 1, 1] and model.staleness_bound == 1
+    predicted = summary_of(simulate(model, calibration.num_batches, seed=0))
+    assert predicted["staleness_max"] == 0 and 0 < predicted["compute_utilization"] <= 1
+
+
+def test_what_if_on_a_gpu_prices_compute_from_flops(recorded_sync_run):
+    calibration = calibrate(recorded_sync_run)
+    model = model_for(PipelineOptions().effective(), calibration, HARDWARE["p3.2xlarge"], feature_dim=16)
+    compute = model.stages[2]
+    assert compute.cores == 0.0 and model.cpu_cores == 4
+    flops = graphsage_flops(calibration.spec, calibration.sampled_edges[0], calibration.input_nodes[0], 16)
+    assert compute.service.samples[0] == pytest.approx(flops / (15.7e12 * 0.2))
+    assert math.isfinite(simulate(model, 20).wall_s)
+
+
+def _spec_file(tmp_path, options: dict, **training) -> str:
+    import yaml
+
+    spec = {"name": "whatif", "dataset": {"name": "synthetic", "preset": "tiny", "cache_dir": str(tmp_path / "d")},
+            "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
+            "system": {"name": "pipelined", "options": options},
+            "training": {"batch_size": 16, "epochs": 2, "limit_batches": 12, **training}}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def test_simulate_command_records_a_run_folder_like_a_real_run(recorded_sync_run, tmp_path):
+    from suite.cli import main
+    from suite.recorder import read_records, read_summary
+    from suite.results import load_batches, load_runs
+
+    spec = _spec_file(tmp_path, {"staleness_bound": 4})
+    assert main(["simulate", spec, "--calibrate-from", recorded_sync_run, "--out", str(tmp_path / "sim")]) == 0
+    assert main(["simulate", spec, "--calibrate-from", recorded_sync_run, "--out", str(tmp_path / "sim"),
+                 "--profile", "p3.2xlarge"]) == 0
+    runs = load_runs(tmp_path / "sim")
+    assert len(runs) == 2 and runs["simulated"].all() and (runs["status"] == "completed").all()
+    summary = read_summary(runs["run_dir"].iloc[0])
+    assert summary["epochs"] == 2 and summary["batches_per_epoch"] == 12 and summary["staleness"]["max"] <= 3
+    batches = load_batches(tmp_path / "sim")
+    assert len(batches) == 2 * 2 * 12 and {"load_start", "compute_end", "staleness"} <= set(batches.columns)
+    kinds = {r["kind"] for r in read_records(runs["run_dir"].iloc[0])}
+    assert kinds == {"batch", "queues", "epoch"}
+
+
+def test_simulate_command_errors_are_one_line(recorded_sync_run, tmp_path, capsys):
+    from suite.cli import main
+
+    spec = _spec_file(tmp_path, {"staleness_bound": 0})
+    assert main(["simulate", spec, "--calibrate-from", recorded_sync_run]) == 2
+    assert "system.options.staleness_bound" in capsys.readouterr().err
+    spec = _spec_file(tmp_path, {})
+    assert main(["simulate", spec, "--calibrate-from", str(tmp_path / "missing")]) == 2
+    assert "--calibrate-from" in capsys.readouterr().err
+    assert main(["simulate", spec, "--calibrate-from", recorded_sync_run, "--profile", "cray-1"]) == 2
+    assert "unknown hardware 'cray-1'" in capsys.readouterr().err
