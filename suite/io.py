@@ -1,13 +1,22 @@
-"""File helpers: atomic writes, streaming checksums and folders that appear only when complete.
+"""File helpers: atomic writes, streaming checksums, folders that appear only when complete, and honest
+positional IO.
 
 Nothing here leaves a half-written file under its final name: files are written beside their destination and
 renamed into place (``os.replace`` is atomic on POSIX), folders are built under a hidden temporary name and
 renamed at the end.
+
+Positional IO (:func:`pread_into`, :func:`pread_exact`, :func:`pwrite_all`) never returns short or wrong data:
+it loops on short transfers and splits transfers larger than :data:`MAX_TRANSFER` (so > 2 GiB works); a read
+past the end of the file is a :class:`~suite.errors.DataError` naming the file. For measurements that must hit
+the disk, :func:`evict_page_cache` drops a file's pages (``posix_fadvise(POSIX_FADV_DONTNEED)``) and
+:func:`pread_direct` reads with ``O_DIRECT``; :func:`process_io_bytes` gives the bytes really read and written
+(``/proc/self/io``), to be recorded beside the suite's own :class:`IOCounters`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -96,3 +105,349 @@ def staged_directory(final: str | os.PathLike, overwrite: bool = False) -> Itera
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+# ----------------------------------------------------------------------------------------- positional IO
+#
+# Honest positional reads and writes for the disk-based system and its measurements.
+#
+# * ``pread_into`` / ``pread_exact`` / ``pwrite_all`` never return short or wrong data: they loop on short
+#   transfers (a read(2) or write(2) may move fewer bytes than asked: signals, pipes, network file systems,
+#   and Linux caps every transfer at 0x7ffff000 bytes) and split requests into chunks of at most
+#   ``MAX_TRANSFER`` bytes, so any size above 2 GiB works. A read that meets the end of the file before the
+#   requested range is complete raises :class:`~suite.errors.DataError` naming the file.
+# * ``evict_page_cache`` drops a file's pages from the page cache (``posix_fadvise(POSIX_FADV_DONTNEED)``,
+#   after ``fdatasync`` so that dirty pages of a written file can be dropped too), so that the next read of
+#   those bytes hits the disk; ``pread_direct`` reads with ``O_DIRECT`` (page cache bypassed; aligned bounce
+#   buffer) where the file system supports it (:func:`direct_io_supported`).
+# * ``process_io_bytes`` reads ``/proc/self/io``: ``read_bytes``/``write_bytes`` are the bytes this process
+#   really moved to or from storage (what the disk saw), ``rchar``/``wchar`` the bytes that went through
+#   read/write system calls (page-cache hits included). Record both beside the suite's own
+#   :class:`IOCounters` (bytes the code asked for): ``read_bytes`` ~ ``IOCounters.bytes_read`` is the
+#   evidence that a measurement read from disk.
+
+MAX_TRANSFER = 1 << 30
+"""Largest number of bytes passed to one read/write system call (1 GiB; Linux moves at most 0x7ffff000)."""
+
+DIRECT_ALIGNMENT = 4096
+"""Alignment of offsets, lengths and buffer addresses used for ``O_DIRECT`` (a multiple of every common
+logical block size)."""
+
+_DIRECT_CHUNK = 64 << 20
+
+
+def _describe(fd: int, path: str | os.PathLike | None) -> str:
+    if path is not None:
+        return str(path)
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return f"file descriptor {fd}"
+
+
+def _byte_view(buffer: Any, writable: bool) -> memoryview:
+    """A flat unsigned-byte memoryview of a bytes-like object, numpy array or CPU torch tensor."""
+    if hasattr(buffer, "numpy") and hasattr(buffer, "is_contiguous"):  # torch.Tensor, without importing torch
+        if buffer.device.type != "cpu" or not buffer.is_contiguous():
+            raise ValueError("positional IO needs a contiguous CPU tensor")
+        buffer = buffer.detach().numpy()
+    view = memoryview(buffer)
+    if not view.c_contiguous:
+        raise ValueError("positional IO needs a C-contiguous buffer")
+    if writable and view.readonly:
+        raise ValueError("cannot read into a read-only buffer")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def pread_into(fd: int, buffer: Any, offset: int, *, path: str | os.PathLike | None = None,
+               max_transfer: int = MAX_TRANSFER) -> int:
+    """Fill ``buffer`` with the bytes of ``fd`` starting at ``offset``; never returns short.
+
+    Args:
+        fd: an open file descriptor (read access).
+        buffer: where the bytes go: a bytearray, a writable memoryview, a C-contiguous numpy array or a
+            contiguous CPU torch tensor (its whole storage is filled; e.g. a preallocated buffer slot).
+        offset: file offset of the first byte.
+        path: the file's name for error messages (default: looked up from ``/proc/self/fd``).
+        max_transfer: bytes per system call at most (requests are split into chunks of this size).
+
+    Returns:
+        The number of bytes read (``len`` of the buffer in bytes).
+
+    Raises:
+        DataError: the file ends before ``offset + nbytes``.
+    """
+    view = _byte_view(buffer, writable=True)
+    total = view.nbytes
+    done = 0
+    while done < total:
+        chunk = min(total - done, max_transfer)
+        got = os.preadv(fd, [view[done:done + chunk]], offset + done)
+        if got == 0:
+            from suite.errors import DataError
+
+            raise DataError(f"{_describe(fd, path)}: file ends at byte {offset + done}, expected "
+                            f"{total} bytes from offset {offset} (short file)")
+        done += got
+    return total
+
+
+def pread_exact(fd: int, nbytes: int, offset: int, *, path: str | os.PathLike | None = None,
+                max_transfer: int = MAX_TRANSFER) -> bytearray:
+    """Read exactly ``nbytes`` bytes of ``fd`` at ``offset`` into a new bytearray (see :func:`pread_into`)."""
+    if nbytes < 0 or offset < 0:
+        raise ValueError(f"pread_exact: negative size or offset ({nbytes}, {offset})")
+    out = bytearray(nbytes)
+    pread_into(fd, out, offset, path=path, max_transfer=max_transfer)
+    return out
+
+
+def pwrite_all(fd: int, data: Any, offset: int, *, path: str | os.PathLike | None = None,
+               max_transfer: int = MAX_TRANSFER) -> int:
+    """Write all of ``data`` (bytes-like, numpy array or CPU tensor) to ``fd`` at ``offset``; never short.
+
+    Returns:
+        The number of bytes written.
+
+    Raises:
+        DataError: the system call wrote nothing (e.g. a full device reported as a zero-byte write).
+    """
+    view = _byte_view(data, writable=False)
+    total = view.nbytes
+    done = 0
+    while done < total:
+        chunk = min(total - done, max_transfer)
+        put = os.pwrite(fd, view[done:done + chunk], offset + done)
+        if put == 0:
+            from suite.errors import DataError
+
+            raise DataError(f"{_describe(fd, path)}: write at byte {offset + done} made no progress")
+        done += put
+    return total
+
+
+def evict_page_cache(target: int | str | os.PathLike, offset: int = 0, length: int = 0, *,
+                     sync: bool = True) -> None:
+    """Drop the cached pages of a file range so that the next read of it comes from the disk.
+
+    Args:
+        target: an open file descriptor or a path.
+        offset: first byte of the range.
+        length: bytes in the range; 0 means to the end of the file.
+        sync: flush dirty pages first (``fdatasync``); ``POSIX_FADV_DONTNEED`` cannot drop dirty pages, so a
+            file just written stays cached without it.
+    """
+    if isinstance(target, int):
+        if sync:
+            os.fdatasync(target)
+        os.posix_fadvise(target, offset, length, os.POSIX_FADV_DONTNEED)
+        return
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        evict_page_cache(fd, offset, length, sync=sync)
+    finally:
+        os.close(fd)
+
+
+def resident_pages(target: str | os.PathLike) -> tuple[int, int]:
+    """``(resident, total)`` pages of a file in the page cache (``mincore``); ``(0, 0)`` for an empty file.
+
+    A diagnostic for measurements (is a file really evicted?); Linux only.
+    """
+    import ctypes
+    import mmap
+
+    size = os.path.getsize(target)
+    if size == 0:
+        return 0, 0
+    page = mmap.PAGESIZE
+    pages = (size + page - 1) // page
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            raise OSError(ctypes.get_errno(), f"{target}: mmap failed")
+        try:
+            vec = (ctypes.c_ubyte * pages)()
+            if libc.mincore(ctypes.c_void_p(addr), size, vec) != 0:
+                raise OSError(ctypes.get_errno(), f"{target}: mincore failed")
+            flags = bytes(vec)
+            resident = pages - flags.count(0)
+        finally:
+            libc.munmap(ctypes.c_void_p(addr), size)
+    finally:
+        os.close(fd)
+    return resident, pages
+
+
+def direct_io_supported(path: str | os.PathLike) -> bool:
+    """Whether ``path`` (an existing file) can be opened with ``O_DIRECT`` and read with aligned transfers."""
+    import mmap
+
+    if not hasattr(os, "O_DIRECT"):
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError:
+        return False
+    try:
+        bounce = mmap.mmap(-1, DIRECT_ALIGNMENT)
+        try:
+            os.preadv(fd, [bounce], 0)
+        finally:
+            bounce.close()
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def pread_direct(path: str | os.PathLike, buffer: Any, offset: int, *, chunk: int = _DIRECT_CHUNK) -> int:
+    """Fill ``buffer`` from ``path`` at ``offset`` with ``O_DIRECT`` reads (the page cache is bypassed).
+
+    Any offset and length work: aligned spans of the file are read into a page-aligned bounce buffer (an
+    anonymous mmap of ``chunk`` bytes) and the requested bytes copied out. Note that the disk reads up to
+    ``DIRECT_ALIGNMENT - 1`` extra bytes at each end.
+
+    Raises:
+        DataError: the file ends before ``offset + nbytes`` or does not support ``O_DIRECT``.
+    """
+    import mmap
+
+    from suite.errors import DataError
+
+    view = _byte_view(buffer, writable=True)
+    total = view.nbytes
+    if total == 0:
+        return 0
+    chunk = max(DIRECT_ALIGNMENT, chunk // DIRECT_ALIGNMENT * DIRECT_ALIGNMENT)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError as err:
+        raise DataError(f"{path}: cannot open with O_DIRECT ({err.strerror})") from None
+    bounce = mmap.mmap(-1, chunk)
+    try:
+        done = 0
+        while done < total:
+            start = offset + done
+            aligned = start - start % DIRECT_ALIGNMENT
+            skip = start - aligned
+            want = min(chunk, -(-(skip + total - done) // DIRECT_ALIGNMENT) * DIRECT_ALIGNMENT)
+            got = 0
+            while got < want:
+                try:
+                    n = os.preadv(fd, [memoryview(bounce)[got:want]], aligned + got)
+                except OSError as err:
+                    raise DataError(f"{path}: O_DIRECT read failed at byte {aligned + got} ({err.strerror})") from None
+                got += n
+                if n == 0 or n % DIRECT_ALIGNMENT:  # end of file (a partial block can only be the last one)
+                    break
+            usable = min(got - skip, total - done)
+            if usable > 0:
+                view[done:done + usable] = memoryview(bounce)[skip:skip + usable]
+                done += usable
+            if got < want and done < total:
+                raise DataError(f"{path}: file ends at byte {offset + done}, expected {total} bytes from "
+                                f"offset {offset} (short file)")
+    finally:
+        bounce.close()
+        os.close(fd)
+    return total
+
+
+_PROC_IO_FIELDS = ("rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes", "cancelled_write_bytes")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessIO:
+    """A snapshot of ``/proc/self/io`` (all zeros where the file is missing, e.g. not on Linux).
+
+    Attributes:
+        read_bytes: bytes this process caused to be fetched from storage (page-cache misses, direct IO).
+        write_bytes: bytes this process caused to be sent to storage (write-back of its dirty pages).
+        rchar: bytes passed through read-like system calls (page-cache hits included).
+        wchar: bytes passed through write-like system calls.
+        syscr: read-like system calls.
+        syscw: write-like system calls.
+        cancelled_write_bytes: dirty bytes this process truncated away before they were written.
+        available: whether ``/proc/self/io`` was readable.
+    """
+
+    rchar: int = 0
+    wchar: int = 0
+    syscr: int = 0
+    syscw: int = 0
+    read_bytes: int = 0
+    write_bytes: int = 0
+    cancelled_write_bytes: int = 0
+    available: bool = False
+
+    def __sub__(self, other: "ProcessIO") -> "ProcessIO":
+        return ProcessIO(**{name: getattr(self, name) - getattr(other, name) for name in _PROC_IO_FIELDS},
+                         available=self.available and other.available)
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters as a plain dict (for records), without ``available``."""
+        return {name: getattr(self, name) for name in _PROC_IO_FIELDS}
+
+
+def process_io_bytes() -> ProcessIO:
+    """The IO counters of this process from ``/proc/self/io`` (all threads); subtract two snapshots."""
+    try:
+        with open("/proc/self/io", "rb") as handle:
+            text = handle.read().decode()
+    except OSError:
+        return ProcessIO()
+    values = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in _PROC_IO_FIELDS:
+            values[key] = int(value)
+    return ProcessIO(**values, available=True)
+
+
+class IOCounters:
+    """Thread-safe counters of the bytes and operations the suite itself asked for.
+
+    The disk system adds to them at every partition read or write; reports put :meth:`snapshot` beside the
+    difference of two :func:`process_io_bytes` snapshots (what the disk really saw).
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self.bytes_read = 0
+        self.bytes_written = 0
+        self.reads = 0
+        self.writes = 0
+
+    def add_read(self, nbytes: int) -> None:
+        """Count one read of ``nbytes`` bytes."""
+        with self._lock:
+            self.bytes_read += nbytes
+            self.reads += 1
+
+    def add_write(self, nbytes: int) -> None:
+        """Count one write of ``nbytes`` bytes."""
+        with self._lock:
+            self.bytes_written += nbytes
+            self.writes += 1
+
+    def snapshot(self) -> dict[str, int]:
+        """``{"bytes_read", "bytes_written", "reads", "writes"}`` read consistently under the lock."""
+        with self._lock:
+            return {"bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
+                    "reads": self.reads, "writes": self.writes}
+
+    def reset(self) -> None:
+        """Set every counter to zero."""
+        with self._lock:
+            self.bytes_read = self.bytes_written = self.reads = self.writes = 0

@@ -1,0 +1,168 @@
+"""The disk system on a small planted-partition store: every policy learns, IO is exactly the plan's, sampling
+sees only the buffer, prefetching changes timing only, bad stores and options fail clearly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from suite.config import spec_from_dict
+from suite.errors import ConfigError, DataError
+from suite.graph import GraphStore
+from suite.io import resident_pages
+from suite.recorder import Recorder, read_records
+from systems.disk.system import DiskSystem, partitioned_store
+from tests.systems.conftest import planted_partition, write_node_store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> GraphStore:
+    graph = planted_partition(num_nodes=600, num_classes=3, signal=0.4, seed=4)
+    return write_node_store(tmp_path_factory.mktemp("disk") / "store", graph.src, graph.dst, graph.features,
+                            graph.labels, graph.splits, name="planted")
+
+
+def make_spec(store: GraphStore, options: dict[str, Any], epochs: int = 3, **training):
+    return spec_from_dict({
+        "dataset": {"name": "store", "root": str(store.path)},
+        "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 32, "fanouts": [10, 10], "dropout": 0.2},
+        "system": {"name": "disk", "device": "cpu", "options": options},
+        "training": {"batch_size": 32, "epochs": epochs, "learning_rate": 0.01, **training},
+        "evaluation": {"every": epochs},
+    })
+
+
+def run(spec, store, out: Path) -> tuple[Any, DiskSystem, Recorder]:
+    recorder = Recorder(out, spec)
+    system = DiskSystem(spec, store, torch.device("cpu"), recorder)
+    try:
+        outcome = system.run()
+    finally:
+        recorder.close()
+    return outcome, system, recorder
+
+
+@pytest.mark.parametrize("options", [
+    {"policy": "in_memory", "num_partitions": 4, "buffer_capacity": 4},
+    {"policy": "sequential", "num_partitions": 8, "buffer_capacity": 4},
+    {"policy": "dispersed", "num_partitions": 8, "buffer_capacity": 4, "fine_to_coarse_ratio": 2},
+    {"policy": "beta", "num_partitions": 8, "buffer_capacity": 4},
+    {"policy": "comet", "num_partitions": 8, "buffer_capacity": 4, "fine_to_coarse_ratio": 2},
+    {"policy": "random", "num_partitions": 8, "buffer_capacity": 4},
+], ids=lambda o: o["policy"])
+def test_every_policy_trains_each_node_once_per_epoch_and_learns(store, tmp_path, options):
+    outcome, system, _ = run(make_spec(store, options), store, tmp_path)
+    train = len(system.task.train_nodes)
+    assert all(stats.examples == train for stats in outcome.epochs)
+    assert outcome.test_metrics["accuracy"] > 0.6  # 3 classes: chance is 1/3
+    assert all(stats.extra["states"] >= 1 for stats in outcome.epochs)
+
+
+def _bucket_bytes(pstore: GraphStore, partitions: list[int]) -> int:
+    offsets, p = pstore.array("bucket_offsets"), len(pstore.array("partition_offsets")) - 1
+    return sum(int(offsets[i * p + j + 1] - offsets[i * p + j]) * 3 * 8 for i in partitions for j in partitions)
+
+
+def test_bytes_read_are_exactly_the_plans_partitions_and_buckets(store, tmp_path):
+    options = {"policy": "beta", "num_partitions": 8, "buffer_capacity": 3}
+    outcome, system, _ = run(make_spec(store, options, epochs=1, ), store, tmp_path)
+    plan = system.plan(system.task.train_nodes, epoch=0)
+    pstore, row_bytes = system.pstore, pstore_row_bytes(system.pstore)
+    sizes = np.diff(pstore.array("partition_offsets"))
+    expected = 0
+    layout = np.full(3, -1)
+    for k in range(plan.num_states):
+        transition = plan.transition(k)
+        expected += int(sizes[transition.partitions_loaded].sum()) * row_bytes
+        layout[transition.slots] = transition.loaded
+        expected += _bucket_bytes(pstore, [int(x) for x in layout if x >= 0])
+    stats = outcome.epochs[0]
+    assert stats.extra["io_read_bytes"] == expected
+    assert stats.extra["swaps"] == plan.swaps and stats.extra["partitions_read"] == plan.partitions_loaded
+    assert stats.extra["disk_rchar"] >= expected  # what the process passed through read calls
+    assert 0 <= stats.extra["io_wait_s"] <= outcome.epoch_time_s[0]
+
+
+def pstore_row_bytes(pstore: GraphStore) -> int:
+    return pstore.feature_dim * np.dtype(pstore.metadata["files"]["features"]["dtype"]).itemsize
+
+
+def test_sampling_sees_only_the_buffer(store, tmp_path):
+    spec = make_spec(store, {"policy": "beta", "num_partitions": 8, "buffer_capacity": 2}, epochs=1)
+    recorder = Recorder(tmp_path, spec)
+    system = DiskSystem(spec, store, torch.device("cpu"), recorder)
+    system.setup()
+    try:
+        plan = system.plan(system.task.train_nodes, epoch=0)
+        checked = 0
+        for k, data, _ in system._states(plan):
+            resident = system.buffer.slot_partition
+            slots = torch.unique(data.graph.indices // system.buffer.max_rows)
+            assert all(resident[int(s)] >= 0 for s in slots)
+            # every in-buffer edge is a real edge between resident partitions, mapped back to global ids
+            rows = torch.arange(len(data.graph.indptr) - 1)
+            dst_rows = torch.repeat_interleave(rows, data.graph.indptr[1:] - data.graph.indptr[:-1])
+            to_global = torch.full((len(rows),), -1, dtype=torch.int64)
+            live = system.buffer.node_row >= 0
+            to_global[system.buffer.node_row[live]] = torch.nonzero(live).squeeze(1)
+            src, dst = to_global[data.graph.indices], to_global[dst_rows]
+            assert (src >= 0).all() and (dst >= 0).all()
+            csr = system.pstore.csr("in")
+            for s_, d_ in zip(src[:50].tolist(), dst[:50].tolist()):
+                assert s_ in csr.indices[csr.indptr[d_]:csr.indptr[d_ + 1]].tolist()
+            checked += 1
+        assert checked == plan.num_states
+    finally:
+        system.teardown()
+        recorder.close()
+
+
+def test_prefetch_changes_timing_not_results(store, tmp_path):
+    base = {"policy": "comet", "num_partitions": 8, "buffer_capacity": 4, "fine_to_coarse_ratio": 2}
+    with_prefetch, _, _ = run(make_spec(store, {**base, "prefetch": True}, epochs=2), store, tmp_path / "a")
+    without, _, _ = run(make_spec(store, {**base, "prefetch": False}, epochs=2), store, tmp_path / "b")
+    assert [s.loss for s in with_prefetch.epochs] == [s.loss for s in without.epochs]
+    assert with_prefetch.test_metrics == without.test_metrics
+    assert [s.extra["io_read_bytes"] for s in with_prefetch.epochs] == [s.extra["io_read_bytes"]
+                                                                         for s in without.epochs]
+
+
+def test_reads_are_evicted_from_the_page_cache(store, tmp_path):
+    options = {"policy": "beta", "num_partitions": 8, "buffer_capacity": 4, "evict_page_cache": True}
+    _, system, _ = run(make_spec(store, options, epochs=1), store, tmp_path)
+    resident, total = resident_pages(system.pstore.file("features"))
+    assert total > 0 and resident <= 1  # at most the header page, which is read with buffered IO
+
+
+def test_records_have_io_and_policy_fields(store, tmp_path):
+    _, _, recorder = run(make_spec(store, {"policy": "beta", "num_partitions": 8, "buffer_capacity": 4}, epochs=1),
+                         store, tmp_path)
+    epoch = [r for r in read_records(recorder.run_dir) if r["kind"] == "epoch"][0]
+    for key in ("states", "swaps", "io_read_bytes", "disk_read_bytes", "io_wait_s", "policy"):
+        assert key in epoch
+
+
+def test_truncated_partition_file_is_a_clear_error(store, tmp_path):
+    import shutil
+
+    copy = tmp_path / "store"
+    shutil.copytree(store.path, copy)
+    pstore = partitioned_store(GraphStore.open(copy), 8, "train-first", 0)
+    features = pstore.file("features")
+    with open(features, "r+b") as handle:
+        handle.truncate(features.stat().st_size - 100)
+    spec = make_spec(GraphStore.open(copy), {"policy": "beta", "num_partitions": 8, "buffer_capacity": 4})
+    with pytest.raises(DataError, match="features.npy"):
+        run(spec, GraphStore.open(copy), tmp_path / "runs")
+
+
+def test_bad_options_name_the_field(store):
+    with pytest.raises(ConfigError, match="system.options.policy: .*unknown policy 'lru'"):
+        make_spec(store, {"policy": "lru"})
+    with pytest.raises(ConfigError, match="system.options.buffer_capacity"):
+        spec = make_spec(store, {"policy": "beta", "num_partitions": 4, "buffer_capacity": 8})
+        DiskSystem(spec, store, torch.device("cpu"), None)
