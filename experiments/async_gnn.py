@@ -1,0 +1,232 @@
+"""Asynchronous GNN pipelines: the four modes simulated, and the throughput-accuracy trade-off of staleness.
+
+Usage::
+
+    python experiments/async_gnn.py [--quick] [--out-dir results] [--seeds 0 1 2] [--threads 1]
+
+1. Modes: the spec ``experiments/async_gnn.yaml`` (2-layer GCN on 4 random partitions of Cora, work-depth stage
+   durations) simulated in the four modes ``<micro>-<macro>`` -> ``async_gnn_modes.csv`` (makespan, throughput,
+   utilization, staleness per mode), ``async_gnn_tasks.csv`` (every task) and ``async_gnn_gantt.png``.
+2. Accuracy: a GCN trained with bounded-staleness neighbour representations
+   (:mod:`simulators.stale_training`; P = 8 random partitions; staleness bound s = 0 synchronous, 1, 2, 4, 8, 16)
+   on Cora and arxiv-like, a few seeds -> ``async_staleness_accuracy.csv``.
+3. Throughput: the same graphs, partitions and model simulated with staleness bound s (s = 0: the synchronous
+   ``sync-sync`` pipeline; s >= 1: ``async-async`` with forward/backward pipelining) -> ``async_tradeoff.csv``;
+   with (2), the figure ``async_tradeoff.png`` (test accuracy vs simulated throughput, one point per s).
+
+Figures are drawn from the CSVs alone. ``--quick``: Cora only, few iterations, s in {0, 2}, one seed (for tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import io
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
+    sys.path.insert(0, str(REPO_ROOT))
+
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from simulators.async_gnn import (async_spec_from_dict, load_async_spec, plot_gantt, simulate,  # noqa: E402
+                                  simulate_modes, summary_table, tasks_table)
+from simulators.stale_training import StaleTrainingConfig, train_stale  # noqa: E402
+from suite.io import atomic_write_bytes  # noqa: E402
+
+DEFAULT_SPEC = REPO_ROOT / "experiments" / "async_gnn.yaml"
+SHARED = REPO_ROOT.parent / "shared" / "datasets"
+
+DATASETS = {
+    "cora": {"dataset": {"name": "cora", "root": str(SHARED / "planetoid")},
+             "training": {"iterations": 200, "hidden": 64, "dropout": 0.5, "weight_decay": 5e-4,
+                          "learning_rate": 0.01, "eval_every": 5}},
+    "arxiv-like": {"dataset": {"name": "synthetic", "preset": "arxiv-like"},
+                   "training": {"iterations": 40, "hidden": 32, "dropout": 0.0, "weight_decay": 0.0,
+                                "learning_rate": 0.02, "eval_every": 5}, "max_seeds": 1},
+}
+"""The two graphs of the accuracy side and their training settings (arxiv-like: fewer, cheaper iterations and
+one seed, to keep the experiment to minutes on 2 shared cores)."""
+
+PARTITIONS = 8
+
+
+def provenance() -> dict:
+    """Columns recorded with every row: git SHA, versions, threads, date."""
+    import simpy
+    import torch_geometric
+
+    from suite.provenance import git_sha
+
+    return {"git_sha": git_sha(), "torch": torch.__version__, "torch_geometric": torch_geometric.__version__,
+            "simpy": simpy.__version__, "threads": torch.get_num_threads(),
+            "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}
+
+
+def write_csv(table: pd.DataFrame, path: Path) -> Path:
+    """Write a table as CSV atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, table.to_csv(index=False).encode())
+    return path
+
+
+# ---------------------------------------------------------------------------------------------- computation
+def run_modes(spec_path: Path, out_dir: Path, prov: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Simulate the spec's modes; write the summary and the tasks."""
+    spec = load_async_spec(spec_path)
+    results = simulate_modes(spec)
+    summary = summary_table(results).assign(spec=spec.name, seed=spec.seed, **prov)
+    tasks = tasks_table(results)
+    write_csv(summary, out_dir / "async_gnn_modes.csv")
+    write_csv(tasks, out_dir / "async_gnn_tasks.csv")
+    return summary, tasks
+
+
+def run_accuracy(names: Sequence[str], staleness: Sequence[int], seeds: Sequence[int], quick: bool,
+                 prov: dict) -> pd.DataFrame:
+    """Train every (dataset, s, seed); one row each."""
+    from suite.config import DatasetSpec
+    from suite.datasets import open_dataset
+    from suite.graph.pyg import to_pyg_data
+
+    rows = []
+    for name in names:
+        setting = DATASETS[name]
+        data = to_pyg_data(open_dataset(DatasetSpec(**setting["dataset"])))
+        training = dict(setting["training"], iterations=20 if quick else setting["training"]["iterations"])
+        for s in staleness:
+            for seed in seeds[:setting.get("max_seeds", len(seeds))]:
+                config = StaleTrainingConfig(staleness=s, num_partitions=PARTITIONS, seed=seed, **training)
+                result = train_stale(data, config)
+                curve = result.pop("curve")
+                rows.append({"dataset": name, "staleness_bound": s, "seed": seed, **result,
+                             "num_nodes": int(data.num_nodes), "num_edges": int(data.edge_index.shape[1]),
+                             "partitions": PARTITIONS, "iterations": config.iterations, "hidden": config.hidden,
+                             "curve": json.dumps(curve), **prov})
+                print(f"[{name}] s={s} seed={seed}: test {result['test_accuracy']:.4f} "
+                      f"(valid {result['best_valid_accuracy']:.4f}, mean staleness {result['mean_staleness']:.2f}, "
+                      f"{result['train_s']:.1f} s)", flush=True)
+    return pd.DataFrame(rows)
+
+
+def run_throughput(names: Sequence[str], staleness: Sequence[int], prov: dict) -> pd.DataFrame:
+    """Simulate each dataset's partitioned GCN pipeline at each staleness bound (see the module docstring)."""
+    rows = []
+    for name in names:
+        setting = DATASETS[name]
+        base = {"name": f"gcn-{name}-{PARTITIONS}parts",
+                "graph": {"kind": "dataset", "dataset": setting["dataset"], "num_partitions": PARTITIONS},
+                "durations": {"source": "workdepth", "model": "gcn", "features": setting["training"]["hidden"],
+                              "ops_per_s": {"aggregate": 1e9, "update": 1e10, "activation": 4e9},
+                              "op_latency_s": 1e-7},
+                "pipeline": {"layers": 2, "iterations": 8, "jitter": 0.1}, "seed": 0}
+        for s in staleness:
+            mode = "sync-sync" if s == 0 else "async-async"
+            pipeline = dict(base["pipeline"], staleness_bound=s, fb_pipeline=s > 0)
+            spec = async_spec_from_dict({**base, "pipeline": pipeline, "modes": [mode]}, source=f"<{name}>")
+            summary = simulate(spec, mode).summary
+            rows.append({"dataset": name, "staleness_bound": s, **{k: v for k, v in summary.items()
+                                                                    if k != "worker_utilization"}, **prov})
+    table = pd.DataFrame(rows)
+    sync = table[table["staleness_bound"] == 0].set_index("dataset")["iterations_per_s"]
+    table["speedup_vs_sync"] = table["iterations_per_s"] / table["dataset"].map(sync)
+    return table
+
+
+# ---------------------------------------------------------------------------------------------- figures
+def plot_modes(tasks_csv: str | Path, out_png: str | Path) -> Path:
+    """The four-mode Gantt figure, from the tasks CSV."""
+    return plot_gantt(pd.read_csv(tasks_csv), out_png, title="2-layer GCN, Cora, 4 partitions, 3 iterations "
+                                                               "(forward + backward)")
+
+
+def plot_tradeoff(accuracy_csv: str | Path, throughput_csv: str | Path, out_png: str | Path) -> Path:
+    """Test accuracy (mean and std over seeds) vs simulated speedup over the synchronous pipeline, one line per
+    dataset, each point labelled with its staleness bound. Reads only the two CSVs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    accuracy = pd.read_csv(accuracy_csv)
+    throughput = pd.read_csv(throughput_csv)
+    stats = accuracy.groupby(["dataset", "staleness_bound"])["test_accuracy"].agg(["mean", "std"]).reset_index()
+    merged = stats.merge(throughput[["dataset", "staleness_bound", "speedup_vs_sync", "iterations_per_s"]],
+                         on=["dataset", "staleness_bound"])
+    datasets = list(dict.fromkeys(merged["dataset"]))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4), squeeze=False)
+    for ax, name in zip(axes[0], datasets):
+        rows = merged[merged["dataset"] == name].sort_values("staleness_bound")
+        ax.errorbar(rows["speedup_vs_sync"], rows["mean"], yerr=rows["std"].fillna(0), marker="o", capsize=3)
+        for _, row in rows.iterrows():
+            ax.annotate(f"s={int(row['staleness_bound'])}", (row["speedup_vs_sync"], row["mean"]),
+                        textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.set_xlabel("simulated throughput / synchronous (iterations per second)")
+        ax.set_ylabel("test accuracy (mean ± std over seeds)")
+        ax.set_title(f"{name}: GCN, {PARTITIONS} partitions, staleness bound s", fontsize=10)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=130)
+    plt.close(fig)
+    atomic_write_bytes(Path(out_png), buffer.getvalue())
+    return Path(out_png)
+
+
+# ---------------------------------------------------------------------------------------------- main
+def run(args: argparse.Namespace) -> dict[str, Path]:
+    """Everything of the module docstring; returns the paths written."""
+    torch.set_num_threads(args.threads)
+    prov = provenance()
+    out = args.out_dir
+    started = time.perf_counter()
+    summary, _ = run_modes(args.spec, out, prov)
+    paths = {"modes": out / "async_gnn_modes.csv", "tasks": out / "async_gnn_tasks.csv"}
+    print(summary[["mode", "makespan_s", "speedup", "iterations_per_s", "utilization_mean",
+                   "feature_staleness_max", "gradient_staleness_max"]].to_string(index=False), flush=True)
+    names = ["cora"] if args.quick else list(args.datasets)
+    staleness = [0, 2] if args.quick else list(args.staleness)
+    seeds = args.seeds[:1] if args.quick else list(args.seeds)
+    accuracy = run_accuracy(names, staleness, seeds, args.quick, prov)
+    paths["accuracy"] = write_csv(accuracy, out / "async_staleness_accuracy.csv")
+    throughput = run_throughput(names, staleness, prov)
+    paths["throughput"] = write_csv(throughput, out / "async_tradeoff.csv")
+    if not args.no_plot:
+        paths["gantt"] = plot_modes(paths["tasks"], out / "async_gnn_gantt.png")
+        paths["tradeoff"] = plot_tradeoff(paths["accuracy"], paths["throughput"], out / "async_tradeoff.png")
+    table = accuracy.groupby(["dataset", "staleness_bound"])["test_accuracy"].agg(["mean", "std", "count"])
+    table = table.join(throughput.set_index(["dataset", "staleness_bound"])[["iterations_per_s",
+                                                                            "speedup_vs_sync"]])
+    print(table.to_string(float_format="%.4f"))
+    print(f"wrote {', '.join(str(p) for p in paths.values())} in {time.perf_counter() - started:.0f} s")
+    return paths
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="Cora only, 20 iterations, s in {0, 2}, one seed")
+    parser.add_argument("--spec", type=Path, default=DEFAULT_SPEC, help="the four-mode spec (default: %(default)s)")
+    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    parser.add_argument("--staleness", nargs="+", type=int, default=[0, 1, 2, 4, 8, 16])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a shared machine)")
+    parser.add_argument("--no-plot", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    run(parse_args(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

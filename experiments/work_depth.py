@@ -1,0 +1,160 @@
+"""Work-depth analysis of GNN models: the table and the check of the formulas against counted operator DAGs.
+
+Usage::
+
+    python experiments/work_depth.py [--quick] [--out-dir results] [--seed 0]
+
+Writes (atomically, tidy CSV with provenance columns):
+
+- ``work_depth.csv``: one row per model: W and D of a layer, a forward pass and a training iteration as leading
+  terms, and their values at the sizes of the ``arxiv-like`` graph (n, m, d read from its store when it is in
+  ``data/``, else ogbn-arxiv's published sizes) with k = 128, L = 3;
+- ``work_depth_check.csv``: counted W and D of the traced forward pass (:mod:`simulators.op_dag`) of every model
+  along sweeps of n, m, k, d and L on random graphs, beside the formulas;
+- ``work_depth_fit.csv``: per model, variable and quantity, the log-log slopes of the counts and of the fitted
+  formula (one set of constants per model fitted to all its counts), the formula's exponent, the worst relative
+  error and pass/fail (:func:`simulators.work_depth.fit_scaling`);
+- ``work_depth_check.png``: counted vs fitted formula along every sweep (drawn from the CSVs alone).
+
+``--quick``: smaller sweeps (seconds), for tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import io
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
+    sys.path.insert(0, str(REPO_ROOT))
+
+import pandas as pd  # noqa: E402
+
+from simulators.work_depth import MODELS, default_sweeps, fit_scaling, scaling_sweep, work_depth_table  # noqa: E402
+from suite.io import atomic_write_bytes  # noqa: E402
+
+ARXIV_SIZES = {"n": 169343, "m": 1166243, "k": 128, "L": 3, "d": 13155}
+"""ogbn-arxiv's published sizes (fallback when the arxiv-like store is not generated)."""
+
+
+def provenance(seed: int, quick: bool) -> dict:
+    """Columns recorded with every row: seed, mode, git SHA, versions, date."""
+    import numpy
+    import sympy
+
+    from suite.provenance import git_sha
+
+    return {"seed": seed, "quick": quick, "git_sha": git_sha(), "numpy": numpy.__version__,
+            "sympy": sympy.__version__, "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}
+
+
+def reference_sizes(data_dir: Path) -> dict:
+    """n, m, d of the cached arxiv-like store (k = 128, L = 3), or ogbn-arxiv's sizes without it."""
+    from suite.graph.store import GraphStore
+
+    for path in sorted(data_dir.glob("arxiv-like-*")):
+        if (path / "metadata.json").exists():
+            store = GraphStore.open(path)
+            degrees = store.csr("in").degrees()
+            return {"n": store.num_nodes, "m": store.num_edges, "k": 128, "L": 3, "d": int(degrees.max()),
+                    "graph": path.name}
+    return {**ARXIV_SIZES, "graph": "ogbn-arxiv (published sizes)"}
+
+
+def write_csv(table: pd.DataFrame, path: Path) -> Path:
+    """Write a table as CSV atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, table.to_csv(index=False).encode())
+    return path
+
+
+def plot_check(check_csv: str | Path, fit_csv: str | Path, out_png: str | Path) -> Path:
+    """Counted (markers) vs fitted formula (lines) of W (top) and D (bottom), one column per swept variable,
+    one colour per model; log-log. Reads only the two CSVs (the constants are refitted from the counts)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from simulators.work_depth import _term_matrix, fit_constants, fit_terms
+
+    check = pd.read_csv(check_csv)
+    fit = pd.read_csv(fit_csv)
+    variables = list(dict.fromkeys(check["variable"]))
+    models = list(dict.fromkeys(check["model"]))
+    colors = dict(zip(models, plt.cm.tab10(np.linspace(0, 1, 10))))
+    fig, axes = plt.subplots(2, len(variables), figsize=(3.2 * len(variables), 6.4), squeeze=False)
+    for model in models:
+        rows = check[check["model"] == model]
+        for row, quantity in enumerate(("work", "depth")):
+            fitted = _term_matrix(fit_terms(model, quantity), rows) @ fit_constants(model, quantity, rows)
+            rows = rows.assign(**{f"fitted_{quantity}": fitted})
+            for col, variable in enumerate(variables):
+                part = rows[rows["variable"] == variable].sort_values("value")
+                ax = axes[row, col]
+                ax.plot(part["value"], part[f"counted_{quantity}"], "o", ms=3, color=colors[model],
+                        label=model if (row, col) == (0, 0) else None)
+                ax.plot(part["value"], part[f"fitted_{quantity}"], "-", lw=0.8, color=colors[model])
+                ax.set_xscale("log", base=2)
+                ax.set_yscale("log")
+                ax.set_xlabel(variable)
+                ax.set_title(f"{quantity} vs {variable}", fontsize=9)
+    passed = int(fit["passed"].sum())
+    fig.suptitle(f"Counted W, D of the forward DAG (markers) vs fitted leading-term formulas (lines): "
+                 f"{passed}/{len(fit)} checks pass", fontsize=10)
+    fig.legend(loc="lower center", ncol=len(models), fontsize=8)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=130)
+    plt.close(fig)
+    atomic_write_bytes(Path(out_png), buffer.getvalue())
+    return Path(out_png)
+
+
+def run(args: argparse.Namespace) -> dict[str, Path]:
+    """Compute the table, the sweeps and the fits; write the CSVs and the figure."""
+    prov = provenance(args.seed, args.quick)
+    sizes = reference_sizes(args.data_dir)
+    graph = sizes.pop("graph")
+    table = work_depth_table(sizes=sizes).assign(reference_graph=graph, **{f"ref_{k}": v for k, v in sizes.items()},
+                                                 **prov)
+    check = scaling_sweep(MODELS.names(), default_sweeps(args.quick), args.seed).assign(**prov)
+    fit = fit_scaling(check).assign(**prov)
+    out = args.out_dir
+    paths = {"table": write_csv(table, out / "work_depth.csv"), "check": write_csv(check, out / "work_depth_check.csv"),
+             "fit": write_csv(fit, out / "work_depth_fit.csv")}
+    if not args.no_plot:
+        paths["figure"] = plot_check(paths["check"], paths["fit"], out / "work_depth_check.png")
+    with pd.option_context("display.width", 220, "display.max_columns", 20, "display.max_colwidth", 60):
+        print(table[["model", "family", "layer_work", "layer_depth", "iteration_work", "iteration_depth"]]
+              .to_string(index=False))
+        print(fit[["model", "variable", "quantity", "exponent", "slope_counted", "slope_formula", "max_rel_error",
+                   "passed"]].to_string(index=False, float_format="%.3f"))
+    print(f"{int(fit['passed'].sum())}/{len(fit)} checks pass; wrote {', '.join(str(p) for p in paths.values())}")
+    return paths
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sweeps (seconds)")
+    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data", help="where arxiv-like is cached")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-plot", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    run(parse_args(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
