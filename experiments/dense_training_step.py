@@ -3,16 +3,29 @@
 Usage::
 
     python experiments/dense_training_step.py [--preset arxiv-like] [--fanouts 15 10 5] [--batch-size 1000]
-        [--repeats 20] [--warmup 3] [--encoder graphsage] [--device cpu] [--csv out/dense_training_step.csv]
+        [--repeats 20] [--warmup 3] [--encoder graphsage] [--device cpu] [--threads N] [--clock wall|cpu]
+        [--no-truncate]
+        [--csv out/dense_training_step.csv]
 
 Both samplers run side by side in one process on the same graph, model shape and batches: the steps alternate
-between the samplers (naive, dense, naive, dense, ...) so that both see the same machine noise, each sampler has
-its own model and optimizer built from the same seed, and the i-th step of both samplers uses the same roots.
+between the samplers (naive, dense, dense, naive, naive, dense, ...: the order flips every step) so that both see
+the same machine noise, each sampler has its own model and optimizer built from the same seed, and the i-th step
+of both samplers uses the same roots.
 After ``--warmup`` steps each, ``--repeats`` steps each are timed; the table reports per-stage medians
 (``sample``, ``gather``, ``compute`` = transfer + forward + backward + step; on CUDA the compute stage is
-synchronized) and the median of whole steps, plus the sampled edges and input nodes per batch, and the
-naive/dense ratios of the median sample and step (> 1: DENSE is faster). The samplers' backend (numba kernels
-or torch operations) is the default one; set ``GNNSUITE_SAMPLER_BACKEND=torch`` to time the torch backend.
+synchronized) and the median of whole steps, plus per batch the sampled edges, the edges the layers aggregate
+over (``block_edges``, summed over the layers) and the input nodes, and the naive/dense ratios of the median
+sample and step (> 1: DENSE is faster). The samplers' backend (numba kernels or torch operations) is the default
+one; set ``GNNSUITE_SAMPLER_BACKEND=torch`` to time the torch backend.
+
+Times are wall times (``--clock wall``) or the process's CPU time (``--clock cpu``: with ``--threads 1`` on CPU,
+every operation runs in the calling thread, so this is the work of the step without the time spent waiting for
+a core, robust on a machine shared with other busy processes; not meaningful with a GPU).
+
+DENSE runs with its default ``truncate=True``: layer ``l`` aggregates over at most its own fanout of each node's
+(once) sampled neighbours, so its layers do the naive layers' amount of work (``block_edges`` about equal) while
+sampling stays deduplicated; ``--no-truncate`` times MariusGNN's reuse of every node's whole sample at every layer
+(more edges at the outer layers when the fanouts decrease outwards).
 """
 
 from __future__ import annotations
@@ -48,6 +61,7 @@ class Contender:
     stage_s: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s in STAGES})
     step_s: list[float] = field(default_factory=list)
     sampled_edges: list[int] = field(default_factory=list)
+    block_edges: list[int] = field(default_factory=list)
     input_nodes: list[int] = field(default_factory=list)
 
 
@@ -56,10 +70,14 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+"""``wall``: elapsed time; ``cpu``: CPU time of the whole process (all its threads)."""
+
+
 def train_step(contender: Contender, roots: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
-               generator: torch.Generator, device: torch.device, record: bool) -> None:
-    """One step of ``contender`` on ``roots``; its stage times are appended when ``record``."""
-    clock: Callable[[], float] = time.perf_counter
+               generator: torch.Generator, device: torch.device, record: bool,
+               clock: Callable[[], float] = time.perf_counter) -> None:
+    """One step of ``contender`` on ``roots``; its stage times (by ``clock``) are appended when ``record``."""
     started = clock()
     sample = contender.sampler.sample(roots, generator)
     sampled = clock()
@@ -77,18 +95,21 @@ def train_step(contender: Contender, roots: torch.Tensor, features: torch.Tensor
             contender.stage_s[stage].append(seconds)
         contender.step_s.append(finished - started)
         contender.sampled_edges.append(sample.num_sampled_edges)
+        contender.block_edges.append(sum(block.edge_index.shape[1] for block in sample.blocks))  # built already
         contender.input_nodes.append(len(sample.input_nodes))
 
 
 def build_contenders(names: Sequence[str], graph: SamplingGraph, spec: ModelSpec, in_dim: int, out_dim: int,
-                     device: torch.device, seed: int, learning_rate: float) -> list[Contender]:
-    """One :class:`Contender` per sampler name, every model initialized from ``seed``."""
+                     device: torch.device, seed: int, learning_rate: float, truncate: bool = True
+                     ) -> list[Contender]:
+    """One :class:`Contender` per sampler name, every model initialized from ``seed`` (DENSE with ``truncate``)."""
     contenders = []
     for name in names:
         torch.manual_seed(seed)
         model = MODELS.get(spec.encoder)(spec, in_dim, out_dim).to(device).train()
         optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
-        contenders.append(Contender(name, SAMPLERS.get(name)(graph, spec.fanouts), model, optimizer))
+        options = {"truncate": truncate} if name == "dense" else {}
+        contenders.append(Contender(name, SAMPLERS.get(name)(graph, spec.fanouts, **options), model, optimizer))
     return contenders
 
 
@@ -100,6 +121,7 @@ def summarize(contenders: Sequence[Contender]) -> pd.DataFrame:
         row.update({f"{stage}_ms": 1e3 * statistics.median(contender.stage_s[stage]) for stage in STAGES})
         row["step_ms"] = 1e3 * statistics.median(contender.step_s)
         row["sampled_edges"] = statistics.fmean(contender.sampled_edges)
+        row["block_edges"] = statistics.fmean(contender.block_edges)
         row["input_nodes"] = statistics.fmean(contender.input_nodes)
         rows.append(row)
     table = pd.DataFrame(rows).set_index("sampler")
@@ -120,14 +142,16 @@ def run(args: argparse.Namespace) -> pd.DataFrame:
     spec = ModelSpec(encoder=args.encoder, num_layers=len(args.fanouts), hidden_dim=args.hidden_dim,
                      fanouts=tuple(args.fanouts), dropout=0.5)
     contenders = build_contenders(args.samplers, graph, spec, features.shape[1], store.num_classes or
-                                  int(labels.max()) + 1, device, args.seed, args.learning_rate)
+                                  int(labels.max()) + 1, device, args.seed, args.learning_rate, args.truncate)
     order = torch.randperm(len(train), generator=torch.Generator().manual_seed(args.seed))
     batches = train[order].split(args.batch_size)
     for step in range(args.warmup + args.repeats):
         roots = batches[step % len(batches)]
-        for contender in contenders:
+        # The order alternates per step, so that neither sampler always runs right after the other's step.
+        for contender in (contenders if step % 2 == 0 else contenders[::-1]):
             generator = torch.Generator().manual_seed(args.seed + step)
-            train_step(contender, roots, features, labels, generator, device, record=step >= args.warmup)
+            train_step(contender, roots, features, labels, generator, device, record=step >= args.warmup,
+                       clock=CLOCKS[args.clock])
     return summarize(contenders)
 
 
@@ -144,6 +168,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per sampler")
     parser.add_argument("--repeats", type=int, default=20, help="timed steps per sampler")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--no-truncate", dest="truncate", action="store_false",
+                        help="DENSE layers use every node's whole sample (MariusGNN's reuse) instead of their fanout")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's default)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall time (default), or the process's CPU time: with --threads 1 on CPU, the work "
+                             "done, without the time spent waiting for a core on a shared machine")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--csv", type=Path, help="also write the table as CSV")
     args = parser.parse_args(argv)
@@ -155,9 +185,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: print the table (and write it as CSV with ``--csv``)."""
     args = parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     table = run(args)
     print(f"{args.encoder}, {len(args.fanouts)} layers, fanouts {args.fanouts}, batch {args.batch_size}, "
-          f"{args.preset}, {args.device}, torch threads {torch.get_num_threads()}; "
+          f"{args.preset}, {args.device}, torch threads {torch.get_num_threads()}, "
+          f"DENSE {'truncated to each layer' if args.truncate else 'whole samples'}, {args.clock} clock; "
           f"medians of {args.repeats} steps after {args.warmup} warm-up steps each")
     print(table.to_string(float_format=lambda v: f"{v:,.2f}"))
     if args.csv:

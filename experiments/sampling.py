@@ -5,7 +5,7 @@ Usage::
     python experiments/sampling.py [--quick] [--data-dir data] [--csv results/sampling.csv]
         [--png results/sampling.png] [--no-plot] [--settings livejournal papers] [--layers 1 2 3 4 5]
         [--samplers naive dense pyg] [--repeats 5] [--warmup 1] [--long-batch-s 10] [--long-repeats 3]
-        [--max-memory-gib 8] [--replace] [--threads N] [--seed 0]
+        [--min-seconds 2] [--max-repeats 25] [--max-memory-gib 8] [--replace] [--threads N] [--seed 0]
 
 Settings (as in MariusGNN's evaluation of DENSE, on the suite's synthetic stand-ins of the graphs):
 
@@ -18,8 +18,11 @@ Settings (as in MariusGNN's evaluation of DENSE, on the suite's synthetic stand-
   hop.
 
 Samplers (one row each per setting x layer count): ``naive`` (:class:`~systems.sampling.naive.NaiveSampler`),
-``dense`` (DENSE, :class:`~systems.sampling.dense.DenseSampler`), both with their default backend (compiled
-numba one-hop kernels when numba is installed; recorded in ``backend``), and ``pyg``: PyG's own C++ sampler
+``dense`` (DENSE, :class:`~systems.sampling.dense.DenseSampler`, with its default ``truncate=True``: in the
+``papers`` setting the lists of the roots and of ``delta_1``, which outer layers cut to their smaller fanouts, are
+shuffled while sampling, and that cost is timed), both with their default backend (compiled numba one-hop kernels
+when numba is installed; recorded in ``backend``; both take their large outputs from the same recycling
+:class:`~systems.sampling.kernels.BufferPool`), and ``pyg``: PyG's own C++ sampler
 through :class:`torch_geometric.sampler.NeighborSampler` on the same CSR (handed over as already sorted CSC, so
 nothing is re-sorted), which needs ``pyg-lib`` or ``torch-sparse``. A sampler that cannot run (not installed, not
 registered) gets one ``skipped`` row per setting x layer count with the reason. On request (``--samplers``),
@@ -34,6 +37,10 @@ Measurement protocol (``DESIGN.md``, *Measuring honestly*):
 - ``--warmup`` untimed batches per sampler and configuration come first (on other roots); the reported time is the
   median wall time (``time.perf_counter``) of ``--repeats`` timed calls of ``sample(roots, generator)``, i.e.
   sampling and building the sampler's output structure, nothing else (stats are read after the clock stops);
+- short configurations get more timed repeats: after the ``--repeats`` rounds, rounds continue while all the
+  rounds of the configuration took less than ``--min-seconds`` in total (default 2 s; 0 in quick mode), up to
+  ``--max-repeats`` (default 25): a median of 5 batches of ~40 ms is at the mercy of a neighbour's burst of
+  activity, one of 25 much less, and the long configurations, which dominate the run time, are unaffected;
 - a configuration whose batch is expected to take longer than ``--long-batch-s`` (extrapolated from the previous
   layer count) gets ``--long-repeats`` timed repeats and no warm-up (such a batch is its own warm-up, and the
   whole grid has to fit in minutes); every row records the repeats and warm-ups it really had;
@@ -474,12 +481,13 @@ def run_setting(setting: Setting, store, layers: Sequence[int], adapters: dict[s
                 print(f"[{setting.name} L={num_layers}] {name}: skipped ({rows[-1]['reason']})", flush=True)
                 continue
             long = est_time > args.long_batch_s
-            plans[name] = (0, min(args.long_repeats, args.repeats)) if long else (args.warmup, args.repeats)
+            plans[name] = ((0, min(args.long_repeats, args.repeats), False) if long
+                           else (args.warmup, args.repeats, True))
         for name, reason in missing.items():
             rows.append({**base, "sampler": name, "status": "skipped", "reason": reason})
 
         measured = measure_interleaved(graph, fanouts, {n: adapters[n] for n in plans}, plans, pool, num_roots,
-                                       args.seed, args.replace)
+                                       args.seed, args.replace, args.min_seconds, args.max_repeats)
         for name, result in measured.items():
             stats = result.median_stats()
             time_s = statistics.median(result.times)
@@ -505,9 +513,14 @@ def run_setting(setting: Setting, store, layers: Sequence[int], adapters: dict[s
 
 
 def measure_interleaved(graph, fanouts: tuple[int, ...], adapters: dict[str, SamplerAdapter],
-                        plans: dict[str, tuple[int, int]], pool: torch.Tensor, num_roots: int, seed: int,
-                        replace: bool) -> dict[str, Measured]:
-    """Warm-ups, then timed repeats with every sampler on the same new roots (order rotated per repeat)."""
+                        plans: dict[str, tuple[int, int, bool]], pool: torch.Tensor, num_roots: int, seed: int,
+                        replace: bool, min_seconds: float = 0.0, max_repeats: int = 0) -> dict[str, Measured]:
+    """Warm-ups, then timed repeats with every sampler on the same new roots (order rotated per repeat).
+
+    ``plans[name] = (warm-ups, timed repeats, extendable)``: after the planned repeats, rounds of the extendable
+    samplers continue while the configuration's timed calls took less than ``min_seconds`` in all, up to
+    ``max_repeats`` repeats.
+    """
     samples = {name: adapter.build(graph, fanouts, replace) for name, adapter in adapters.items()}
     results = {name: Measured(warmup=plans[name][0], backend=getattr(samples[name], "backend", None))
                for name in adapters}
@@ -519,12 +532,17 @@ def measure_interleaved(graph, fanouts: tuple[int, ...], adapters: dict[str, Sam
             if w < plans[name][0]:
                 _call(samples[name], roots, seed + 7919 * (w + 1), adapters[name], None)
     timed_roots = torch.Generator().manual_seed(seed)
-    for r in range(max((p[1] for p in plans.values()), default=0)):
+    planned = max((p[1] for p in plans.values()), default=0)
+    extendable = [name for name in names if plans[name][2]]
+    r = 0
+    while r < planned or (extendable and r < max_repeats
+                          and sum(sum(results[n].times) for n in names) < min_seconds):
         roots = _draw_roots(pool, num_roots, timed_roots)
         order = names[r % len(names):] + names[:r % len(names)] if names else []
         for name in order:
-            if r < plans[name][1]:
+            if r < plans[name][1] or (r >= planned and name in extendable):
                 _call(samples[name], roots, seed + r, adapters[name], results[name])
+        r += 1
     return results
 
 
@@ -647,6 +665,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--long-batch-s", type=float, default=10.0,
                         help="expected batch time above which --long-repeats and no warm-up apply")
     parser.add_argument("--long-repeats", type=int, default=3)
+    parser.add_argument("--min-seconds", type=float,
+                        help="keep adding timed rounds while a configuration's timed calls took less than this in "
+                             "all (default 2; quick 0)")
+    parser.add_argument("--max-repeats", type=int, default=25, help="cap of those extra rounds (default 25)")
     parser.add_argument("--max-memory-gib", type=float, default=8.0,
                         help="skip configurations estimated to need more (default: %(default)s)")
     parser.add_argument("--replace", action="store_true", help="sample with replacement when degree > fanout")
@@ -659,6 +681,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.repeats = 2 if args.quick else 5
     if args.warmup is None:
         args.warmup = 1
+    if args.min_seconds is None:
+        args.min_seconds = 0.0 if args.quick else 2.0
     if args.repeats < 1 or args.long_repeats < 1 or args.warmup < 0:
         parser.error("--repeats and --long-repeats must be >= 1, --warmup >= 0")
     return args

@@ -31,19 +31,31 @@ these layers as :class:`~systems.sampling.base.LayerBlock` s (:class:`LayerBlock
 a later layer is one subtraction over its edge suffix, done on first access, on the sample's device), so every
 model consumes DENSE unchanged.
 
+Truncation (``DenseSampler(truncate=True)``, the default): a node is sampled once, with the fanout of the hop
+that discovered it, but is a destination at several layers; layer ``l`` (fanout ``fanouts[K - l]``, as the naive
+sampler's layer ``l``) then aggregates over only the first ``min(fanouts[K - l], count)`` entries of each list.
+Lists that may be cut are put in random order when sampled (a partial Fisher-Yates shuffle), so such a prefix is
+itself a uniform sample of the neighbours: the layers aggregate over as many edges as the naive sampler's, while
+sampling stays deduplicated. With fanouts that never decrease outwards (e.g. equal, or all -1), nothing is cut or
+shuffled. ``num_sampled_edges`` counts the sampled edges either way.
+
 The one-hop sample per node, with ``deg`` neighbours and fanout ``f``, is the naive sampler's
 (:func:`~systems.sampling.naive.sample_neighbours`, same random numbers): all neighbours when ``f == -1`` or
 ``deg <= f``; with replacement ``f`` independent uniform draws (MariusGNN's ``randint % deg``); without
-replacement ``f`` distinct neighbours, a uniform ``f``-subset (Floyd's algorithm).
+replacement ``f`` distinct neighbours, a uniform ``f``-subset (Floyd's algorithm); then, for lists that may be
+cut, the shuffle (random numbers of a key derived from the hop's, :func:`~systems.sampling.kernels.shuffle_key`).
 
 Deduplication uses a reusable ``int32`` slot array of ``num_nodes`` entries per concurrent caller
 (``slot[v] = 1 + discovery index`` of the nodes seen in the batch, 0 for the others: the bitmap of the design,
 widened so that the same lookup also gives the node's row); after a batch only the slots of its ``N`` nodes are
 reset (or the whole array when ``N`` exceeds 1/8 of it, cheaper then and still O(N)): nothing costs
 O(num_nodes) per batch. Two backends compute the same sample from the same generator state, deterministically
-whatever the thread count: ``numba`` (per hop three compiled sequential passes: draw positions, gather
-neighbours, deduplicate; then one pass to relabel) and ``torch`` (tensor operations only; no compiler needed,
-~4x slower). ``experiments/dense_speed.py`` measures both against random gathers and the naive sampler.
+whatever the thread count: ``numba`` (per hop three compiled sequential passes over numpy views of a reused
+scratch buffer: draw positions, gather neighbours, deduplicate, the new nodes written straight in layout order;
+then one pass per hop that writes both rows of ``edges`` and ``nbr_offsets``; outputs of 32 MiB and more on
+recycled memory, :class:`~systems.sampling.kernels.BufferPool`) and ``torch`` (tensor operations only; no
+compiler needed, ~4x slower). ``experiments/dense_speed.py`` measures both against random gathers and the naive
+sampler.
 """
 
 from __future__ import annotations
@@ -82,6 +94,9 @@ class DenseSubgraph(SampledSubgraph):
         unique_nodes_per_hop: ``K + 1`` ints: ``len(roots), len(delta_1), ..., len(delta_K)``.
         one_hop_calls: number of nodes whose one-hop neighbourhood was sampled (``len(node_ids) -
             len(delta_K)``; each at most once).
+        layer_fanouts: ``K`` ints or None: when set, layer ``l`` (1-based) aggregates over the first
+            ``min(layer_fanouts[l - 1], count)`` neighbours of each of its destinations (-1: all) instead of all of
+            them; see :class:`DenseSampler` (``truncate``). ``num_sampled_edges`` counts the sampled edges.
     """
 
     node_ids: torch.Tensor
@@ -91,6 +106,7 @@ class DenseSubgraph(SampledSubgraph):
     layer_edge_starts: tuple[int, ...]
     unique_nodes_per_hop: tuple[int, ...]
     one_hop_calls: int
+    layer_fanouts: tuple[int, ...] | None = None
 
     @property
     def num_hops(self) -> int:
@@ -114,23 +130,24 @@ class DenseSubgraph(SampledSubgraph):
     @classmethod
     def build(cls, node_ids: torch.Tensor, num_roots: int, hop_offsets: tuple[int, ...],
               nbr_offsets: torch.Tensor, edges: torch.Tensor, layer_edge_starts: tuple[int, ...],
-              unique_nodes_per_hop: tuple[int, ...], one_hop_calls: int) -> "DenseSubgraph":
+              unique_nodes_per_hop: tuple[int, ...], one_hop_calls: int,
+              layer_fanouts: tuple[int, ...] | None = None) -> "DenseSubgraph":
         """Assemble a sample from its DENSE fields, deriving ``roots``, ``blocks`` and ``root_start``."""
         root_start = len(node_ids) - num_roots
         return cls(roots=node_ids[root_start:],
-                   blocks=LayerBlocks(node_ids, hop_offsets, edges, layer_edge_starts) if len(hop_offsets) > 1
-                   else (),
+                   blocks=LayerBlocks(node_ids, hop_offsets, edges, layer_edge_starts, nbr_offsets, layer_fanouts)
+                   if len(hop_offsets) > 1 else (),
                    num_sampled_edges=edges.shape[1], root_start=root_start, node_ids=node_ids,
                    hop_offsets=hop_offsets, nbr_offsets=nbr_offsets, edges=edges,
                    layer_edge_starts=layer_edge_starts, unique_nodes_per_hop=unique_nodes_per_hop,
-                   one_hop_calls=one_hop_calls)
+                   one_hop_calls=one_hop_calls, layer_fanouts=layer_fanouts)
 
     def to(self, device: torch.device, non_blocking: bool = False) -> "DenseSubgraph":
         """The sample on ``device`` (still a :class:`DenseSubgraph`; its blocks are derived there when used)."""
         return DenseSubgraph.build(self.node_ids.to(device, non_blocking=non_blocking), len(self.roots),
                                    self.hop_offsets, self.nbr_offsets.to(device, non_blocking=non_blocking),
                                    self.edges.to(device, non_blocking=non_blocking), self.layer_edge_starts,
-                                   self.unique_nodes_per_hop, self.one_hop_calls)
+                                   self.unique_nodes_per_hop, self.one_hop_calls, self.layer_fanouts)
 
 
 class LayerBlocks(Sequence):
@@ -142,12 +159,19 @@ class LayerBlocks(Sequence):
     shifted by ``-h_{l-1}`` and the destination by ``-(h_l - h_1)``. Block 1 is ``edges`` itself (no copy); a
     later block subtracts over its edge suffix when first asked for, on the device the sample lives on (so a
     sample moved to an accelerator builds its blocks there), and not during sampling.
+
+    With ``layer_fanouts`` (truncation, see :class:`DenseSampler`), block ``l`` keeps of every destination only its
+    first ``layer_fanouts[l - 1]`` neighbours. Only nodes discovered before ``delta_{K-l}`` (sampled with another
+    fanout) can have more, and their edges are the suffix from ``layer_edge_starts[l]``: only that suffix is masked,
+    by the rank of each edge in its node's list (``position - nbr_offsets[node]``).
     """
 
     def __init__(self, node_ids: torch.Tensor, hop_offsets: tuple[int, ...], edges: torch.Tensor,
-                 layer_edge_starts: tuple[int, ...]) -> None:
+                 layer_edge_starts: tuple[int, ...], nbr_offsets: torch.Tensor | None = None,
+                 layer_fanouts: tuple[int, ...] | None = None) -> None:
         self._node_ids, self._hop_offsets, self._edges = node_ids, hop_offsets, edges
         self._layer_edge_starts = layer_edge_starts
+        self._nbr_offsets, self._layer_fanouts = nbr_offsets, layer_fanouts
         self._built: list[LayerBlock | None] = [None] * (len(hop_offsets) - 1)
 
     def __len__(self) -> int:
@@ -165,19 +189,55 @@ class LayerBlocks(Sequence):
             block = self._built[index] = self._build(index + 1)
         return block
 
+    def _truncation(self, layer: int) -> int:
+        """The fanout block ``layer`` truncates its inner destinations' lists to, or -1 (nothing to cut)."""
+        fanouts = self._layer_fanouts
+        num_layers = len(self._built)
+        if fanouts is None or layer == num_layers or fanouts[layer - 1] == ALL_NEIGHBOURS:
+            return ALL_NEIGHBOURS
+        cap = fanouts[layer - 1]
+        # Nodes of delta_j (j < K - l) were sampled with fanout fanouts_by_hop[j] = layer_fanouts[K - 1 - j].
+        inner = fanouts[layer:]
+        return cap if any(f == ALL_NEIGHBOURS or f > cap for f in inner) else ALL_NEIGHBOURS
+
     def _build(self, layer: int) -> LayerBlock:
         offsets, edges = self._hop_offsets, self._edges
         src_start, dst_start = offsets[layer - 1], offsets[layer]
-        if layer == 1:
+        first = self._layer_edge_starts[layer - 1]
+        cap = self._truncation(layer)
+        if layer == 1 and cap == ALL_NEIGHBOURS:
             edge_index = edges
         else:
-            shift = torch.tensor([[src_start], [dst_start - offsets[1]]], dtype=edges.dtype, device=edges.device)
-            edge_index = edges[:, self._layer_edge_starts[layer - 1]:] - shift
+            # Inner destinations (their lists may be cut) are the nodes from h_{l+1} on, relative to h_1.
+            node_first = offsets[layer + 1] - offsets[1] if cap != ALL_NEIGHBOURS else 0
+            edge_index = layer_edges(edges, self._nbr_offsets, first, node_first, cap, src_start,
+                                     dst_start - offsets[1])
         return LayerBlock(self._node_ids[src_start:], len(self._node_ids) - dst_start, edge_index,
                           dst_start - src_start)
 
     def __repr__(self) -> str:
         return f"LayerBlocks({len(self)} layers, built: {[b is not None for b in self._built]})"
+
+
+def layer_edges(edges: torch.Tensor, nbr_offsets: torch.Tensor, first: int, node_first: int, cap: int,
+                src_shift: int, dst_shift: int) -> torch.Tensor:
+    """A layer's ``(2, e)`` edge index: the edges from ``first`` on, those of the nodes from ``node_first`` on (an
+    index into ``nbr_offsets``) cut to their first ``cap`` entries (``cap = -1``: nothing cut), row 0 minus
+    ``src_shift`` and row 1 minus ``dst_shift``. Compiled on CPU (one pass), tensor operations elsewhere."""
+    if edges.device.type == "cpu" and kernels.NUMBA_AVAILABLE:
+        return kernels.cut_block(edges, nbr_offsets, first, node_first, cap, src_shift, dst_shift)
+    return _layer_edges_torch(edges, nbr_offsets, first, node_first, cap, src_shift, dst_shift)
+
+
+def _layer_edges_torch(edges: torch.Tensor, nbr_offsets: torch.Tensor, first: int, node_first: int, cap: int,
+                       src_shift: int, dst_shift: int) -> torch.Tensor:
+    shift = torch.tensor([[src_shift], [dst_shift]], dtype=edges.dtype, device=edges.device)
+    if cap == ALL_NEIGHBOURS:
+        return edges[:, first:] - shift
+    inner_first = int(nbr_offsets[node_first])
+    inner = edges[:, inner_first:]
+    rank = torch.arange(inner_first, edges.shape[1], device=edges.device) - nbr_offsets[inner[1]]
+    return torch.cat([edges[:, first:inner_first], inner[:, rank < cap]], 1).sub_(shift)
 
 
 @SAMPLERS.register("dense")
@@ -193,10 +253,21 @@ class DenseSampler:
         backend: ``"numba"`` (compiled per-hop kernels), ``"torch"`` (tensor operations only) or ``"auto"``
             (numba when installed; see :func:`systems.sampling.kernels.resolve_backend`). Both give identical
             samples from the same generator state.
+        truncate: layer ``l`` aggregates over at most its own fanout of neighbours per node, as the naive
+            sampler's layer does (default). A node is sampled once, with the fanout of the hop that discovered it
+            (a root with ``fanouts[0]``), but it is a destination at several layers; the outermost layer's fanout is
+            ``fanouts[-1]``. With ``truncate``, layer ``l`` (fanout ``fanouts[K - l]``) uses the first
+            ``min(fanouts[K - l], count)`` entries of each destination's list, and the sampler orders every list
+            that may be cut so that each such prefix is a uniform random subset of the list, hence of the
+            neighbours (a partial Fisher-Yates shuffle, :func:`systems.sampling.kernels.shuffle_key`; with
+            replacement the prefix is a set of distinct draws of the list). Nothing is cut, nor shuffled, when no
+            hop's fanout exceeds a later one (e.g. equal fanouts, or all -1). ``False``: every layer uses each
+            node's whole sample (MariusGNN's reuse). Sampled edges (``num_sampled_edges``) are the same.
 
     ``sample`` is thread-safe: every concurrent call gets its own workspace, kept for reuse: a slot array (one
     int32 per graph node) and a scratch buffer for the per-hop arrays (as large as the largest batch's, about
-    16 bytes per sampled edge). Roots must be unique (``ValueError`` otherwise).
+    24 bytes per sampled edge). Outputs of 32 MiB and more are recycled through :data:`kernels.POOL`. Roots must
+    be unique (``ValueError`` otherwise).
 
     Example::
 
@@ -206,7 +277,7 @@ class DenseSampler:
     """
 
     def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False,
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", truncate: bool = True) -> None:
         fanouts = tuple(int(f) for f in fanouts)
         if any(f == 0 or f < ALL_NEIGHBOURS for f in fanouts):
             raise ValueError(f"fanouts must be > 0 or -1 (all neighbours), got {list(fanouts)}")
@@ -215,11 +286,16 @@ class DenseSampler:
         self.graph = graph
         self.fanouts = fanouts
         self.replace = replace
+        self.truncate = truncate
         self.backend = kernels.resolve_backend(backend)
         self._workspaces = kernels.WorkspacePool(graph.num_nodes)
         # Contiguous views the kernels read (SamplingGraph holds int64 CSR tensors).
         self._indptr = graph.indptr.contiguous()
         self._indices = graph.indices.contiguous()
+        self._indptr_np, self._indices_np = self._indptr.numpy(), self._indices.numpy()
+        self._shuffles = [shuffle_plan(fanouts, hop) if truncate else (-1, 0) for hop in range(len(fanouts))]
+        cut = any(above >= 0 for above, _ in self._shuffles)
+        self._layer_fanouts = fanouts[::-1] if cut else None
 
     # ------------------------------------------------------------------ sampling
     def sample(self, roots: torch.Tensor, generator: torch.Generator) -> DenseSubgraph:
@@ -233,35 +309,70 @@ class DenseSampler:
             ValueError: a root appears twice or is not a node id.
         """
         roots = roots.to("cpu", torch.int64).contiguous()
-        if len(roots) and (int(roots.min()) < 0 or int(roots.max()) >= self.graph.num_nodes):
-            raise ValueError(f"roots must be node ids in [0, {self.graph.num_nodes})")
         workspace = self._workspaces.acquire()
         workspace.scratch.reset()
         # On an error the slot array may be dirty: the workspace is dropped, not returned to the pool.
         if self.backend == "numba":
             sample = self._sample_numba(roots, generator, workspace)
         else:
+            if len(roots) and (int(roots.min()) < 0 or int(roots.max()) >= self.graph.num_nodes):
+                self._workspaces.release(workspace)
+                raise ValueError(f"roots must be node ids in [0, {self.graph.num_nodes})")
             sample = self._sample_torch(roots, generator, workspace)
         self._workspaces.release(workspace)
         return sample
 
     def _sample_numba(self, roots: torch.Tensor, generator: torch.Generator, workspace: kernels.Workspace
                       ) -> DenseSubgraph:
-        slot = workspace.slot
-        if not kernels.mark_roots(slot, roots):
+        # numpy arrays throughout (a tensor's .numpy() and len() cost microseconds each); tensors at the end.
+        slot, scratch = workspace.slot_np, workspace.scratch
+        roots_np = roots.numpy()
+        status = kernels.mark_roots(slot, roots_np)
+        if status:
             self._workspaces.release(workspace)
-            raise ValueError("roots must be unique")
-        frontiers, hop_counts, hop_edges = [roots], [], []
-        next_index = len(roots)
-        for fanout in self.fanouts:
-            counts, discovered, delta = kernels.dense_hop(self._indptr, self._indices, frontiers[-1], fanout,
-                                                          self.replace, generator, slot, next_index,
-                                                          workspace.scratch)
+            raise ValueError("roots must be unique" if status == 1 else
+                             f"roots must be node ids in [0, {self.graph.num_nodes})")
+        indptr, indices, num_nodes = self._indptr_np, self._indices_np, self.graph.num_nodes
+        frontiers, hop_counts, hop_edges = [roots_np], [], []
+        next_index = len(roots_np)
+        for fanout, (above, length) in zip(self.fanouts, self._shuffles):
+            # New nodes per hop are at most the hop's edges and the nodes not seen yet.
+            counts, discovered, delta = kernels.dense_hop(indptr, indices, frontiers[-1], fanout, self.replace,
+                                                          generator, slot, next_index, scratch,
+                                                          num_nodes - next_index, above, length)
             next_index += len(delta)
-            frontiers.append(delta.flip(0))  # local order: reverse discovery order
+            frontiers.append(delta)  # already in local order (reverse discovery order)
             hop_counts.append(counts)
             hop_edges.append(discovered)
-        return self._finish(frontiers, hop_counts, hop_edges, slot, numba=True)
+        num_hops = len(self.fanouts)
+        sizes = [len(f) for f in frontiers]  # n_0 (roots), n_1, ..., n_K
+        total = next_index
+        # hop h's nodes start at local row local[h] in node_ids = [delta_K | ... | delta_1 | roots].
+        local = [total - sum(sizes[: h + 1]) for h in range(num_hops + 1)]
+        node_ids = kernels.empty_np(total)
+        for hop, frontier in enumerate(frontiers):
+            node_ids[local[hop]:local[hop] + sizes[hop]] = frontier
+        hop_offsets = tuple(local[num_hops - i] for i in range(num_hops + 1))
+        edge_counts = [len(e) for e in hop_edges]
+        edges = kernels.empty_np((2, sum(edge_counts)))
+        base = hop_offsets[1] if num_hops else 0
+        nbr_offsets = kernels.empty_np(total - base + 1 if num_hops else 1)
+        nbr_offsets[0] = 0
+        position = 0
+        for hop in range(num_hops, 0, -1):  # hop k's edges (frontier delta_{k-1}), outermost hop first
+            stop = position + edge_counts[hop - 1]
+            kernels.layout_hop(hop_counts[hop - 1], hop_edges[hop - 1], total - 1, local[hop - 1] - base,
+                               edges[0, position:stop], edges[1, position:stop], nbr_offsets, local[hop - 1] - base,
+                               position)
+            position = stop
+        layer_edge_starts = tuple(sum(edge_counts[num_hops - layer + 1:]) for layer in range(1, num_hops + 1))
+        if total * 8 > num_nodes:  # see _clear
+            slot.fill(0)
+        else:
+            kernels.clear_slots(slot, node_ids)
+        return DenseSubgraph.build(torch.from_numpy(node_ids), sizes[0], hop_offsets, torch.from_numpy(nbr_offsets),
+                                   torch.from_numpy(edges), layer_edge_starts, tuple(sizes),
+                                   total - sizes[-1] if num_hops else 0, self._layer_fanouts)
 
     def _sample_torch(self, roots: torch.Tensor, generator: torch.Generator, workspace: kernels.Workspace
                       ) -> DenseSubgraph:
@@ -275,9 +386,9 @@ class DenseSampler:
             raise ValueError("roots must be unique")
         frontiers, hop_segments, hop_edges = [roots], [], []
         next_index = n0
-        for fanout in self.fanouts:
+        for fanout, (above, length) in zip(self.fanouts, self._shuffles):
             segment, neighbours = sample_neighbours(self.graph, frontiers[-1], fanout, self.replace, generator,
-                                                    "torch")
+                                                    "torch", above, length)
             seen = torch.index_select(slot, 0, neighbours)
             new_positions = (seen == 0).nonzero().view(-1)
             candidates = torch.index_select(neighbours, 0, new_positions)
@@ -294,22 +405,21 @@ class DenseSampler:
             discovered = torch.index_select(slot, 0, neighbours).to(torch.int64) - 1
             next_index += len(delta)
             frontiers.append(delta.flip(0))
-            hop_segments.append(segment)  # the torch path keeps per-edge segments (for the destinations)
+            hop_segments.append(segment)  # per-edge frontier rows (for the destinations)
             hop_edges.append(discovered)
-        return self._finish(frontiers, hop_segments, hop_edges, slot, numba=False)
+        return self._finish_torch(frontiers, hop_segments, hop_edges, slot)
 
-    def _finish(self, frontiers: list[torch.Tensor], hop_counts: list[torch.Tensor], hop_edges: list[torch.Tensor],
-                slot: torch.Tensor, numba: bool) -> DenseSubgraph:
+    def _finish_torch(self, frontiers: list[torch.Tensor], hop_segments: list[torch.Tensor],
+                      hop_edges: list[torch.Tensor], slot: torch.Tensor) -> DenseSubgraph:
         """Lay the deltas out outermost first, turn discovery indices into local rows, reset the slots.
 
         ``frontiers = [roots, delta_1, ..., delta_K]``, each in local order; discovery index ``r`` is local row
-        ``N - 1 - r``. ``hop_counts[k - 1]``: hop k's edges per frontier node (numba) or per-edge frontier row
-        (torch); ``hop_edges[k - 1]``: hop k's edges as discovery indices.
+        ``N - 1 - r``. ``hop_segments[k - 1]``: hop k's per-edge frontier rows; ``hop_edges[k - 1]``: hop k's
+        edges as discovery indices.
         """
         num_hops = len(self.fanouts)
         sizes = [len(f) for f in frontiers]  # n_0 (roots), n_1, ..., n_K
         total = sum(sizes)
-        # hop h's nodes start at local row local[h] in node_ids = [delta_K | ... | delta_1 | roots].
         local = [total - sum(sizes[: h + 1]) for h in range(num_hops + 1)]
         node_ids = torch.cat(frontiers[::-1]) if num_hops else frontiers[0]
         hop_offsets = tuple(local[num_hops - i] for i in range(num_hops + 1))
@@ -320,33 +430,42 @@ class DenseSampler:
         per_node_counts = []
         for hop in range(num_hops, 0, -1):  # hop k's edges (frontier delta_{k-1}), outermost hop first
             part = slice(position, position + edge_counts[hop - 1])
-            dst_first = local[hop - 1] - base
-            if numba:
-                kernels.reverse_into(hop_edges[hop - 1], total - 1, edges[0, part])
-                kernels.fill_segments(hop_counts[hop - 1], dst_first, edges[1, part])
-                per_node_counts.append(hop_counts[hop - 1])
-            else:
-                torch.sub(total - 1, hop_edges[hop - 1], out=edges[0, part])
-                torch.add(hop_counts[hop - 1], dst_first, out=edges[1, part])
-                per_node_counts.append(torch.bincount(hop_counts[hop - 1], minlength=sizes[hop - 1]))
+            torch.sub(total - 1, hop_edges[hop - 1], out=edges[0, part])
+            torch.add(hop_segments[hop - 1], local[hop - 1] - base, out=edges[1, part])
+            per_node_counts.append(torch.bincount(hop_segments[hop - 1], minlength=sizes[hop - 1]))
             position = part.stop
         nbr_offsets = torch.zeros(total - base + 1 if num_hops else 1, dtype=torch.int64)
         if num_hops:
             torch.cumsum(torch.cat(per_node_counts), 0, out=nbr_offsets[1:])
         layer_edge_starts = tuple(sum(edge_counts[num_hops - layer + 1:]) for layer in range(1, num_hops + 1))
-        self._clear(slot, node_ids, numba)
+        self._clear(slot, node_ids)
         return DenseSubgraph.build(node_ids, sizes[0], hop_offsets, nbr_offsets, edges, layer_edge_starts,
-                                   tuple(sizes), total - sizes[-1] if num_hops else 0)
+                                   tuple(sizes), total - sizes[-1] if num_hops else 0, self._layer_fanouts)
 
-    def _clear(self, slot: torch.Tensor, node_ids: torch.Tensor, numba: bool) -> None:
+    @staticmethod
+    def _clear(slot: torch.Tensor, node_ids: torch.Tensor) -> None:
         """Reset the batch's slots: one by one, or all at once when the batch touched over 1/8 of them (a
         sequential fill of ``num_nodes`` int32 then costs less than ``N`` random writes; still O(N))."""
         if len(node_ids) * 8 > len(slot):
             slot.zero_()
-        elif numba:
-            kernels.clear_slots(slot, node_ids)
         else:
             slot.index_fill_(0, node_ids, 0)
 
 
-__all__ = ["DenseSampler", "DenseSubgraph", "LayerBlocks"]
+def shuffle_plan(fanouts: Sequence[int], hop: int) -> tuple[int, int]:
+    """``(shuffle_above, shuffle_len)`` of hop ``hop + 1`` (0-based ``hop``), which samples ``delta_hop``.
+
+    ``delta_hop``'s nodes are destinations at the layers of fanouts ``fanouts[hop:]``; with truncation, a node's
+    list is cut to a layer's fanout ``f`` when it holds more than ``f`` entries. Its entries must then be in random
+    order up to the longest such cut: lists longer than ``min(fanouts[hop:])`` (finite ones) are shuffled over
+    their first ``max{f in fanouts[hop:], f < fanouts[hop]}`` entries (``-1`` counts as infinite). ``(-1, 0)``: no
+    list of this hop can be cut.
+    """
+    fanout = fanouts[hop]
+    finite = [f for f in fanouts[hop:] if f != ALL_NEIGHBOURS]
+    if not finite or (fanout != ALL_NEIGHBOURS and fanout <= min(finite)):
+        return -1, 0
+    return min(finite), max(f for f in finite if fanout == ALL_NEIGHBOURS or f < fanout)
+
+
+__all__ = ["DenseSampler", "DenseSubgraph", "LayerBlocks", "layer_edges", "shuffle_plan"]

@@ -1,6 +1,7 @@
 """The samplers' random numbers, and compiled (numba) kernels for their per-edge loops.
 
-**Random numbers.** A hop that must draw (some node has more neighbours than the fanout) takes one 63-bit *key*
+**Random numbers.** A hop that must draw (some node has more neighbours than the fanout, or has a list DENSE
+shuffles) takes one 63-bit *key*
 from the caller's ``torch.Generator`` (:func:`draw_key`); its ``i``-th random number is ``splitmix64(key, i)``,
 a counter-based hash (Steele et al., the output function of Java's SplittableRandom; passes BigCrush). Draw
 ``j`` of the ``c``-th capped node of the hop (in node order) is number ``i = c * fanout + j``. A number is
@@ -9,15 +10,23 @@ any value is off by less than ``bound / 2**32`` relative, below 5e-6 for degrees
 are computed by tensor operations (:func:`splitmix64`, :func:`uniform_below`) and inside the kernels, so both
 backends give bit-identical samples, whatever the thread count.
 
-**Kernels** (single-threaded, release the GIL so loader threads run in parallel):
+**Kernels** (single-threaded, release the GIL so loader threads run in parallel; they take numpy arrays, which
+cost far less per call than tensors' ``.numpy()``):
 
 - :func:`plan_hop`: per node, the first neighbour position, the degree and the number of neighbours taken;
 - :func:`sample_hop`: the one-hop sample of :func:`systems.sampling.naive.sample_neighbours` (``segment``,
   global ``neighbours``), bit for bit;
-- :func:`dense_hop`: DENSE's hop: the same sample, then deduplicated against every node seen in the batch (a
-  reusable ``slot`` array of size ``num_nodes``): discovery indices and the new delta;
+- :func:`dense_hop`: DENSE's hop: the same sample (plus DENSE's shuffle, :func:`shuffle_key`, when asked), then
+  deduplicated against every node seen in the batch (a reusable ``slot`` array of size ``num_nodes``): discovery
+  indices and the new delta, in layout order;
+- :func:`layout_hop`: one hop's part of DENSE's output (both edge rows and the neighbour offsets) in one pass;
 - :func:`naive_hop`: the naive sampler's block: the same one-hop sample, relabelled with the slot array;
-- :func:`reverse_into`, :func:`fill_segments`, :func:`mark_roots`, :func:`clear_slots`: DENSE's layout steps.
+- :func:`mark_roots`, :func:`clear_slots`: the slot array's set-up and reset.
+
+**Memory.** Per-batch intermediate arrays live in a reused :class:`Scratch` buffer; outputs of 32 MiB and more
+come from :data:`POOL` (:class:`BufferPool`), which recycles their memory once the caller drops them, for both
+samplers alike (fresh pages cost more to fault in than to sample into, and the cost varies with the machine's
+memory state).
 
 numba is optional: :data:`NUMBA_AVAILABLE` says whether it imported; :func:`resolve_backend` turns a backend
 name (``"auto"``, ``"numba"``, ``"torch"``) into the one used; the environment variable
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -97,24 +107,115 @@ def uniform_below(key: int, index: torch.Tensor, bound: torch.Tensor) -> torch.T
 
 
 _NUMPY_ALLOC_BYTES = 32 << 20
-"""Arrays this large are allocated by numpy (see :func:`empty`); glibc serves smaller ones from its heap, where
-freed memory is reused without new page faults."""
+"""Arrays this large come from the :class:`BufferPool` (see :func:`empty`); glibc serves smaller ones from its heap,
+where freed memory is reused without new page faults."""
 
 
-def empty(shape: int | tuple[int, ...], dtype: type = np.int64) -> torch.Tensor:
-    """An uninitialized CPU tensor; large ones in memory that numpy allocated.
+def _default_pool_limit() -> int:
+    """Idle bytes the shared pool keeps: ``GNNSUITE_SAMPLER_POOL_MIB`` if set, else min(4 GiB, RAM / 4)."""
+    value = os.environ.get("GNNSUITE_SAMPLER_POOL_MIB")
+    if value:
+        return int(float(value) * 2**20)
+    try:
+        ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        ram = 16 << 30
+    return min(4 << 30, ram // 4)
 
-    Arrays of 32 MiB and more get fresh pages from the kernel at every allocation. numpy advises the kernel to
-    back them with transparent huge pages (``madvise(MADV_HUGEPAGE)``), torch's allocator does not, and
-    first-touching fresh 4 KiB pages costs more than sampling into them (measured 1.3-3x on the samplers'
-    per-batch arrays). Fill such arrays in streaming passes: the first touch of a huge page zeroes 2 MiB, which
-    evicts the data a random-access loop keeps in cache (the slot array), so writing them from such a loop is
-    slower than writing a reused buffer and copying (~2x measured).
+
+class BufferPool:
+    """Large uninitialized arrays whose memory is recycled once the caller drops them (thread-safe).
+
+    A fresh array of 32 MiB or more gets fresh pages from the kernel at every allocation (glibc maps them), and
+    first-touching them costs more than sampling into them: zeroing 4 KiB pages, or, for the huge pages numpy asks
+    for (``madvise(MADV_HUGEPAGE)``), direct compaction whose cost depends on the machine's memory state (measured
+    here: 68 ms to 1.8 s to fill a fresh 540 MB array; 21 ms to fill a reused one). The samplers' per-batch outputs
+    and overflow pieces are that large on big batches, so they come from this pool: :meth:`empty` hands out a view
+    of an idle buffer that is large enough (the smallest such, at most 4 times the request) or of a new one
+    (12.5% larger than asked, so that the next, slightly larger batch fits); when the last reference to the view
+    (through every tensor and view derived from it) dies, its buffer goes back to the idle list. At most
+    ``limit`` idle bytes are kept (the buffers idle the longest are freed first); buffers in use are not counted.
+
+    Both samplers allocate through the same shared pool (:data:`POOL`), so neither is spared page faults the
+    other pays.
     """
-    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    if size >= _NUMPY_ALLOC_BYTES:
-        return torch.from_numpy(np.empty(shape, dtype))
-    return torch.from_numpy(np.empty(0, dtype)).new_empty(shape)
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = _default_pool_limit() if limit is None else int(limit)
+        self._idle: list[np.ndarray] = []  # raw uint8 buffers, least recently returned first
+        self._idle_bytes = 0
+        self._lock = threading.RLock()  # re-entrant: a finalizer may run while this thread holds it
+
+    def empty(self, shape: int | tuple[int, ...], dtype: type = np.int64) -> torch.Tensor:
+        """An uninitialized CPU tensor of ``shape`` on recycled memory."""
+        return torch.from_numpy(self.empty_np(shape, dtype))
+
+    def empty_np(self, shape: int | tuple[int, ...], dtype: type = np.int64) -> np.ndarray:
+        """:meth:`empty` as a numpy array (its memory goes back to the pool when the array and every view of it,
+        numpy or torch, are gone)."""
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        dtype = np.dtype(dtype)
+        nbytes = dtype.itemsize
+        for extent in shape:
+            nbytes *= extent
+        raw = None
+        with self._lock:
+            best = -1
+            for i, buffer in enumerate(self._idle):
+                size = buffer.nbytes
+                if nbytes <= size <= 4 * nbytes and (best < 0 or size < self._idle[best].nbytes):
+                    best = i
+            if best >= 0:
+                raw = self._idle.pop(best)
+                self._idle_bytes -= raw.nbytes
+        if raw is None:
+            capacity = -(-(nbytes + nbytes // 8) // (2 << 20)) * (2 << 20)  # rounded up to 2 MiB
+            raw = np.empty(capacity, np.uint8)
+        view = raw[:nbytes].view(dtype).reshape(shape)
+        finalizer = weakref.finalize(view, self._give_back, raw)
+        finalizer.atexit = False
+        return view
+
+    def _give_back(self, raw: np.ndarray) -> None:
+        with self._lock:
+            self._idle.append(raw)
+            self._idle_bytes += raw.nbytes
+            while self._idle_bytes > self.limit and self._idle:
+                self._idle_bytes -= self._idle.pop(0).nbytes
+
+    @property
+    def idle_bytes(self) -> int:
+        """Bytes held by idle buffers."""
+        return self._idle_bytes
+
+    def clear(self) -> None:
+        """Free every idle buffer."""
+        with self._lock:
+            self._idle.clear()
+            self._idle_bytes = 0
+
+
+POOL = BufferPool()
+"""The pool that :func:`empty` draws large arrays from (shared by every sampler of the process)."""
+
+
+def empty(shape: int | tuple[int, ...], dtype: type = np.int64, pooled: bool = True) -> torch.Tensor:
+    """An uninitialized CPU tensor; one of 32 MiB or more on memory recycled through :data:`POOL`.
+
+    ``pooled=False``: a large array gets its own numpy allocation instead (for buffers kept for good, such as
+    :class:`Scratch`'s), which numpy backs with transparent huge pages where the kernel allows. Write large arrays
+    in streaming passes: first-touching fresh pages inside a random-access loop evicts what that loop keeps in
+    cache (the slot array).
+    """
+    return torch.from_numpy(empty_np(shape, dtype, pooled))
+
+
+def empty_np(shape: int | tuple[int, ...], dtype: type = np.int64, pooled: bool = True) -> np.ndarray:
+    """:func:`empty` as a numpy array."""
+    count = shape if isinstance(shape, (int, np.integer)) else int(np.prod(shape))
+    if count * np.dtype(dtype).itemsize >= _NUMPY_ALLOC_BYTES and pooled:
+        return POOL.empty_np(shape, dtype)
+    return np.empty(shape, dtype)
 
 
 def zeros(shape: int | tuple[int, ...], dtype: type = np.int64) -> torch.Tensor:
@@ -125,40 +226,45 @@ def zeros(shape: int | tuple[int, ...], dtype: type = np.int64) -> torch.Tensor:
 class Scratch:
     """A reusable int64 buffer handed out in consecutive pieces, for a batch's intermediate arrays.
 
-    :meth:`take` returns the next ``n`` entries (uninitialized); :meth:`reset` starts the next batch at the
-    beginning. A piece that does not fit is allocated on its own, and the next :meth:`reset` enlarges the buffer
-    to 1.1 times what the batch asked for in total: after a few batches, intermediate arrays cost no allocation
-    and no page faults, and the buffer stays near the largest batch's need.
+    :meth:`take` (a tensor) and :meth:`take_np` (a numpy array) return the next ``n`` entries (uninitialized);
+    :meth:`reset` starts the next batch at the beginning. A piece that does not fit is allocated on its own, and
+    the next :meth:`reset` enlarges the buffer to 1.1 times what the batch asked for in total: after a few batches,
+    intermediate arrays cost no allocation and no page faults, and the buffer stays near the largest batch's need.
     """
 
     def __init__(self) -> None:
-        self._buffer = torch.empty(0, dtype=torch.int64)
+        self._buffer = np.empty(0, np.int64)
         self._used = 0
         self._asked = 0
 
     def reset(self) -> None:
         """Start handing out from the beginning (the previous batch's pieces must be dead)."""
         if self._asked > len(self._buffer):
-            self._buffer = torch.empty(0, dtype=torch.int64)  # free it before allocating the larger one
-            self._buffer = empty(self._asked + self._asked // 10)
+            self._buffer = np.empty(0, np.int64)  # free it before allocating the larger one
+            self._buffer = empty_np(self._asked + self._asked // 10, pooled=False)
         self._used = self._asked = 0
 
-    def take(self, n: int) -> torch.Tensor:
+    def take_np(self, n: int) -> np.ndarray:
         """The next ``n`` entries."""
         self._asked += n
         if self._used + n > len(self._buffer):
-            return empty(n)
+            return empty_np(n)
         piece = self._buffer[self._used:self._used + n]
         self._used += n
         return piece
 
+    def take(self, n: int) -> torch.Tensor:
+        """The next ``n`` entries, as a tensor."""
+        return torch.from_numpy(self.take_np(n))
+
 
 class Workspace:
     """What one sampling call reuses from earlier calls: a zeroed ``int32`` slot per graph node (left zeroed
-    after every call) and a :class:`Scratch`."""
+    after every call; ``slot`` and its numpy view ``slot_np``) and a :class:`Scratch`."""
 
     def __init__(self, num_nodes: int) -> None:
-        self.slot = zeros(num_nodes, np.int32)
+        self.slot_np = np.zeros(num_nodes, np.int32)
+        self.slot = torch.from_numpy(self.slot_np)
         self.scratch = Scratch()
 
 
@@ -191,11 +297,6 @@ class WorkspacePool:
         return list(self._free)
 
 
-def _np(tensor: torch.Tensor) -> np.ndarray:
-    """A numpy view of a contiguous CPU tensor (shares memory)."""
-    return tensor.numpy()
-
-
 if NUMBA_AVAILABLE:
     _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
     _U_GAMMA, _U_MIX1, _U_MIX2 = np.uint64(_GAMMA), np.uint64(_MIX1), np.uint64(_MIX2)
@@ -210,34 +311,38 @@ if NUMBA_AVAILABLE:
         return np.int64(((z >> np.uint64(32)) * np.uint64(bound)) >> np.uint64(32))
 
     @_jit
-    def _plan_hop(indptr, nodes, fanout, start, degree, counts):  # pragma: no cover - compiled
-        # The loads first (independent, so they overlap), then the counts. (-1, -1): a node id out of range.
+    def _plan_hop(indptr, nodes, fanout, shuffle_above, start, degree, counts):  # pragma: no cover - compiled
+        # The loads first (independent, so they overlap), then the counts. (-1, -1, -1): a node id out of range.
         num_nodes = indptr.shape[0] - 1
         for i in range(nodes.shape[0]):
             v = nodes[i]
             if v < 0 or v >= num_nodes:
-                return -1, -1
+                return -1, -1, -1
             first = indptr[v]
             start[i] = first
             degree[i] = indptr[v + 1] - first
         total = 0
         capped = 0
+        shuffled = 0
         for i in range(nodes.shape[0]):
             d = degree[i]
             if fanout >= 0 and d > fanout:
                 d = fanout
                 capped += 1
+            if shuffle_above >= 0 and d > shuffle_above:
+                shuffled += 1
             counts[i] = d
             total += d
-        return total, capped
+        return total, capped, shuffled
 
     @_jit
-    def _positions(start, degree, fanout, replace, key, positions, segment, with_segment):
-        # pragma: no cover - compiled
+    def _positions(start, degree, fanout, replace, key, shuffle_above, shuffle_len, shuffle_key, positions, segment,
+                   with_segment):  # pragma: no cover - compiled
         # positions[e]: index into `indices` of every sampled edge, grouped by node; segment[e]: its node.
         chosen = np.empty(max(fanout, 1), dtype=np.int64)
         edge = 0
         row = 0  # rank of the node among the capped nodes: its random numbers are row * fanout + j
+        shuffled = 0  # rank among the shuffled nodes: numbers shuffled * shuffle_len + j of shuffle_key
         for i in range(start.shape[0]):
             first = start[i]
             d = degree[i]
@@ -263,6 +368,17 @@ if NUMBA_AVAILABLE:
                     positions[edge + j] = first + pick
                 d = fanout
                 row += 1
+            if shuffle_above >= 0 and d > shuffle_above:
+                # Partial Fisher-Yates: the first min(d - 1, shuffle_len) entries become a uniformly random
+                # sequence of distinct entries of the node's sample, so every prefix up to that length is a
+                # uniform subset of it (hence of the neighbours).
+                base = shuffled * shuffle_len
+                for j in range(min(d - 1, shuffle_len)):
+                    other = edge + j + _below(shuffle_key, base + j, d - j)
+                    swap = positions[other]
+                    positions[other] = positions[edge + j]
+                    positions[edge + j] = swap
+                shuffled += 1
             if with_segment:
                 for j in range(d):
                     segment[edge + j] = i
@@ -308,6 +424,47 @@ if NUMBA_AVAILABLE:
         return found
 
     @_jit
+    def _layout_hop(counts, discovered, last, dst_first, nbrs, dst, offsets, offset_first, edge_first):
+        # pragma: no cover - compiled
+        # One hop's part of DENSE's layout in one pass: nbrs = last - discovery index (the local row), dst = the
+        # node's row relative to h_1, and the running edge offsets of the hop's nodes.
+        position = 0
+        for i in range(counts.shape[0]):
+            value = dst_first + i
+            for _ in range(counts[i]):
+                nbrs[position] = last - discovered[position]
+                dst[position] = value
+                position += 1
+            offsets[offset_first + i + 1] = edge_first + position
+
+    @_jit
+    def _cut_size(offsets, node_first, cap):  # pragma: no cover - compiled
+        total = 0
+        for i in range(node_first, offsets.shape[0] - 1):
+            total += min(offsets[i + 1] - offsets[i], cap)
+        return total
+
+    @_jit
+    def _cut_block(nbrs, dst, offsets, first, inner_first, node_first, cap, src_shift, dst_shift, out_nbrs,
+                   out_dst):  # pragma: no cover - compiled
+        # The edges [first, inner_first) whole, then the first `cap` edges of every node from node_first on
+        # (cap < 0: all of them); both rows shifted.
+        p = 0
+        for e in range(first, inner_first):
+            out_nbrs[p] = nbrs[e] - src_shift
+            out_dst[p] = dst[e] - dst_shift
+            p += 1
+        for i in range(node_first, offsets.shape[0] - 1):
+            stop = offsets[i + 1]
+            if cap >= 0:
+                stop = min(stop, offsets[i] + cap)
+            for e in range(offsets[i], stop):
+                out_nbrs[p] = nbrs[e] - src_shift
+                out_dst[p] = dst[e] - dst_shift
+                p += 1
+        return p
+
+    @_jit
     def _reverse_into(values, last, out):  # pragma: no cover - compiled
         for e in range(values.shape[0]):
             out[e] = last - values[e]
@@ -323,16 +480,17 @@ if NUMBA_AVAILABLE:
 
     @_jit
     def _mark_roots(slot, roots):  # pragma: no cover - compiled
-        # Root i gets discovery index n - 1 - i (slot n - i); False, slots restored, if a root repeats.
+        # Root i gets discovery index n - 1 - i (slot n - i). 1: a root repeats, 2: a root is not a node id
+        # (slots restored in both cases); 0: done.
         n = roots.shape[0]
         for i in range(n):
             u = roots[i]
-            if slot[u] != 0:
+            if u < 0 or u >= slot.shape[0] or slot[u] != 0:
                 for j in range(i):
                     slot[roots[j]] = 0
-                return False
+                return 1 if 0 <= u < slot.shape[0] else 2
             slot[u] = n - i
-        return True
+        return 0
 
     @_jit
     def _clear(slot, nodes):  # pragma: no cover - compiled
@@ -341,71 +499,136 @@ if NUMBA_AVAILABLE:
 
 
 # ------------------------------------------------------------------------------------------ python wrappers
-def plan_hop(indptr: torch.Tensor, nodes: torch.Tensor, fanout: int, alloc: Callable[[int], torch.Tensor] = empty
-             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int]:
+def plan_hop(indptr: torch.Tensor, nodes: torch.Tensor, fanout: int, alloc: Callable[[int], torch.Tensor] = empty,
+             shuffle_above: int = -1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int, int]:
     """Per node of ``nodes``: first neighbour position, degree and the number of neighbours one hop takes.
 
     A node is *capped* when ``fanout != -1`` and its degree exceeds the fanout: it takes ``fanout`` neighbours
-    (drawn at random), the others take all of theirs.
+    (drawn at random), the others take all of theirs. It is *shuffled* when ``shuffle_above >= 0`` and it takes
+    more than ``shuffle_above`` neighbours (see :func:`shuffle_key`).
 
     Returns:
-        ``(start, degree, counts, total, capped)``: three ``(len(nodes),)`` int64 tensors, the number of edges
-        and of capped nodes.
+        ``(start, degree, counts, total, capped, shuffled)``: three ``(len(nodes),)`` int64 tensors, the number of
+        edges, of capped nodes and of shuffled nodes.
 
     Raises:
         IndexError: a node id is out of range (checked here, as the compiled kernels do not check bounds).
     """
     start, degree, counts = alloc(len(nodes)), alloc(len(nodes)), alloc(len(nodes))
-    total, capped = _plan_hop(_np(indptr), _np(nodes), fanout, _np(start), _np(degree), _np(counts))
+    total, capped, shuffled = _plan(indptr.numpy(), nodes.numpy(), fanout, shuffle_above, start.numpy(),
+                                    degree.numpy(), counts.numpy())
+    return start, degree, counts, total, capped, shuffled
+
+
+def _plan(indptr: np.ndarray, nodes: np.ndarray, fanout: int, shuffle_above: int, start: np.ndarray,
+          degree: np.ndarray, counts: np.ndarray) -> tuple[int, int, int]:
+    total, capped, shuffled = _plan_hop(indptr, nodes, fanout, shuffle_above, start, degree, counts)
     if total < 0:
         raise IndexError(f"node ids must be in [0, {len(indptr) - 1})")
-    return start, degree, counts, int(total), int(capped)
+    return int(total), int(capped), int(shuffled)
 
 
-def _sample_positions(indptr: torch.Tensor, nodes: torch.Tensor, fanout: int, replace: bool,
-                      generator: torch.Generator, with_segment: bool, alloc: Callable[[int], torch.Tensor] = empty
-                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(counts, positions, segment)`` of one hop (``segment`` empty unless ``with_segment``)."""
-    start, degree, counts, total, capped = plan_hop(indptr, nodes, fanout, alloc)
-    key = draw_key(generator) if capped else 0
+_MASK64 = (1 << 64) - 1
+
+
+def shuffle_key(key: int) -> int:
+    """The key of a hop's shuffle numbers, derived from the hop's key (no further draw from the generator).
+
+    A DENSE hop that must *shuffle* (see :class:`~systems.sampling.dense.DenseSampler`, ``truncate``) reorders
+    the sample of every node that takes more than ``shuffle_above`` neighbours by a partial Fisher-Yates shuffle
+    of its first ``min(count - 1, shuffle_len)`` entries: step ``j`` of the ``s``-th shuffled node (in node order)
+    swaps entry ``j`` with entry ``j + uniform_below(shuffle_key(key), s * shuffle_len + j, count - j)``. Every
+    prefix of up to ``shuffle_len + 1`` entries is then a uniformly random subset of the node's sample.
+    """
+    z = (key * _GAMMA + 0x632BE59BD9B4E019) & _MASK64  # splitmix64's finalizer on a shifted counter
+    z = ((z ^ (z >> 30)) * _MIX1) & _MASK64
+    z = ((z ^ (z >> 27)) * _MIX2) & _MASK64
+    return (z ^ (z >> 31)) >> 1  # 63 bits: a valid (non-negative) key
+
+
+def _sample_positions(indptr: np.ndarray, nodes: np.ndarray, fanout: int, replace: bool,
+                      generator: torch.Generator, with_segment: bool, alloc: Callable[[int], np.ndarray] = empty_np,
+                      shuffle_above: int = -1, shuffle_len: int = 0
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(counts, positions, segment)`` of one hop (``segment`` empty unless ``with_segment``); numpy arrays."""
+    n = len(nodes)
+    start, degree, counts = alloc(n), alloc(n), alloc(n)
+    total, capped, shuffled = _plan(indptr, nodes, fanout, shuffle_above, start, degree, counts)
+    key = draw_key(generator) if capped or shuffled else 0
     positions = alloc(total)
     segment = alloc(total if with_segment else 0)
-    _positions(_np(start), _np(degree), fanout, replace, key, _np(positions), _np(segment), with_segment)
+    _positions(start, degree, fanout, replace, key, shuffle_above if shuffled else -1, shuffle_len,
+               shuffle_key(key) if shuffled else 0, positions, segment, with_segment)
     return counts, positions, segment
 
 
 def sample_hop(indptr: torch.Tensor, indices: torch.Tensor, nodes: torch.Tensor, fanout: int, replace: bool,
-               generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+               generator: torch.Generator, shuffle_above: int = -1, shuffle_len: int = 0
+               ) -> tuple[torch.Tensor, torch.Tensor]:
     """The compiled twin of :func:`systems.sampling.naive.sample_neighbours`: the same ``(segment, neighbours)``."""
-    _, positions, segment = _sample_positions(indptr, nodes, fanout, replace, generator, True)
-    _gather(_np(indices), _np(positions), _np(positions))  # in place: positions become neighbours
-    return segment, positions
+    _, positions, segment = _sample_positions(indptr.numpy(), nodes.numpy(), fanout, replace, generator, True,
+                                              empty_np, shuffle_above, shuffle_len)
+    _gather(indices.numpy(), positions, positions)  # in place: positions become neighbours
+    return torch.from_numpy(segment), torch.from_numpy(positions)
 
 
-def dense_hop(indptr: torch.Tensor, indices: torch.Tensor, nodes: torch.Tensor, fanout: int, replace: bool,
-              generator: torch.Generator, slot: torch.Tensor, next_index: int, scratch: Scratch
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One DENSE hop from ``nodes``: sample like :func:`sample_hop`, then deduplicate against ``slot``.
+def dense_hop(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray, fanout: int, replace: bool,
+              generator: torch.Generator, slot: np.ndarray, next_index: int, scratch: Scratch,
+              max_new: int | None = None, shuffle_above: int = -1, shuffle_len: int = 0
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One DENSE hop from ``nodes`` (numpy arrays in and out): sample like :func:`sample_hop`, then deduplicate
+    against ``slot``.
 
-    Three sequential passes over the hop's edges: positions (draws), neighbours (the random gathers, which
-    overlap as they are independent), discovery indices (the slot lookups).
+    Three sequential passes over the hop's edges: positions (draws, and the shuffle of :func:`shuffle_key` when
+    ``shuffle_above >= 0``), neighbours (the random gathers, which overlap as they are independent), discovery
+    indices (the slot lookups).
 
     Args:
         slot: ``(num_nodes,)`` int32; ``slot[v] = 1 + discovery index`` of every node seen in this batch, 0 for
             the others. Updated with the new nodes.
         next_index: the discovery index of the first new node.
         scratch: where the returned arrays live (valid until the scratch is reset).
+        max_new: a bound on the new nodes (the nodes not seen yet); default: the hop's edge count.
 
     Returns:
         ``(counts, discovered, delta)``: neighbours taken per node of ``nodes``; for every sampled edge (grouped
-        by node, in order) the discovery index of its neighbour; the new nodes (global ids) in order of first
-        appearance, numbered from ``next_index``.
+        by node, in order) the discovery index of its neighbour; the new nodes (global ids) in *reverse* order of
+        first appearance (DENSE's layout order: the last new node first), numbered from ``next_index`` in order
+        of first appearance.
     """
-    counts, discovered, _ = _sample_positions(indptr, nodes, fanout, replace, generator, False, scratch.take)
-    _gather(_np(indices), _np(discovered), _np(discovered))  # in place: positions become neighbours
-    delta = empty(len(discovered))  # only the first `found` entries are written: lazily mapped pages stay free
-    found = _dedup(_np(discovered), _np(slot), next_index, _np(delta))
-    return counts, discovered, delta[:found]
+    counts, discovered, _ = _sample_positions(indptr, nodes, fanout, replace, generator, False, scratch.take_np,
+                                              shuffle_above, shuffle_len)
+    _gather(indices, discovered, discovered)  # in place: positions become neighbours
+    capacity = len(discovered) if max_new is None else min(len(discovered), max_new)
+    delta = scratch.take_np(capacity)
+    # Written backwards from the end, so that the new nodes come out in layout order without a reversing pass.
+    found = _dedup(discovered, slot, next_index, delta[::-1])
+    return counts, discovered, delta[capacity - found:]
+
+
+def layout_hop(counts: np.ndarray, discovered: np.ndarray, last: int, dst_first: int, nbrs: np.ndarray,
+               dst: np.ndarray, offsets: np.ndarray, offset_first: int, edge_first: int) -> None:
+    """Write one hop's part of a DENSE layout (numpy arrays): ``nbrs = last - discovered``; ``dst`` =
+    ``dst_first + i`` repeated ``counts[i]`` times; ``offsets[offset_first + i + 1] = edge_first +
+    counts[:i + 1].sum()``."""
+    _layout_hop(counts, discovered, last, dst_first, nbrs, dst, offsets, offset_first, edge_first)
+
+
+def cut_block(edges: torch.Tensor, nbr_offsets: torch.Tensor, first: int, node_first: int, cap: int,
+              src_shift: int, dst_shift: int) -> torch.Tensor:
+    """A DENSE layer's edge index in one compiled pass (CPU tensors): the edges from ``first`` to those of node
+    ``node_first`` (its neighbour lists start at ``nbr_offsets[node_first]``) whole, then the first ``cap``
+    entries of the lists of the nodes from ``node_first`` on; row 0 minus ``src_shift``, row 1 minus ``dst_shift``.
+    ``cap = -1`` keeps every edge from ``first`` on."""
+    offsets = nbr_offsets.numpy()
+    inner_first = int(offsets[node_first]) if cap >= 0 else edges.shape[1]
+    size = (inner_first - first) + (int(_cut_size(offsets, node_first, cap)) if cap >= 0 else 0)
+    out = empty_np((2, size))
+    source = edges.numpy()
+    written = _cut_block(source[0], source[1], offsets, first, inner_first, node_first if cap >= 0 else len(offsets),
+                         cap, src_shift, dst_shift, out[0], out[1])
+    assert written == size
+    return torch.from_numpy(out)
 
 
 def naive_hop(indptr: torch.Tensor, indices: torch.Tensor, dst_nodes: torch.Tensor, fanout: int, replace: bool,
@@ -419,41 +642,48 @@ def naive_hop(indptr: torch.Tensor, indices: torch.Tensor, dst_nodes: torch.Tens
     """
     scratch = workspace.scratch
     scratch.reset()
-    start, degree, _, total, capped = plan_hop(indptr, dst_nodes, fanout, scratch.take)
+    dst = dst_nodes.numpy()
+    n = len(dst)
+    start, degree, counts = scratch.take_np(n), scratch.take_np(n), scratch.take_np(n)
+    total, capped, _ = _plan(indptr.numpy(), dst, fanout, -1, start, degree, counts)
     key = draw_key(generator) if capped else 0
-    edge_index = empty((2, total))
-    neighbours = scratch.take(total)
-    _positions(_np(start), _np(degree), fanout, replace, key, _np(neighbours), _np(edge_index[1]), True)
-    _gather(_np(indices), _np(neighbours), _np(neighbours))
-    new = empty(total)
+    edge_index = empty_np((2, total))
+    neighbours = scratch.take_np(total)
+    _positions(start, degree, fanout, replace, key, -1, 0, 0, neighbours, edge_index[1], True)
+    _gather(indices.numpy(), neighbours, neighbours)
+    new = scratch.take_np(total)
     # Relabel in place, then copy: writing fresh output pages inside the random-access loop evicts the slot
     # array from the caches (a fresh huge page is zeroed on first touch), ~2x slower than this copy.
-    found = _relabel_block(_np(dst_nodes), _np(neighbours), _np(workspace.slot), _np(neighbours), _np(new))
-    edge_index[0].copy_(neighbours)
-    return torch.cat([dst_nodes, new[:found]]), edge_index
+    found = _relabel_block(dst, neighbours, workspace.slot_np, neighbours, new)
+    edge_index[0] = neighbours
+    src_nodes = empty_np(n + found)
+    src_nodes[:n] = dst
+    src_nodes[n:] = new[:found]
+    return torch.from_numpy(src_nodes), torch.from_numpy(edge_index)
 
 
 def reverse_into(values: torch.Tensor, last: int, out: torch.Tensor) -> None:
     """``out = last - values``."""
-    _reverse_into(_np(values), last, _np(out))
+    _reverse_into(values.numpy(), last, out.numpy())
 
 
 def fill_segments(counts: torch.Tensor, first: int, out: torch.Tensor) -> None:
     """``out`` = ``first + i`` repeated ``counts[i]`` times, for every ``i`` in order."""
-    _fill_segments(_np(counts), first, _np(out))
+    _fill_segments(counts.numpy(), first, out.numpy())
 
 
-def mark_roots(slot: torch.Tensor, roots: torch.Tensor) -> bool:
-    """Set ``slot[roots[i]] = len(roots) - i`` (discovery index ``len(roots) - 1 - i``); False, and ``slot``
-    unchanged, if a root repeats."""
-    return bool(_mark_roots(_np(slot), _np(roots)))
+def mark_roots(slot: np.ndarray, roots: np.ndarray) -> int:
+    """Set ``slot[roots[i]] = len(roots) - i`` (discovery index ``len(roots) - 1 - i``); 0 when done, 1 if a root
+    repeats, 2 if a root is not an index of ``slot`` (``slot`` unchanged in both cases)."""
+    return int(_mark_roots(slot, roots))
 
 
-def clear_slots(slot: torch.Tensor, nodes: torch.Tensor) -> None:
+def clear_slots(slot: np.ndarray, nodes: np.ndarray) -> None:
     """``slot[nodes] = 0``."""
-    _clear(_np(slot), _np(nodes))
+    _clear(slot, nodes)
 
 
-__all__ = ["BACKENDS", "NUMBA_AVAILABLE", "Scratch", "Workspace", "WorkspacePool", "clear_slots", "dense_hop",
-           "draw_key", "empty", "fill_segments", "mark_roots", "naive_hop", "plan_hop", "resolve_backend",
-           "reverse_into", "sample_hop", "splitmix64", "uniform_below", "zeros"]
+__all__ = ["BACKENDS", "NUMBA_AVAILABLE", "POOL", "BufferPool", "Scratch", "Workspace", "WorkspacePool",
+           "clear_slots", "cut_block", "dense_hop", "draw_key", "empty", "empty_np", "fill_segments", "layout_hop", "mark_roots",
+           "naive_hop", "plan_hop", "resolve_backend", "reverse_into", "sample_hop", "shuffle_key", "splitmix64",
+           "uniform_below", "zeros"]

@@ -65,7 +65,7 @@ def _floyd_positions(degrees: torch.Tensor, fanout: int, key: int) -> torch.Tens
 
 def sample_neighbours(
     graph: SamplingGraph, nodes: torch.Tensor, fanout: int, replace: bool, generator: torch.Generator,
-    backend: str = "auto",
+    backend: str = "auto", shuffle_above: int = -1, shuffle_len: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample one hop: up to ``fanout`` neighbours of every node of ``nodes``.
 
@@ -76,6 +76,8 @@ def sample_neighbours(
         replace: with replacement when ``degree > fanout`` (else distinct neighbours).
         generator: the source of randomness: one key per hop that draws (see :mod:`systems.sampling.kernels`).
         backend: ``"torch"`` (tensor operations), ``"numba"`` (one compiled pass, same result) or ``"auto"``.
+        shuffle_above, shuffle_len: DENSE's reordering of the samples of more than ``shuffle_above`` neighbours
+            (:func:`systems.sampling.kernels.shuffle_key`); -1 (the naive sampler): none.
 
     Returns:
         ``(segment, neighbours)``: for every sampled edge, the index into ``nodes`` of its destination and the
@@ -83,7 +85,8 @@ def sample_neighbours(
     """
     nodes = nodes.to(torch.int64)
     if kernels.resolve_backend(backend) == "numba" and nodes.device.type == "cpu":
-        return kernels.sample_hop(graph.indptr, graph.indices, nodes.contiguous(), fanout, replace, generator)
+        return kernels.sample_hop(graph.indptr, graph.indices, nodes.contiguous(), fanout, replace, generator,
+                                  shuffle_above, shuffle_len)
     degrees = graph.degrees(nodes)
     starts = graph.indptr[nodes]
     if fanout == ALL_NEIGHBOURS:
@@ -94,8 +97,9 @@ def sample_neighbours(
     segment, offset = _segment_offsets(counts)
     positions = starts[segment] + offset  # all-neighbour rows: their neighbours in order
     capped_rows = capped.nonzero().view(-1)
+    shuffled_rows = (counts > shuffle_above).nonzero().view(-1) if shuffle_above >= 0 else capped_rows[:0]
+    key = kernels.draw_key(generator) if len(capped_rows) or len(shuffled_rows) else 0
     if len(capped_rows):
-        key = kernels.draw_key(generator)
         capped_edges = capped[segment].nonzero().view(-1)
         if replace:
             # Capped edges: `fanout` consecutive slots per capped row, rows in increasing order, so the e-th
@@ -105,7 +109,28 @@ def sample_neighbours(
         else:
             local = _floyd_positions(degrees[capped_rows], fanout, key).view(-1)
         positions[capped_edges] = starts[segment[capped_edges]] + local
+    if len(shuffled_rows):
+        _partial_shuffle(positions, torch.cumsum(counts, 0) - counts, counts, shuffled_rows, shuffle_len,
+                         kernels.shuffle_key(key))
     return segment, torch.index_select(graph.indices, 0, positions)
+
+
+def _partial_shuffle(positions: torch.Tensor, first: torch.Tensor, counts: torch.Tensor, rows: torch.Tensor,
+                     length: int, key: int) -> None:
+    """In place, the partial Fisher-Yates shuffle of :func:`systems.sampling.kernels.shuffle_key` for the segments
+    ``rows`` (segment ``r``: ``positions[first[r]:first[r] + counts[r]]``), vectorized over the segments: step
+    ``j`` swaps entry ``j`` of every segment still shuffling with a random later entry."""
+    first, counts = first[rows], counts[rows]
+    steps = torch.clamp(counts - 1, max=length)
+    base = torch.arange(len(rows), device=positions.device) * length
+    for j in range(int(steps.max()) if len(rows) else 0):
+        active = (steps > j).nonzero().view(-1)
+        count = counts[active]
+        here = first[active] + j
+        there = here + kernels.uniform_below(key, base[active] + j, count - j)
+        mine, theirs = positions[here], positions[there]
+        positions[there] = mine
+        positions[here] = theirs
 
 
 def relabel(dst_nodes: torch.Tensor, neighbours: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -16,7 +16,7 @@ def test_training_step_table(tmp_path, capsys):
                                      "--csv", str(csv)]) == 0
     table = pd.read_csv(csv, index_col="sampler")
     assert list(table.index) == ["naive", "dense"]
-    assert (table[["sample_ms", "gather_ms", "compute_ms", "step_ms", "sampled_edges"]] > 0).all().all()
+    assert (table[["sample_ms", "gather_ms", "compute_ms", "step_ms", "sampled_edges", "block_edges"]] > 0).all().all()
     assert table.loc["naive", "naive/this step"] == 1.0
     assert "naive/this step" in capsys.readouterr().out
 

@@ -143,3 +143,14 @@ def test_pyg_stats_recovers_hops_from_the_edge_order():
     assert stats.sampled_edges == 6
     assert stats.unique_nodes_per_hop == [1, 2, 2, 0]
     assert stats.one_hop_calls == 5
+
+
+def test_short_configurations_get_extra_rounds_up_to_the_cap(tmp_path):
+    csv = tmp_path / "s.csv"
+    common = ["--num-nodes", "2000", "--settings", "papers", "--layers", "1", "--samplers", "naive", "dense",
+              "--repeats", "2", "--warmup", "0", "--threads", "1", "--data-dir", str(tmp_path / "data"),
+              "--csv", str(csv), "--no-plot"]
+    sampling.main(common + ["--min-seconds", "1e9", "--max-repeats", "4"])  # always short: rounds up to the cap
+    assert list(pd.read_csv(csv)["repeats"]) == [4, 4]
+    sampling.main(common + ["--min-seconds", "0"])  # never short: the planned rounds only
+    assert list(pd.read_csv(csv)["repeats"]) == [2, 2]

@@ -14,6 +14,7 @@ from torch_geometric.nn import SAGEConv
 from suite.registry import SAMPLERS
 from systems.models.graphsage import GraphSAGE
 from systems.sampling import DenseSampler, DenseSubgraph, LayerBlock, NaiveSampler, SamplingGraph, kernels
+from systems.sampling.dense import shuffle_plan
 from tests.systems.conftest import graph_from_lists
 from tests.systems.sampling.test_naive import TINY, directed_store, gen, hub_graph, random_graph
 
@@ -77,7 +78,10 @@ def assert_well_formed(sample: DenseSubgraph, roots: torch.Tensor, fanouts) -> N
         assert torch.equal(block.src_nodes, sample.node_ids[src_start:])
         assert block.num_dst == n - dst_start and block.dst_start == dst_start - src_start
         assert block.edge_index.dtype == torch.int64
-        expected = sorted((u, v) for v in sample.node_ids[dst_start:].tolist() for u in lists[v])
+        # With truncation, layer l keeps the first layer_fanouts[l - 1] entries of every list (-1: all).
+        cap = sample.layer_fanouts[layer - 1] if sample.layer_fanouts else -1
+        keep = slice(None) if cap == -1 else slice(cap)
+        expected = sorted((u, v) for v in sample.node_ids[dst_start:].tolist() for u in lists[v][keep])
         assert block_edges(block) == expected
     assert torch.equal(sample.blocks[-1].dst_rows(sample.blocks[-1].src_nodes), roots)
 
@@ -400,3 +404,99 @@ def test_blocks_are_built_on_first_access():
     assert [b.num_dst for b in reversed(blocks)] == [1, 3, 4]
     with pytest.raises(IndexError):
         blocks[3]
+
+
+# ------------------------------------------------------------------ truncation (layer l: its own fanout)
+def test_shuffle_plan_by_hand():
+    # (15, 10, 5): roots are destinations at layers of fanouts 15, 10, 5 -> lists of more than 5 shuffled over
+    # their first 10 entries; delta_1 (fanouts 10, 5) -> over 5; delta_2 (5) is never cut.
+    assert [shuffle_plan((15, 10, 5), hop) for hop in range(3)] == [(5, 10), (5, 5), (-1, 0)]
+    assert [shuffle_plan((20, 20, 20), hop) for hop in range(3)] == [(-1, 0)] * 3  # equal fanouts: no cut
+    assert [shuffle_plan((-1, -1), hop) for hop in range(2)] == [(-1, 0)] * 2  # all neighbours everywhere
+    assert [shuffle_plan((5, 10, 15), hop) for hop in range(3)] == [(-1, 0)] * 3  # growing: nothing to cut
+    assert [shuffle_plan((-1, 4), hop) for hop in range(2)] == [(4, 4), (-1, 0)]  # all, then 4 at layer 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_truncated_blocks_by_hand(backend):
+    # Root 0 has neighbours 1, 2, 3; node 1 has 4, 5, 6; 2 and 3 have 0. Fanouts (-1, 2): the root takes all its
+    # 3 neighbours (hop 1), then delta_1 = {1, 2, 3} takes up to 2 each (hop 2). Layer 1 (fanout 2, the outer
+    # one) cuts the root's list to its first 2 entries; layer 2 (fanout -1) uses all 3.
+    graph = graph_from_lists([[1, 2, 3], [4, 5, 6], [0], [0], [], [], []])
+    sample = dense(graph, (-1, 2), backend).sample(torch.tensor([0]), gen(3))
+    assert sample.layer_fanouts == (2, -1) and sample.num_sampled_edges == 3 + 2 + 1 + 1
+    lists = node_neighbours(sample)
+    assert sorted(lists[0]) == [1, 2, 3] and len(lists[1]) == 2 and set(lists[1]) <= {4, 5, 6}
+    assert lists[2] == [0] and lists[3] == [0]
+    layer1, layer2 = (block_edges(b) for b in sample.blocks)
+    assert layer2 == sorted((u, 0) for u in lists[0])  # all 3
+    assert layer1 == sorted([(u, 0) for u in lists[0][:2]] + [(u, 1) for u in lists[1]] + [(0, 2), (0, 3)])
+    assert_well_formed(sample, torch.tensor([0]), (-1, 2))
+    # Without truncation every layer uses the whole lists (and nothing is shuffled).
+    whole = DenseSampler(graph, (-1, 2), backend=backend, truncate=False).sample(torch.tensor([0]), gen(3))
+    assert whole.layer_fanouts is None and node_neighbours(whole)[0] == [1, 2, 3]
+    assert len(whole.blocks[0].edge_index[0]) == 3 + 2 + 1 + 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_truncated_layers_use_at_most_their_fanout(backend):
+    graph, edges = random_graph(num_nodes=200, max_degree=30, seed=5)
+    fanouts = (8, 4, 2)
+    roots = torch.tensor([7, 150, 3, 42, 99, 0])
+    sample = dense(graph, fanouts, backend).sample(roots, gen(2))
+    assert_well_formed(sample, roots, fanouts)
+    lists = node_neighbours(sample)
+    for layer, block in enumerate(sample.blocks, start=1):
+        cap = fanouts[len(fanouts) - layer]
+        per_dst = torch.bincount(block.edge_index[1], minlength=block.num_dst).tolist()
+        dst = block.src_nodes[block.dst_start:].tolist()
+        assert per_dst == [min(cap, len(lists[v])) for v in dst]
+        assert set(block_edges(block)) <= edges
+
+
+@pytest.mark.parametrize("degree", [3, 6])
+def test_truncated_prefixes_are_uniform_subsets(degree):
+    """Root of degree 6 (capped: 4 drawn) or 3 (all taken): the 2 entries layer 1 keeps are a uniform 2-subset.
+
+    One backend (the fast one): test_backends_identical shows that both give the same samples."""
+    sampler, generator = dense(hub_graph(degree), (4, 2), BACKENDS[0]), gen(11)
+    pairs = Counter()
+    for _ in range(1500):
+        sample = sampler.sample(torch.tensor([0]), generator)
+        outer = sample.blocks[0]
+        kept = outer.src_nodes[outer.edge_index[0][outer.edge_index[1] == outer.num_dst - 1]]
+        pairs[tuple(sorted(kept.tolist()))] += 1
+    assert len(pairs) == degree * (degree - 1) // 2 and all(len(set(p)) == 2 for p in pairs)
+    assert stats.chisquare(list(pairs.values())).pvalue > 1e-3
+
+
+def test_shuffle_keeps_the_sampled_set():
+    # The shuffle reorders each list; the set sampled per node is the one the same draws give without it.
+    graph, _ = random_graph(num_nodes=200, max_degree=30, seed=8)
+    roots = torch.tensor([1, 2, 3, 50, 120])
+    cut = DenseSampler(graph, (9,)).sample(roots, gen(4))  # one hop: nothing to cut, nothing shuffled
+    plain = DenseSampler(graph, (9,), truncate=False).sample(roots, gen(4))
+    assert torch.equal(cut.edges, plain.edges)
+    two = node_neighbours(DenseSampler(graph, (9, 3)).sample(roots, gen(4)))
+    one = node_neighbours(DenseSampler(graph, (9, 3), truncate=False).sample(roots, gen(4)))
+    for v in roots.tolist():
+        assert sorted(two[v]) == sorted(one[v])
+
+
+@pytest.mark.parametrize("fanouts", [(8, 4, 2), (-1, 3), (3, 3, 3), (2, 5)])
+def test_layer_edges_compiled_and_torch_agree(fanouts):
+    if not kernels.NUMBA_AVAILABLE:
+        pytest.skip("numba not installed")
+    from systems.sampling.dense import _layer_edges_torch, layer_edges
+
+    graph, _ = random_graph(num_nodes=200, max_degree=30, seed=12)
+    sample = DenseSampler(graph, fanouts).sample(torch.tensor([5, 17, 90, 130]), gen(1))
+    h = sample.hop_offsets
+    for layer in range(1, len(fanouts) + 1):
+        for cap in (-1, 1, 2):
+            if cap != -1 and layer == len(fanouts):
+                continue
+            node_first = h[layer + 1] - h[1] if cap != -1 else 0
+            args = (sample.edges, sample.nbr_offsets, sample.layer_edge_starts[layer - 1], node_first, cap,
+                    h[layer - 1], h[layer] - h[1])
+            assert torch.equal(layer_edges(*args), _layer_edges_torch(*args))

@@ -4,6 +4,7 @@ and the naive one-hop sampler's two backends giving the same sample."""
 from __future__ import annotations
 
 import pytest
+import numpy as np
 import torch
 from scipy import stats
 
@@ -102,5 +103,48 @@ def test_scratch_grows_to_what_a_batch_asked():
     assert first.tolist() == [7] * 10 and len(big) == 1000
     scratch.reset()  # the next batch gets one buffer for both
     a, b = scratch.take(10), scratch.take(1000)
-    assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    assert np.shares_memory(a.numpy(), scratch._buffer) and np.shares_memory(b.numpy(), scratch._buffer)
     assert b.data_ptr() == a.data_ptr() + 10 * 8
+
+
+def test_buffer_pool_recycles_memory_once_every_view_is_gone():
+    pool = kernels.BufferPool(limit=1 << 30)
+    first = pool.empty((2, 200_000))  # 3.2 MB (buffers are rounded up to 2 MiB; reused for requests >= 1/4)
+    address = first.data_ptr()
+    view = first[1, 10:]  # a view keeps the buffer in use
+    del first
+    other = pool.empty((2, 200_000))
+    assert other.data_ptr() != address and pool.idle_bytes == 0
+    del view
+    assert pool.idle_bytes > 0
+    again = pool.empty(400_000)  # same size, any shape: the idle buffer
+    assert again.data_ptr() == address and again.shape == (400_000,) and pool.idle_bytes == 0
+    as_numpy = again.numpy()  # numpy views count too
+    del again
+    assert pool.idle_bytes == 0
+    del as_numpy
+    assert pool.idle_bytes > 0
+
+
+def test_buffer_pool_best_fit_and_limit():
+    pool = kernels.BufferPool(limit=1 << 30)
+    big, small = pool.empty(4 << 20), pool.empty(1 << 20)  # 32 MiB and 8 MiB of int64
+    big_address, small_address = big.data_ptr(), small.data_ptr()
+    del big, small
+    assert pool.empty(1 << 20).data_ptr() == small_address  # the smallest buffer that fits
+    assert pool.empty(100).data_ptr() not in (big_address, small_address)  # never 4x too large
+    tight = kernels.BufferPool(limit=10 << 20)
+    a, b = tight.empty(1 << 20), tight.empty(1 << 20)
+    del a, b  # two idle buffers of ~9 MiB each: only one is kept under a 10 MiB limit
+    assert 0 < tight.idle_bytes <= 10 << 20
+    tight.clear()
+    assert tight.idle_bytes == 0
+
+
+def test_large_arrays_come_from_the_shared_pool():
+    n = (kernels._NUMPY_ALLOC_BYTES // 8) + 1
+    first = kernels.empty(n)
+    address = first.data_ptr()
+    del first
+    assert kernels.empty(n).data_ptr() == address
+    assert kernels.empty(10).data_ptr() != address
