@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +41,81 @@ def test_every_benchmark_runs(tiny_graph, params):
             assert isinstance(result, float) and math.isfinite(result) and result > 0
         else:
             assert result is None
+
+
+# --------------------------------------------------------------------------------- policies, store IO, simulators
+def run_benchmark(cls: type, cache, params: tuple, instance_attributes: dict | None = None) -> dict[str, object]:
+    """Run ``cls``'s setup, every ``time_*``/``track_*`` method once and its teardown, like asv does for one
+    parameter combination; returns the ``track_*`` results by name."""
+    bench = cls()
+    for name, value in (instance_attributes or {}).items():
+        setattr(bench, name, value)
+    args = ((cache,) if cache is not None else ()) + tuple(params)
+    tracked = {}
+    for name in benchmark_methods(cls):
+        if hasattr(bench, "setup"):
+            bench.setup(*args)  # asv re-runs setup before every timed call
+        try:
+            result = getattr(bench, name)(*args)
+        finally:
+            if hasattr(bench, "teardown"):
+                bench.teardown(*args)
+        if name.startswith("track_"):
+            assert isinstance(result, (int, float)) and math.isfinite(result) and result > 0, (name, result)
+            tracked[name] = result
+        else:
+            assert result is None
+    return tracked
+
+
+def test_policy_benchmarks_declare_their_parameters():
+    from benchmarks import bench_policies
+
+    cls = bench_policies.PlanGeneration
+    assert cls.params == [["beta", "comet"], [256, 512, 1024]] and cls.param_names == ["policy", "num_partitions"]
+    assert set(benchmark_methods(cls)) == {"time_make_plan", "time_bucket_assignment", "track_swaps",
+                                           "track_swaps_over_lower_bound"}
+
+
+@pytest.mark.parametrize("policy", ["beta", "comet"])
+def test_policy_benchmarks_run(policy):
+    from benchmarks import bench_policies
+    from systems.disk.policies import beta_swaps
+
+    tracked = run_benchmark(bench_policies.PlanGeneration, None, (policy, 256))
+    if policy == "beta":
+        assert tracked["track_swaps"] == beta_swaps(256, 32)
+    assert tracked["track_swaps_over_lower_bound"] >= 1.0
+
+
+def test_store_io_benchmarks_run(tmp_path, monkeypatch):
+    from benchmarks import bench_store_io
+
+    monkeypatch.chdir(tmp_path)  # asv runs setup_cache in its own working folder
+    path = bench_store_io.make_partition_file(tmp_path, 1 << 20)
+    assert (tmp_path / bench_store_io.PARTITION_FILE).stat().st_size == bench_store_io.NUM_PARTITIONS << 20
+    cls = bench_store_io.PartitionRead
+    assert cls.param_names == ["partition_mib", "page_cache"] and cls.params[1] == ["evicted", "warm"]
+    for page_cache in cls.params[1]:
+        tracked = run_benchmark(cls, path, (1, page_cache))
+        assert tracked["track_read_mb_per_s"] > 0
+    small = PRESETS.get("tiny").replace(name="bench-store-test")
+    monkeypatch.setattr(bench_store_io, "STORE_GRAPH", small)
+    store = bench_store_io.StoreOpen().setup_cache()
+    assert Path(store).parent == tmp_path
+    assert run_benchmark(bench_store_io.StoreOpen, store, ())["track_store_mb"] > 0
+
+
+def test_simulator_benchmarks_run():
+    from benchmarks import bench_simulators
+
+    assert bench_simulators.NUM_BATCHES == 10_000
+    pipeline = bench_simulators.PipelineSimulation
+    assert pipeline.param_names == ["cpu_cores", "staleness_bound"]
+    for params in itertools.product(*pipeline.params):
+        tracked = run_benchmark(pipeline, None, params, {"num_batches": 50})
+        assert tracked["track_simulated_epoch_s"] > 0
+    buffer = bench_simulators.BufferSimulation
+    assert buffer.param_names == ["policy", "num_partitions"] and max(buffer.params[1]) >= 4096
+    for policy in buffer.params[0]:
+        assert run_benchmark(buffer, None, (policy, 64))["track_bytes_read_tb"] > 0
