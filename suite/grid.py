@@ -28,9 +28,11 @@ complete run is never repeated unless ``overwrite``: killing a grid and starting
 and repeats nothing finished (the run that was cut off starts over). A run that fails is recorded with status
 ``failed`` (and the error) and the grid goes on; failures are in the returned summaries and are retried the next
 time the grid runs. Executors are registered by name in :data:`EXECUTORS` (``local``: the runs in this process,
-or on a pool of ``jobs`` processes started with ``spawn``, since torch and ``fork`` do not mix). To stop a grid
-running on a pool, signal its whole process group (as Ctrl-C or a job scheduler does): a worker whose parent
-alone was killed finishes its current run before it notices.
+or on a pool of ``jobs`` processes started with ``spawn``, since torch and ``fork`` do not mix; ``ray`` and
+``slurm`` (submitit), in :mod:`suite.executors`: one task or job per run, with its resource request, writing into the
+same folder, so the resume semantics are the same). To stop a grid running on a pool, signal its whole process
+group (as Ctrl-C or a job scheduler does): a worker whose parent alone was killed finishes its current run before
+it notices.
 """
 
 from __future__ import annotations
@@ -219,10 +221,12 @@ def expand_grid(grid: str | os.PathLike | Mapping[str, Any] | Grid,
 class Executor(Protocol):
     """Runs specs that are not complete yet; calls ``on_result`` with each summary as it arrives.
 
+    ``jobs`` is the most runs at once (None: the executor's default). Executors that take options (Ray's address,
+    resources per run) also get ``options``, a :class:`suite.executors.ExecutorOptions`, when the caller gave any.
     Returns the summaries in the order of ``specs``.
     """
 
-    def __call__(self, specs: Sequence[RunSpec], out: Path, *, jobs: int, overwrite: bool, progress: bool,
+    def __call__(self, specs: Sequence[RunSpec], out: Path, *, jobs: int | None, overwrite: bool, progress: bool,
                  on_result: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]: ...
 
 
@@ -262,10 +266,11 @@ def _limit_threads(jobs: int) -> None:
 
 
 @EXECUTORS.register("local")
-def local_executor(specs: Sequence[RunSpec], out: Path, *, jobs: int, overwrite: bool, progress: bool,
-                   on_result: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
-    """Run the specs here (``jobs == 1``, with per-batch progress bars) or on a pool of ``jobs`` spawned
-    processes, one run per task (no per-batch bars: they would interleave)."""
+def local_executor(specs: Sequence[RunSpec], out: Path, *, jobs: int | None, overwrite: bool, progress: bool,
+                   on_result: Callable[[dict[str, Any]], None], options: Any = None) -> list[dict[str, Any]]:
+    """Run the specs here (``jobs`` 1 or None, with per-batch progress bars) or on a pool of ``jobs`` spawned
+    processes, one run per task (no per-batch bars: they would interleave). ``options`` are not used."""
+    jobs = jobs or 1
     results: dict[str, dict[str, Any]] = {}
     if jobs <= 1 or len(specs) <= 1:
         for spec in specs:
@@ -295,18 +300,21 @@ def local_executor(specs: Sequence[RunSpec], out: Path, *, jobs: int, overwrite:
     return [results[spec.run_id] for spec in specs]
 
 
-def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int = 1, overwrite: bool = False,
-             progress: bool = True, executor: str = "local") -> list[dict[str, Any]]:
+def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int | None = 1, overwrite: bool = False,
+             progress: bool = True, executor: str = "local", executor_options: Any = None) -> list[dict[str, Any]]:
     """Run every spec once into ``out/<run_id>/``; completed runs are skipped unless ``overwrite``.
 
     Args:
         specs: the runs (duplicates by run id are run once).
         out: the results folder.
-        jobs: runs at a time (``local``: a process pool when > 1).
+        jobs: runs at a time (``local``: a process pool when > 1; ``ray``/``slurm``: tasks or jobs in flight);
+            None: the executor's default (``local``: 1; ``ray``/``slurm``: no limit but the cluster's resources).
         overwrite: run completed runs again.
         progress: a progress bar over runs on stderr, and, when runs go one at a time, the system's bar over
             batches.
         executor: a name registered in :data:`EXECUTORS`.
+        executor_options: a :class:`suite.executors.ExecutorOptions` (address, resources per run, ...), passed to
+            the executor as ``options`` when given.
 
     Returns:
         One summary per distinct spec, in order: completed (``"skipped": True`` when it was already complete),
@@ -317,9 +325,12 @@ def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int = 1,
     """
     from tqdm import tqdm
 
-    if jobs < 1:
+    import suite.executors  # noqa: F401  (registers ray and slurm)
+
+    if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs: expected at least 1, got {jobs}")
     run = EXECUTORS.get(executor)
+    extra = {"options": executor_options} if executor_options is not None else {}
     unique = list({spec.run_id: spec for spec in specs}.values())
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -347,7 +358,8 @@ def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int = 1,
                 bar.set_postfix(failed=failed, refresh=False)
             bar.update(1)
 
-        for summary in run(todo, out, jobs=jobs, overwrite=overwrite, progress=progress, on_result=on_result):
+        for summary in run(todo, out, jobs=jobs, overwrite=overwrite, progress=progress, on_result=on_result,
+                           **extra):
             results[summary["run_id"]] = summary
     return [results[spec.run_id] for spec in unique]
 

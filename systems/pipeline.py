@@ -164,16 +164,17 @@ class Pipeline:
         started = time.perf_counter()
         if not batches:
             state.done.set()
-        for thread in threads:
-            thread.start()
         try:
+            for thread in threads:
+                thread.start()
             while not state.done.wait(self.poll_s):
                 pass
-        finally:  # also on KeyboardInterrupt: stop the workers before leaving
+        finally:  # also on KeyboardInterrupt (even while starting): stop the workers before leaving
             state.stop.set()
             self._wake(state)
             for thread in threads:
-                thread.join()
+                if thread.is_alive():
+                    thread.join()
         if state.error is not None:
             raise state.error
         finished = max((b.stamps[self.stages[-1].name].end for b in state.completed), default=started)

@@ -1,0 +1,175 @@
+"""Data-parallel training (systems/distributed.py): 2 ranks on CPU (gloo) against 1 rank, the recorded per-rank
+stage and all-reduce times, option validation, torchrun, and a killed rank failing the run quickly."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from suite.config import spec_from_dict
+from suite.errors import ConfigError
+from suite.recorder import read_records, read_summary
+from suite.runner import run_spec
+from systems.batch import Batch
+from systems.distributed import RankFailure, world_size_of
+from systems.tasks.base import Task
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _spec(cache_dir: Path, system: str = "in_memory", world_size: int = 1, **training) -> dict:
+    # Full neighbourhoods and no dropout: a share's forward pass is exactly its rows of the global batch's, so
+    # 2 ranks compute the 1-rank gradients up to float rounding. Batches of 50 of the 140 training nodes: the last
+    # global batch (40) splits unevenly only if odd; 45 makes it 23 + 22.
+    options = {"world_size": world_size} if world_size > 1 else {}
+    return {"dataset": {"name": "synthetic", "preset": "tiny", "cache_dir": str(cache_dir)},
+            "model": {"encoder": "graphsage", "num_layers": 2, "fanouts": [-1, -1], "hidden_dim": 32,
+                      "dropout": 0.0},
+            "system": {"name": system, "device": "cpu", "options": options},
+            "training": {"epochs": 2, "batch_size": 45, **training}}
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("dp-data")
+
+
+def _compare(one: dict, two: dict) -> None:
+    assert two["status"] == "completed"
+    assert two["epochs"] == one["epochs"]
+    assert two["loss"] == pytest.approx(one["loss"], rel=1e-5, abs=1e-6)
+    assert two["metrics"]["valid"]["accuracy"] == pytest.approx(one["metrics"]["valid"]["accuracy"], abs=1e-9)
+    assert two["metrics"]["test"]["accuracy"] == pytest.approx(one["metrics"]["test"]["accuracy"], abs=1e-9)
+
+
+def _check_rank_records(run_dir: Path, world: int) -> None:
+    epochs = [r for r in read_records(run_dir) if r["kind"] == "epoch"]
+    assert epochs
+    for record in epochs:
+        assert record["world_size"] == world and record["examples"] == 140
+        ranks = record["ranks"]
+        assert [r["rank"] for r in ranks] == list(range(world))
+        assert sum(r["examples"] for r in ranks) == 140
+        for entry in ranks:
+            assert entry["allreduce_calls"] == 4  # one per global batch: ceil(140 / 45)
+            assert entry["allreduce_s"] > 0 and entry["allreduce_bytes"] > 0
+            stages = set(entry["stage_busy_s"])  # in_memory: sample, gather, ...; pipelined: load, ...
+            assert {"transfer", "compute"} <= stages and ("sample" in stages or "load" in stages)
+            assert entry["pid"] > 0
+    summary = read_summary(run_dir)
+    assert summary["data_parallel"]["world_size"] == world and summary["data_parallel"]["backend"] == "gloo"
+    assert len(summary["data_parallel"]["ranks"]) == world
+
+
+def test_two_ranks_match_one_rank(tmp_path: Path, cache_dir: Path):
+    one = run_spec(spec_from_dict(_spec(cache_dir)), tmp_path)
+    two_spec = spec_from_dict(_spec(cache_dir, world_size=2))
+    two = run_spec(two_spec, tmp_path)
+    _compare(one, two)
+    _check_rank_records(tmp_path / two_spec.run_id, 2)
+    # only rank 0 wrote a run folder, in the usual layout
+    assert sorted(p.name for p in (tmp_path / two_spec.run_id).iterdir()) == ["config.yaml", "records.jsonl",
+                                                                              "summary.json"]
+
+
+@pytest.mark.slow
+def test_two_ranks_match_one_rank_pipelined(tmp_path: Path, cache_dir: Path):
+    options = {"batch_loader_threads": 2, "staleness_bound": 4}
+    one_data = _spec(cache_dir, system="pipelined")
+    one_data["system"]["options"] = options
+    two_data = copy.deepcopy(one_data)
+    two_data["system"]["options"] = {**options, "world_size": 2}
+    one = run_spec(spec_from_dict(one_data), tmp_path)
+    two_spec = spec_from_dict(two_data)
+    _compare(one, run_spec(two_spec, tmp_path))
+    _check_rank_records(tmp_path / two_spec.run_id, 2)
+
+
+@pytest.mark.slow
+def test_torchrun_launch(tmp_path: Path, cache_dir: Path):
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(_spec(cache_dir, world_size=2, epochs=1)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           "-m", "suite", "run", str(spec_path), "--out", str(tmp_path / "out"), "--quiet"],
+                          env=env, capture_output=True, text=True, timeout=300, start_new_session=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_id = spec_from_dict(_spec(cache_dir, world_size=2, epochs=1)).run_id
+    assert read_summary(tmp_path / "out" / run_id)["status"] == "completed"
+    _check_rank_records(tmp_path / "out" / run_id, 2)
+
+
+@pytest.mark.slow
+def test_a_killed_rank_fails_the_run_quickly(tmp_path: Path, cache_dir: Path):
+    data = _spec(cache_dir, world_size=2, epochs=200, batch_size=8)
+    data["system"]["options"]["dist_timeout_s"] = 120
+    data["evaluation"] = {"splits": []}
+    spec = spec_from_dict(data)
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["summary"] = run_spec(spec, tmp_path)
+        except BaseException as err:  # noqa: BLE001
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    run_dir = tmp_path / spec.run_id
+    deadline = time.monotonic() + 240
+    ranks = None
+    while ranks is None:
+        assert thread.is_alive() and time.monotonic() < deadline, outcome
+        epochs = [r for r in read_records(run_dir) if r["kind"] == "epoch"] if run_dir.exists() else []
+        ranks = epochs[0]["ranks"] if epochs else None
+        time.sleep(0.1)
+    killed = time.monotonic()
+    os.kill(ranks[1]["pid"], signal.SIGKILL)
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert time.monotonic() - killed < 60  # well within the collectives' timeout (120 s)
+    error = outcome.get("error")
+    assert isinstance(error, RankFailure), outcome
+    assert "rank 1 of 2 died (killed by SIGKILL)" in str(error)
+    summary = read_summary(run_dir)
+    assert summary["status"] == "failed" and "rank 1 of 2 died" in summary["error"]
+    assert [r for r in read_records(run_dir) if r["kind"] == "epoch"]  # what rank 0 recorded is kept
+    with pytest.raises(ProcessLookupError):
+        os.kill(ranks[0]["pid"], 0)  # rank 0 is gone too
+
+
+# ---------------------------------------------------------------------------------------------- no processes
+def test_options_are_validated(tmp_path: Path):
+    base = _spec(tmp_path)
+    assert world_size_of(spec_from_dict(base)) == 1
+    data = copy.deepcopy(base)
+    data["system"]["options"] = {"world_size": 0}
+    with pytest.raises(ConfigError, match=r"system\.options\.world_size: .*greater than or equal to 1"):
+        spec_from_dict(data, "s.yaml")
+    data["system"] = {"name": "pipelined", "options": {"world_size": 2, "in_order_compute": False}}
+    with pytest.raises(ConfigError, match=r"system\.options\.in_order_compute: must be true with world_size > 1"):
+        spec_from_dict(data, "s.yaml")
+    data["system"] = {"name": "pipelined", "options": {"world_size": 2, "dist_backend": "mpi"}}
+    with pytest.raises(ConfigError, match=r"system\.options\.dist_backend"):
+        spec_from_dict(data, "s.yaml")
+    data["system"] = {"name": "pipelined", "options": {"world_size": 3, "dist_timeout_s": 30}}
+    assert world_size_of(spec_from_dict(data)) == 3
+
+
+def test_default_shard_splits_the_roots():
+    batch = Batch(epoch=1, index=2, roots=torch.arange(7))
+    shares = [Task.shard(None, batch, rank, 3) for rank in range(3)]  # type: ignore[arg-type]
+    assert torch.equal(torch.cat([s.roots for s in shares]), batch.roots)
+    assert [len(s.roots) for s in shares] == [3, 2, 2]
+    assert all(s.epoch == 1 and s.index == 2 and s.extra["global_examples"] == 7 for s in shares)
+    assert [len(Task.shard(None, Batch(0, 0, torch.arange(1)), r, 2).roots) for r in range(2)] == [1, 0]
