@@ -65,6 +65,16 @@ class ModelSpec(_Spec):
                                            description="neighbours sampled per layer, outermost last; -1 = all")
     aggregation: Literal["mean", "max", "sum"] = "mean"
     dropout: float = Field(0.5, ge=0.0, lt=1.0)
+    decoder: str | None = Field(None, description="link prediction: registered edge decoder 'distmult', 'complex', "
+                                                  "'dot'; None for node classification")
+    embedding_dim: int = Field(100, gt=0, description="link prediction: width of the learnable node embeddings and "
+                                                      "of the encoder's output (the decoder's width)")
+    inverse_relations: bool = Field(False, description="link prediction: a separate relation embedding for "
+                                                       "predicting heads (Marius's inverse edges)")
+    learnable_embeddings: bool = Field(False, description="link prediction: the encoder reads a learnable node "
+                                                          "embedding table instead of the store's features")
+    embedding_init_scale: float = Field(0.001, gt=0.0, description="std of the normal initialization of the "
+                                                                   "learnable node embeddings")
 
     @model_validator(mode="after")
     def _fanouts_match_layers(self) -> "ModelSpec":
@@ -94,6 +104,19 @@ class SystemSpec(_Spec):
     options: dict[str, Any] = Field(default_factory=dict, description="system-specific options")
 
 
+class NegativeSamplingSpec(_Spec):
+    """Negatives of link-prediction training (Marius's chunked sampling).
+
+    The positives of a batch are split into ``num_chunks`` chunks of consecutive edges; every chunk shares one set
+    of ``negatives_per_positive`` corrupting nodes per side (heads and tails), of which a ``degree_fraction``
+    are drawn proportionally to degree (endpoints of random training edges) and the rest uniformly.
+    """
+
+    num_chunks: int = Field(10, gt=0, description="chunks per batch; the positives of a chunk share negatives")
+    negatives_per_positive: int = Field(1000, gt=0, description="negatives scored against every positive (per side)")
+    degree_fraction: float = Field(0.5, ge=0.0, le=1.0, description="fraction of negatives drawn by degree")
+
+
 class TrainingSpec(_Spec):
     """The task and the optimization loop."""
 
@@ -103,16 +126,34 @@ class TrainingSpec(_Spec):
     optimizer: Literal["adam", "sgd", "adagrad"] = "adam"
     learning_rate: float = Field(0.01, gt=0.0)
     weight_decay: float = Field(0.0, ge=0.0)
+    limit_batches: int | None = Field(None, gt=0, description="train on the first k batches of every epoch only "
+                                                              "(quick measurements); None = all")
+    loss: Literal["softmax", "margin"] = Field("softmax", description="link prediction: cross-entropy of every "
+                                                                      "positive against its negatives, or margin")
+    margin: float = Field(1.0, ge=0.0, description="link prediction: the margin of the margin loss")
+    negatives: NegativeSamplingSpec = Field(default_factory=NegativeSamplingSpec,
+                                            description="link prediction: training negatives")
+    embedding_learning_rate: float | None = Field(None, gt=0.0, description="link prediction: Adagrad learning "
+                                                                            "rate of the node embedding table; "
+                                                                            "None = learning_rate")
+    regularization: float = Field(0.0, ge=0.0, description="link prediction: weight of the L2 penalty on the "
+                                                           "embeddings a batch scores (mean squared norm)")
 
 
 class EvaluationSpec(_Spec):
     """When and how to evaluate."""
 
     every: int = Field(1, gt=0, description="evaluate on valid every k epochs; test after the last epoch")
+    splits: tuple[Literal["valid", "test"], ...] = Field(
+        ("valid", "test"), strict=False, description="splits evaluated ([] for speed-only runs)")
     batch_size: int = Field(4096, gt=0)
     fanouts: tuple[StrictInt, ...] | None = Field(None, strict=False,
                                                   description="sampling at evaluation; None = the training fanouts")
     target_metric: float | None = Field(None, description="valid metric at which 'cost to target' is priced")
+    filtered: bool = Field(True, description="link prediction: the main MRR/Hits@k rank against candidates that "
+                                             "are not known true triples (train+valid+test); both are recorded")
+    negatives: int | None = Field(None, gt=0, description="link prediction: rank against this many uniformly "
+                                                          "sampled entities per query (large graphs); None = all")
 
 
 class MachineSpec(_Spec):
@@ -233,11 +274,12 @@ def spec_from_dict(data: Any, source: str = "<spec>") -> RunSpec:
 
 
 def _check_registered_names(spec: RunSpec, source: str) -> None:
-    from suite.plugins import DATASETS, MACHINES, MODELS, SAMPLERS, SYSTEMS
+    from suite.plugins import DATASETS, DECODERS, MACHINES, MODELS, SAMPLERS, SYSTEMS
 
     for field, registry, name in (
         ("dataset.name", DATASETS, spec.dataset.name),
         ("model.encoder", MODELS, spec.model.encoder),
+        *((("model.decoder", DECODERS, spec.model.decoder),) if spec.model.decoder is not None else ()),
         ("sampler.name", SAMPLERS, spec.sampler.name),
         ("system.name", SYSTEMS, spec.system.name),
         ("machine.profile", MACHINES, spec.machine.profile),
@@ -245,6 +287,25 @@ def _check_registered_names(spec: RunSpec, source: str) -> None:
         if name not in registry:
             known = ", ".join(registry.names()) or "none"
             raise ConfigError(f"{source}: {field}: unknown {registry.kind} {name!r} (known: {known})")
+    validate_system_options(spec, source)
+
+
+def validate_system_options(spec: RunSpec, source: str = "<spec>") -> BaseModel | None:
+    """Validate ``system.options`` against the registered system's ``options_model`` (a pydantic model), if any.
+
+    Returns the validated options (None for systems without options); errors name ``source`` and the option,
+    e.g. ``grid.yaml: system.options.staleness_bound: Input should be greater than or equal to 1 (got 0)``.
+    """
+    from suite.registry import SYSTEMS
+
+    model = getattr(SYSTEMS.get(spec.system.name), "options_model", None)
+    if model is None:
+        return None
+    try:
+        return model.model_validate(spec.system.options)
+    except ValidationError as err:
+        message = _format_error(source, err)
+        raise ConfigError(message.replace(f"{source}: ", f"{source}: system.options.", 1)) from None
 
 
 def read_yaml(path: str | os.PathLike) -> Any:

@@ -1,4 +1,5 @@
-"""Measurements shared by all systems: stage timers, classification accuracy, GPU utilization sampling.
+"""Measurements shared by all systems: stage timers, classification accuracy, ranking metrics of link prediction
+(MRR, Hits@k, filtered and unfiltered), GPU utilization sampling.
 
 Names matter: *compute utilization* is the busy time of the compute stage divided by wall time (what the suite
 can measure on any device); *GPU utilization* is NVML's reading, only on CUDA. Summaries say which is which.
@@ -55,6 +56,168 @@ def accuracy(logits_or_predictions: torch.Tensor, labels: torch.Tensor) -> float
         {"y_true": labels.view(-1, 1).cpu(), "y_pred": predictions.view(-1, 1).cpu()}
     )
     return float(result["acc"])
+
+
+# ---------------------------------------------------------------------------------------------- ranking
+RANK_KS = (1, 3, 10)
+"""The k of the Hits@k the suite reports."""
+
+
+def target_ranks(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Rank of each row's target among all the row's candidates, ties at their mean rank.
+
+    Convention ("realistic" rank, as OGB's link Evaluator): ``rank = 1 + #{c: s_c > s_t} + #{c != t: s_c = s_t} / 2``,
+    i.e. the mean of the optimistic and the pessimistic rank, so a constant scorer gets the rank of a random guess
+    in expectation rather than 1. Candidates with score ``-inf`` (filtered out) never outrank a finite target.
+
+    Args:
+        scores: ``(B, N)`` score of every candidate.
+        targets: ``(B,)`` the true candidate's column in each row.
+
+    Returns:
+        ``(B,)`` float64 ranks, 1 = best.
+    """
+    target_scores = scores.gather(1, targets.view(-1, 1))
+    greater = (scores > target_scores).sum(dim=1)
+    ties = (scores == target_scores).sum(dim=1) - 1  # the target itself is not a tie
+    return 1.0 + greater.to(torch.float64) + 0.5 * ties.to(torch.float64)
+
+
+def sampled_target_ranks(positive: torch.Tensor, negative: torch.Tensor) -> torch.Tensor:
+    """Rank of each positive score among its row of negative scores (same tie convention as :func:`target_ranks`).
+
+    Args:
+        positive: ``(B,)`` scores of the true triples.
+        negative: ``(B, K)`` scores of the candidates each is ranked against.
+    """
+    positive = positive.view(-1, 1)
+    greater = (negative > positive).sum(dim=1)
+    ties = (negative == positive).sum(dim=1)
+    return 1.0 + greater.to(torch.float64) + 0.5 * ties.to(torch.float64)
+
+
+def ranking_metrics(ranks: torch.Tensor, ks: tuple[int, ...] = RANK_KS, prefix: str = "") -> dict[str, float]:
+    """``{prefix}mrr`` (mean reciprocal rank) and ``{prefix}hits@k`` (fraction ranked <= k) of ``ranks``.
+
+    NaN for no ranks.
+    """
+    if ranks.numel() == 0:
+        return {f"{prefix}mrr": float("nan"), **{f"{prefix}hits@{k}": float("nan") for k in ks}}
+    ranks = ranks.to(torch.float64)
+    metrics = {f"{prefix}mrr": float((1.0 / ranks).mean())}
+    metrics.update({f"{prefix}hits@{k}": float((ranks <= k).to(torch.float64).mean()) for k in ks})
+    return metrics
+
+
+def ogb_ranking_metrics(positive: torch.Tensor, negative: torch.Tensor, prefix: str = "") -> dict[str, float]:
+    """MRR and Hits@1/3/10 of positives against sampled negatives through OGB's link Evaluator (``ogbl-wikikg2``,
+    whose metric is exactly this: MRR of each positive among its row of negatives, ties at the mean rank).
+
+    Args:
+        positive: ``(B,)`` scores of the true triples.
+        negative: ``(B, K)`` scores of their negatives (``-inf`` for filtered-out candidates).
+        prefix: prepended to every key.
+    """
+    from suite.graph.loaders.ogb import import_ogb
+
+    if positive.numel() == 0:
+        return ranking_metrics(torch.empty(0), prefix=prefix)
+    evaluator = import_ogb().linkproppred.Evaluator(name="ogbl-wikikg2")
+    lists = evaluator.eval({"y_pred_pos": positive.detach().cpu().float(),
+                            "y_pred_neg": negative.detach().cpu().float()})
+    return {f"{prefix}{key.removesuffix('_list')}": float(value.to(torch.float64).mean())
+            for key, value in lists.items()}
+
+
+class _Groups:
+    """Values grouped by an int64 key, sorted by ``(key, value)``; vectorized lookups of whole groups."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, num_values: int):
+        self.num_values = num_values
+        combined = torch.unique(keys.to(torch.int64) * num_values + values.to(torch.int64))  # sorted, no repeats
+        self.combined = combined
+        self.keys = torch.div(combined, num_values, rounding_mode="floor")
+        self.values = combined - self.keys * num_values
+
+    def members(self, queries: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """All ``(row, value)`` pairs with ``value`` in the group of ``queries[row]``."""
+        low = torch.searchsorted(self.keys, queries, right=False)
+        high = torch.searchsorted(self.keys, queries, right=True)
+        counts = high - low
+        rows = torch.repeat_interleave(torch.arange(len(queries), device=queries.device), counts)
+        starts = torch.repeat_interleave(low - (torch.cumsum(counts, 0) - counts), counts)
+        positions = torch.arange(len(rows), device=queries.device) + starts
+        return rows, self.values[positions]
+
+    def contains(self, queries: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """``(B, K)`` bool: whether ``candidates[b, k]`` is in the group of ``queries[b]``."""
+        if len(self.combined) == 0:
+            return torch.zeros_like(candidates, dtype=torch.bool)
+        wanted = queries.view(-1, 1) * self.num_values + candidates
+        where = torch.searchsorted(self.combined, wanted).clamp_(max=len(self.combined) - 1)
+        return self.combined[where] == wanted
+
+
+class TripleFilter:
+    """The known true triples ``(src, rel, dst)``, indexed for filtered ranking.
+
+    Filtered ranking (Bordes et al., 2013) ranks the true entity of a query ``(h, r, ?)`` only against candidates
+    ``t'`` for which ``(h, r, t')`` is not a known triple (and likewise for ``(?, r, t)``). Lookups are sorted
+    searches over ``(query key, entity)`` pairs (no Python loop per triple).
+
+    Args:
+        triples: ``(k, 3)`` int64 ``(src, rel, dst)`` of every known triple (train + valid + test).
+        num_nodes: number of entities.
+        num_relations: number of relation types.
+    """
+
+    def __init__(self, triples: torch.Tensor, num_nodes: int, num_relations: int):
+        triples = triples.to(torch.int64)
+        src, rel, dst = triples[:, 0], triples[:, 1], triples[:, 2]
+        self.num_relations = num_relations
+        self._tails = _Groups(src * num_relations + rel, dst, num_nodes)
+        self._heads = _Groups(dst * num_relations + rel, src, num_nodes)
+
+    def true_tails(self, src: torch.Tensor, rel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(row, tail)`` of every known ``(src[row], rel[row], tail)``."""
+        return self._tails.members(src * self.num_relations + rel)
+
+    def true_heads(self, dst: torch.Tensor, rel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(row, head)`` of every known ``(head, rel[row], dst[row])``."""
+        return self._heads.members(dst * self.num_relations + rel)
+
+    def is_true_tail(self, src: torch.Tensor, rel: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """``(B, K)`` bool: whether ``(src[b], rel[b], candidates[b, k])`` is a known triple."""
+        return self._tails.contains(src * self.num_relations + rel, candidates)
+
+    def is_true_head(self, dst: torch.Tensor, rel: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """``(B, K)`` bool: whether ``(candidates[b, k], rel[b], dst[b])`` is a known triple."""
+        return self._heads.contains(dst * self.num_relations + rel, candidates)
+
+
+def filtered_scores(scores: torch.Tensor, targets: torch.Tensor, rows: torch.Tensor,
+                    columns: torch.Tensor) -> torch.Tensor:
+    """A copy of ``scores`` with the known true candidates ``(rows, columns)`` set to ``-inf``, except each row's
+    target (whose score is kept)."""
+    filtered = scores.clone()
+    filtered[rows, columns] = float("-inf")
+    index = torch.arange(len(targets), device=scores.device)
+    filtered[index, targets] = scores[index, targets]
+    return filtered
+
+
+def filtered_target_ranks(scores: torch.Tensor, targets: torch.Tensor, rows: torch.Tensor,
+                          columns: torch.Tensor) -> torch.Tensor:
+    """:func:`target_ranks` of ``filtered_scores(scores, targets, rows, columns)``, without copying ``scores``.
+
+    The known true candidates ``(rows, columns)`` (each pair at most once) that outrank or tie a row's target are
+    subtracted from its unfiltered rank.
+    """
+    target_scores = scores.gather(1, targets.view(-1, 1)).squeeze(1)
+    known, threshold = scores[rows, columns], target_scores[rows]
+    other = columns != targets[rows]
+    weight = ((known > threshold) & other).to(torch.float64) + 0.5 * ((known == threshold) & other).to(torch.float64)
+    return target_ranks(scores, targets) - torch.bincount(rows, weights=weight, minlength=len(targets))
 
 
 class GpuUtilizationSampler:

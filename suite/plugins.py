@@ -9,17 +9,21 @@ from __future__ import annotations
 import importlib
 from importlib.metadata import entry_points
 
-from suite.registry import DATASETS, MACHINES, MODELS, POLICIES, SAMPLERS, SYSTEMS
+from suite.registry import DATASETS, DECODERS, MACHINES, MODELS, POLICIES, SAMPLERS, SYSTEMS, TASKS
 
 BUILTIN_MODULES = (
     "suite.datasets",
     "suite.cost",
     "systems.sampling",
     "systems.models",
+    "systems.tasks",
     "systems.in_memory",
+    "systems.disk.policies",
+    "systems.pipelined",
+    "systems.disk.system",
 )
 
-__all__ = ["DATASETS", "MACHINES", "MODELS", "POLICIES", "SAMPLERS", "SYSTEMS", "load_plugins"]
+__all__ = ["DATASETS", "DECODERS", "MACHINES", "MODELS", "POLICIES", "SAMPLERS", "SYSTEMS", "TASKS", "load_plugins"]
 
 _loaded = False
 

@@ -56,6 +56,10 @@ class Registry(Generic[T]):
             known = ", ".join(sorted(self._items)) or "none"
             raise ConfigError(f"unknown {self.kind} {name!r} (known: {known})") from None
 
+    def in_order(self) -> list[T]:
+        """The registered objects in registration order."""
+        return list(self._items.values())
+
     def names(self) -> list[str]:
         """Registered names, sorted."""
         return sorted(self._items)
@@ -78,3 +82,5 @@ MODELS: Registry = Registry("model")
 POLICIES: Registry = Registry("policy")
 DATASETS: Registry = Registry("dataset")
 MACHINES: Registry = Registry("machine profile")
+TASKS: Registry = Registry("task")
+DECODERS: Registry = Registry("decoder")

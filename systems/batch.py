@@ -50,7 +50,8 @@ class Batch:
     Attributes:
         epoch: the epoch the batch belongs to.
         index: its position in the epoch's planned order (0-based).
-        roots: global ids of the training examples (node classification: the labeled nodes to predict).
+        roots: ids of the training examples (node classification: global ids of the labeled nodes to predict;
+            link prediction: positions of the batch's edges in the ``train_edges`` split).
         sample: the sampled multi-hop neighbourhood (set by ``load``).
         x: input features of ``sample.input_nodes`` (set by ``load``; on the device after ``transfer``).
         y: labels of the roots (set by ``load``; on the device after ``transfer``).

@@ -6,7 +6,12 @@ is called as ``model(x, sample) -> logits [num_roots, out_dim]`` (see :mod:`syst
 - ``graphsage``: :class:`~systems.models.graphsage.GraphSAGE` (PyG ``SAGEConv`` per sampled block);
 - ``gcn``: :class:`~systems.models.gcn.GCN` (mean over a node and its neighbours, the GraphSAGE-GCN variant);
 - ``gat``: :class:`~systems.models.gat.GAT` (PyG ``GATConv`` per block, 4 concatenated heads in hidden layers);
-- ``mlp``: :class:`~systems.models.mlp.MLP` (the roots' features only).
+- ``mlp``: :class:`~systems.models.mlp.MLP` (the roots' features only);
+- ``shallow``: :class:`~systems.models.shallow.Shallow` (link prediction: the roots' own embedding rows).
+
+Link prediction adds edge decoders (:mod:`systems.models.decoders`, registered in :data:`suite.registry.DECODERS`:
+``distmult``, ``complex``, ``dot``) and learnable node embeddings outside the model
+(:class:`~systems.models.embeddings.EmbeddingTable`, sparse Adagrad).
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from systems.models.gat import GAT, build_gat
 from systems.models.gcn import GCN, build_gcn
 from systems.models.graphsage import GraphSAGE, build_graphsage
 from systems.models.mlp import MLP, build_mlp
+from systems.models.shallow import Shallow, build_shallow
+from systems.models.decoders import ComplEx, Decoder, DistMult, Dot, build_decoder
+from systems.models.embeddings import EmbeddingTable
 
 
 def build_model(spec: ModelSpec, in_dim: int, out_dim: int) -> nn.Module:
@@ -27,5 +35,6 @@ def build_model(spec: ModelSpec, in_dim: int, out_dim: int) -> nn.Module:
     return MODELS.get(spec.encoder)(spec, in_dim, out_dim)
 
 
-__all__ = ["GAT", "GCN", "GraphSAGE", "MLP", "ModelBuilder", "build_gat", "build_gcn", "build_graphsage", "build_mlp",
-           "build_model", "root_rows"]
+__all__ = ["GAT", "GCN", "ComplEx", "Decoder", "DistMult", "Dot", "EmbeddingTable", "GraphSAGE", "MLP", "ModelBuilder",
+           "Shallow", "build_decoder", "build_gat", "build_gcn", "build_graphsage", "build_mlp", "build_model",
+           "build_shallow", "root_rows"]

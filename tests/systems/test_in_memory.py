@@ -138,13 +138,9 @@ def test_unlabeled_training_nodes_are_skipped(tmp_path):
     assert outcome.epochs[0].examples == len(train) - 10
 
 
-def test_unregistered_task_is_rejected(easy_store, tmp_path):
-    from suite.registry import TASKS
-
-    if "link_prediction" in TASKS:
-        pytest.skip("link prediction is registered")
-    spec = make_spec(training={"task": "link_prediction"})
-    with pytest.raises(ConfigError, match="^training.task: unknown task 'link_prediction'"):
+def test_link_prediction_needs_edge_splits(easy_store, tmp_path):
+    spec = make_spec(training={"task": "link_prediction"}, model={"decoder": "distmult"})
+    with pytest.raises(DataError, match=r"store has no 'train_edges'; link prediction needs it"):
         run(spec, easy_store, tmp_path)
 
 

@@ -1,0 +1,88 @@
+"""Link-prediction results table: the recorded runs of the link-prediction specs, one row per run.
+
+Reads every completed link-prediction run under ``--runs`` (default ``out/lp``; produced by
+``gnnsuite run experiments/fb15k237_*.yaml --out out/lp``, ``gnnsuite run experiments/link_prediction_synthetic.yaml
+--out out/lp`` and ``gnnsuite grid experiments/link_prediction_pipelined.yaml --out out/lp``) through
+:func:`suite.results.load_runs` and writes ``results/link_prediction.csv``: model, decoder, system and staleness
+bound (1 = sync), epochs, training time, filtered and unfiltered test MRR and Hits@1/3/10, the last validation
+MRR, and the mean and maximum embedding staleness of pipelined runs (from their batch records).
+
+Usage: ``python experiments/link_prediction.py [--runs out/lp] [--out results/link_prediction.csv]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from suite.results import export, load_batches, load_runs
+
+COLUMNS = {
+    "config.name": "name",
+    "dataset": "dataset",
+    "config.model.encoder": "encoder",
+    "config.model.decoder": "decoder",
+    "config.model.embedding_dim": "embedding_dim",
+    "config.model.inverse_relations": "inverse_relations",
+    "config.training.negatives.degree_fraction": "degree_fraction",
+    "system": "system",
+    "epochs": "epochs",
+    "train_time_s": "train_time_s",
+    "metrics.valid.mrr": "valid_mrr",
+    "metrics.test.filtered_mrr": "test_mrr",
+    "metrics.test.filtered_hits@1": "test_hits@1",
+    "metrics.test.filtered_hits@3": "test_hits@3",
+    "metrics.test.filtered_hits@10": "test_hits@10",
+    "metrics.test.unfiltered_mrr": "test_unfiltered_mrr",
+    "metrics.test.unfiltered_hits@10": "test_unfiltered_hits@10",
+    "staleness.mean": "staleness_mean",
+    "staleness.max": "staleness_max",
+    "run_id": "run_id",
+}
+
+
+def _bound(run: pd.Series) -> int | None:
+    """The pipelined system's effective staleness bound (1 when ``sync``); None for other systems."""
+    if run.get("system") != "pipelined":
+        return None
+    if run.get("config.system.options.sync") is True:
+        return 1
+    bound = run.get("config.system.options.staleness_bound")
+    return 16 if bound is None or pd.isna(bound) else int(bound)
+
+
+def table(runs: Path) -> pd.DataFrame:
+    """One row per completed link-prediction run under ``runs``, with the columns of :data:`COLUMNS` and, for
+    pipelined runs, the mean and maximum ``embedding_staleness`` of their batches."""
+    df = load_runs(runs, include_incomplete=False)
+    df = df[(df["status"] == "completed") & (df["task"] == "link_prediction")]
+    out = pd.DataFrame({new: df[old] if old in df else None for old, new in COLUMNS.items()})
+    out.insert(out.columns.get_loc("system") + 1, "staleness_bound",
+               pd.array([_bound(row) for _, row in df.iterrows()], dtype="Int64"))
+    batches = load_batches(runs)
+    if not batches.empty and "embedding_staleness" in batches:
+        staleness = batches.groupby("run_id")["embedding_staleness"].agg(["mean", "max"])
+        out = out.merge(staleness.rename(columns={"mean": "embedding_staleness_mean",
+                                                  "max": "embedding_staleness_max"}),
+                        left_on="run_id", right_index=True, how="left")
+    for column in out.columns:
+        if out[column].dtype == float:
+            out[column] = out[column].round(4)
+    return out.sort_values(["dataset", "name"]).reset_index(drop=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=Path("out/lp"), help="folder of recorded runs")
+    parser.add_argument("--out", type=Path, default=Path("results/link_prediction.csv"), help="CSV to write")
+    args = parser.parse_args(argv)
+    df = table(args.runs)
+    export(df, args.out)
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(df.drop(columns=["run_id"]).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()

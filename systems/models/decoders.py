@@ -1,0 +1,144 @@
+"""Edge decoders of link prediction: DistMult, ComplEx and dot product, with their relation embeddings.
+
+Importing this module registers them in :data:`suite.registry.DECODERS` under ``distmult``, ``complex`` and
+``dot``; each entry is a builder ``build(num_relations: int, dim: int, inverse_relations: bool = False) -> Decoder``.
+
+Every decoder scores a triple ``(h, r, t)`` as a dot product of a *query* with a candidate embedding, in both
+directions:
+
+    score(h, r, t) = <tail_query(h, r), t> = <head_query(t, r), h>
+
+so ranking all tails of ``(h, r, ?)`` is one matrix product ``tail_query(h, r) @ Z^T`` and scoring a chunk of
+shared negatives is one batched product (Marius's chunked scoring).
+
+- DistMult (Yang et al., 2015): ``score = sum_i h_i r_i t_i``; ``tail_query = h * r``, ``head_query = t * r``.
+- ComplEx (Trouillon et al., 2016): embeddings are complex vectors stored as ``[real | imaginary]`` halves
+  (``dim`` must be even); ``score = Re(sum_i h_i r_i conj(t_i))``; ``tail_query = h * r``,
+  ``head_query = t * conj(r)`` (complex products).
+- Dot: ``score = <h, t>``; no relation parameters (untyped graphs).
+
+With ``inverse_relations`` (Marius's inverse edges; "reciprocal" relations in Lacroix et al., 2018), head queries
+use a second, separate embedding per relation (``r^-1``, rows ``num_relations..2*num_relations-1``): the model
+then scores ``(h, r, t)`` as ``<tail_query(h, r), t>`` when predicting tails and as ``<head_query(t, r^-1), h>``
+when predicting heads, each direction with its own parameters.
+
+Relation embeddings start at the identity of the relation operator (DistMult: ones; ComplEx: ``1 + 0i``), so
+an untrained decoder scores like the dot product of the embeddings.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from suite.errors import ConfigError
+from suite.registry import DECODERS
+
+
+class Decoder(nn.Module):
+    """Base class: scores of triples as dot products of a relation-dependent query with the other endpoint.
+
+    Args:
+        num_relations: relation types.
+        dim: embedding width.
+    """
+
+    def __init__(self, num_relations: int, dim: int, inverse_relations: bool = False):
+        super().__init__()
+        self.num_relations = num_relations
+        self.dim = dim
+        self.inverse_relations = inverse_relations
+
+    def relation_rows(self) -> int:
+        """Rows of the relation table: one per relation, twice as many with inverse relations."""
+        return self.num_relations * (2 if self.inverse_relations else 1)
+
+    def inverse(self, relations: torch.Tensor) -> torch.Tensor:
+        """The relation rows head queries use: ``r`` itself, or ``r + num_relations`` with inverse relations."""
+        return relations + self.num_relations if self.inverse_relations else relations
+
+    def tail_query(self, heads: torch.Tensor, relations: torch.Tensor) -> torch.Tensor:
+        """``(B, dim)`` queries ``q`` with ``score(h, r, t) = <q, t>``."""
+        raise NotImplementedError
+
+    def head_query(self, tails: torch.Tensor, relations: torch.Tensor) -> torch.Tensor:
+        """``(B, dim)`` queries ``q`` with ``score(h, r, t) = <q, h>``."""
+        raise NotImplementedError
+
+    def forward(self, heads: torch.Tensor, relations: torch.Tensor, tails: torch.Tensor) -> torch.Tensor:
+        """``(B,)`` scores of the triples ``(heads[b], relations[b], tails[b])`` (embeddings and relation ids), as
+        tail predictions."""
+        return (self.tail_query(heads, relations) * tails).sum(dim=-1)
+
+
+class DistMult(Decoder):
+    """DistMult: ``score = sum_i h_i r_i t_i`` (symmetric in ``h`` and ``t``)."""
+
+    def __init__(self, num_relations: int, dim: int, inverse_relations: bool = False):
+        super().__init__(num_relations, dim, inverse_relations)
+        self.relations = nn.Parameter(torch.ones(self.relation_rows(), dim))
+
+    def tail_query(self, heads: torch.Tensor, relations: torch.Tensor) -> torch.Tensor:
+        """``h * r``."""
+        return heads * self.relations[relations]
+
+    def head_query(self, tails: torch.Tensor, relations: torch.Tensor) -> torch.Tensor:
+        """``t * r`` (``t * r^-1`` with inverse relations)."""
+        return tails * self.relations[self.inverse(relations)]
+
+
+class ComplEx(Decoder):
+    """ComplEx: ``score = Re(sum_i h_i r_i conj(t_i))``, complex vectors stored as ``[real | imaginary]``."""
+
+    def __init__(self, num_relations: int, dim: int, inverse_relations: bool = False):
+        if dim % 2:
+            raise ConfigError(f"model.embedding_dim: ComplEx needs an even width (real and imaginary halves), "
+                              f"got {dim}")
+        super().__init__(num_relations, dim, inverse_relations)
+        initial = torch.zeros(self.relation_rows(), dim)
+        initial[:, : dim // 2] = 1.0
+        self.relations = nn.Parameter(initial)
+
+    def _multiply(self, x: torch.Tensor, relations: torch.Tensor, conjugate: bool) -> torch.Tensor:
+        half = self.dim // 2
+        rel = self.relations[relations]
+        x_re, x_im = x[..., :half], x[..., half:]
+        r_re, r_im = rel[..., :half], rel[..., half:]
+        if conjugate:
+            r_im = -r_im
+        return torch.cat([x_re * r_re - x_im * r_im, x_re * r_im + x_im * r_re], dim=-1)
+
+    def tail_query(self, heads: torch.Tensor, relations: torch.Tensor) -> torch.Tensor:
+        """``h * r`` (complex): ``<h r, t>_real = Re(h r conj(t))``."""
+        return self._multiply(heads, relations, conjugate=False)
+
+    def head_query(self, tails: torch.Tensor, relations: torch.Tensor) -> torch.Tensor:
+        """``t * conj(r)`` (complex): ``<t conj(r), h>_real = Re(h r conj(t))`` (``r^-1`` with inverse relations)."""
+        return self._multiply(tails, self.inverse(relations), conjugate=True)
+
+
+class Dot(Decoder):
+    """Dot product ``<h, t>``; relation types are ignored."""
+
+    def tail_query(self, heads: torch.Tensor, relations: torch.Tensor) -> torch.Tensor:
+        """``h``."""
+        return heads
+
+    def head_query(self, tails: torch.Tensor, relations: torch.Tensor) -> torch.Tensor:
+        """``t``."""
+        return tails
+
+
+DECODERS.register("distmult", DistMult)
+DECODERS.register("complex", ComplEx)
+DECODERS.register("dot", Dot)
+
+
+def build_decoder(name: str, num_relations: int, dim: int, inverse_relations: bool = False) -> Decoder:
+    """The registered decoder ``name`` (ConfigError naming the field and the known ones if unknown)."""
+    if name not in DECODERS:
+        raise ConfigError(f"model.decoder: unknown decoder {name!r} (known: {', '.join(DECODERS.names())})")
+    return DECODERS.get(name)(num_relations, dim, inverse_relations)
+
+
+__all__ = ["ComplEx", "Decoder", "DistMult", "Dot", "build_decoder"]

@@ -1,0 +1,404 @@
+"""Link prediction: score training edges ``(src, rel, dst)`` above corrupted ones; rank held-out edges (MRR).
+
+Model: an *encoder* (``model.encoder``: ``shallow`` -- a node is its own embedding row -- or a GNN such as
+``graphsage`` over the registered sampler, e.g. DENSE) produces node representations from either the store's
+features or a learnable node embedding table (``model.learnable_embeddings``); a *decoder* (``model.decoder``:
+``distmult``, ``complex``, ``dot``; :mod:`systems.models.decoders`) with its relation embeddings scores triples.
+
+Per batch of training edges (``batch.roots`` are positions into the ``train_edges`` split):
+
+- ``sample``: chunked negatives (:mod:`systems.tasks.negatives`: ``training.negatives``), then the unique nodes of
+  positives and negatives become the roots of the encoder's sample (no hops for ``shallow``); the positives and
+  negatives are kept as local row ids in ``batch.extra`` (``src``, ``rel``, ``dst``, ``tail_neg``, ``head_neg``);
+- ``gather``: the rows of the sample's input nodes, from the embedding table (read *now*: the table's version is
+  kept in ``batch.extra["embedding_version"]``) or from the features;
+- ``transfer``: ``x``, the sample and the local ids to the device;
+- ``compute``: encoder, decoder, loss (``training.loss``: ``softmax`` -- cross-entropy of every positive against
+  its chunk's negatives, per side -- or ``margin``), backward; one optimizer step of the model's dense parameters
+  (relation embeddings, encoder weights; ``training.optimizer``). The gradient of the gathered embedding rows is
+  kept for ``update``, with ``batch.extra["embedding_staleness"]``: optimizer steps whose embedding updates the
+  rows missed (0 when training synchronously);
+- ``update`` (with learnable embeddings): sparse Adagrad on the gathered rows, written back to the table
+  (:class:`~systems.models.embeddings.EmbeddingTable`, learning rate ``training.embedding_learning_rate``).
+
+Evaluation ranks the true tail of every ``(h, r, ?)`` and the true head of every ``(?, r, t)`` of the split among
+all entities (``evaluation.negatives: null``) or among that many uniformly sampled ones per query (large graphs;
+through OGB's link Evaluator). Both *unfiltered* and *filtered* (other known true triples of train+valid+test
+removed from the candidates) metrics are recorded as ``unfiltered_*`` / ``filtered_*``: MRR and Hits@1/3/10, ties
+at their mean rank (:func:`suite.metrics.target_ranks`); ``mrr`` and ``hits@k`` repeat the filtered ones (or the
+unfiltered ones with ``evaluation.filtered: false``).
+
+Randomness: ``torch.manual_seed(spec.seed)`` before the model is built; the embedding table from a generator
+seeded with ``spec.seed``; an epoch's order and each batch's negatives and sample from generators seeded from
+``(seed, epoch[, batch])`` (:mod:`systems.batch`); evaluation from its own generator, re-seeded every time.
+"""
+
+from __future__ import annotations
+
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from suite.errors import ConfigError, DataError
+from suite.metrics import (RANK_KS, TripleFilter, filtered_target_ranks, ogb_ranking_metrics, ranking_metrics,
+                           target_ranks)
+from suite.registry import DECODERS, MODELS, SAMPLERS, TASKS
+import systems.models  # noqa: F401  (registers the built-in encoders and decoders)
+import systems.sampling  # noqa: F401  (registers the built-in samplers)
+from systems.batch import Batch, batch_generator, plan_epoch
+from systems.models.decoders import Decoder, build_decoder
+from systems.models.embeddings import EmbeddingTable
+from systems.sampling.base import SampledSubgraph, Sampler, SamplingGraph
+from systems.tasks.base import Task
+from systems.tasks.negatives import NegativeSampler, chunked_scores
+from systems.tasks.node_classification import make_optimizer
+
+_EVAL_SEED_OFFSET = 0x5EED
+_EMBEDDING_SEED_OFFSET = 0xE3B
+_EDGE_COLUMNS = ("source node", "relation", "destination node")
+_DEVICE_KEYS = ("src", "rel", "dst", "tail_neg", "head_neg")
+# Scores materialized at once during evaluation (rows x candidates); bounds its memory to 128 MiB of float32.
+_EVAL_SCORE_ELEMENTS = 1 << 25
+
+
+def check_edge_split(store, split: str, required: bool) -> torch.Tensor | None:
+    """The ``(k, 3)`` int64 ``(src, rel, dst)`` edges of ``split``, checked.
+
+    Raises:
+        DataError: naming the store file (and the first bad row): the split is missing while ``required``, is
+            empty, or holds a node id outside ``[0, num_nodes)`` or a relation id outside ``[0, num_relations)``.
+    """
+    key = f"{split}_edges"
+    edges = store.edges(split)
+    if edges is None:
+        if required:
+            raise DataError(f"{store.path}: store has no '{key}'; link prediction needs it")
+        return None
+    path = store.file(key)
+    if edges.dim() != 2 or edges.shape[1] != 3:
+        raise DataError(f"{path}: expected (k, 3) rows 'src, rel, dst', got shape {tuple(edges.shape)}")
+    if len(edges) == 0:
+        raise DataError(f"{path}: the {split} split is empty (0 edges)")
+    edges = edges.to(torch.int64)
+    for column, (what, high) in enumerate(zip(_EDGE_COLUMNS,
+                                              (store.num_nodes, store.num_relations, store.num_nodes))):
+        bad = (edges[:, column] < 0) | (edges[:, column] >= high)
+        if bool(bad.any()):
+            row = int(torch.nonzero(bad)[0])
+            count = "num_relations" if column == 1 else "num_nodes"
+            raise DataError(f"{path}: row {row}: {what} id {int(edges[row, column])} is out of range "
+                            f"[0, {high}) ({count} in metadata.json)")
+    return edges
+
+
+def rows(z: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``z[index]`` for an index of any shape, through ``index_select`` (whose backward is a fast ``index_add_``,
+    unlike advanced indexing's ``index_put_``)."""
+    return z.index_select(0, index.reshape(-1)).view(*index.shape, z.shape[-1])
+
+
+def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, rel: torch.Tensor,
+                         dst: torch.Tensor, tail_neg: torch.Tensor, head_neg: torch.Tensor, chunk_size: int,
+                         loss: str = "softmax", margin: float = 1.0) -> torch.Tensor:
+    """Mean loss of the positives ``(src, rel, dst)`` against their chunks' negatives, both sides averaged.
+
+    Args:
+        decoder: the triple scorer.
+        z: ``(U, d)`` representations of the batch's unique nodes.
+        src, rel, dst: ``(B,)`` the positives (rows of ``z``, relation ids).
+        tail_neg, head_neg: ``(C, K)`` rows of ``z`` replacing each chunk's destinations / sources.
+        chunk_size: positives per chunk.
+        loss: ``softmax``: cross-entropy of each positive's score against its K negative scores (the positive is
+            class 0 of K + 1); ``margin``: mean of ``relu(margin - positive + negative)`` over all pairs.
+        margin: the margin of the margin loss.
+    """
+    heads, tails = rows(z, src), rows(z, dst)
+    tail_queries, head_queries = decoder.tail_query(heads, rel), decoder.head_query(tails, rel)
+    # per side, the positive is scored by that side's queries (they differ with inverse relations)
+    sides = (((tail_queries * tails).sum(dim=-1), chunked_scores(tail_queries, rows(z, tail_neg), chunk_size)),
+             ((head_queries * heads).sum(dim=-1), chunked_scores(head_queries, rows(z, head_neg), chunk_size)))
+    total = heads.new_zeros(())
+    for positive, negative in sides:
+        if loss == "softmax":
+            logits = torch.cat([positive.unsqueeze(1), negative], dim=1)
+            total = total + F.cross_entropy(logits, positive.new_zeros(len(positive), dtype=torch.int64))
+        elif loss == "margin":
+            total = total + F.relu(margin - positive.unsqueeze(1) + negative).mean()
+        else:
+            raise ConfigError(f"training.loss: unknown loss {loss!r} (known: margin, softmax)")
+    return total / len(sides)
+
+
+class LinkPredictionModel(nn.Module):
+    """An encoder (node representations from input rows and a sample) and a decoder (triple scores)."""
+
+    def __init__(self, encoder: nn.Module, decoder: Decoder):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+
+    def forward(self, x: torch.Tensor, sample: SampledSubgraph) -> torch.Tensor:
+        """Representations ``(len(sample.roots), d)`` of the sample's roots."""
+        return self.encoder(x, sample)
+
+
+@TASKS.register("link_prediction")
+class LinkPredictionTask(Task):
+    """Link prediction over the whole graph in CPU memory, with learnable embeddings or features.
+
+    Needs a store with a ``train_edges`` split (``valid_edges`` / ``test_edges`` for evaluation) and, without
+    ``model.learnable_embeddings``, node features. ``has_update`` is true with learnable embeddings.
+    Attributes set by :meth:`setup`: ``train_edges``, ``embeddings`` (or None), ``features`` (or None),
+    ``model``, ``optimizer`` (None when the model has no dense parameter), ``negative_sampler``,
+    ``train_sampler`` / ``eval_sampler`` (None for encoders without neighbours).
+    """
+
+    has_update = True
+
+    def __init__(self, spec, store, device):
+        super().__init__(spec, store, device)
+        self.has_update = spec.model.learnable_embeddings
+        self.train_edges: torch.Tensor | None = None
+        self.embeddings: EmbeddingTable | None = None
+        self.features: torch.Tensor | None = None
+        self.model: LinkPredictionModel | None = None
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.negative_sampler: NegativeSampler | None = None
+        self.graph: SamplingGraph | None = None
+        self.train_sampler: Sampler | None = None
+        self.eval_sampler: Sampler | None = None
+        self._filter: TripleFilter | None = None
+
+    # ------------------------------------------------------------------ setup
+    def setup(self) -> None:
+        """Check and load the edge splits; build embeddings or load features, model, optimizer and samplers."""
+        spec, store = self.spec, self.store
+        if spec.model.decoder is None:
+            raise ConfigError(f"model.decoder: link prediction needs a decoder (known: {', '.join(DECODERS.names())})")
+        self.train_edges = check_edge_split(store, "train", required=True)
+        for split in ("valid", "test"):
+            check_edge_split(store, split, required=False)
+        self.optimizer_steps = 0
+        dim = spec.model.embedding_dim
+        if spec.model.learnable_embeddings:
+            generator = torch.Generator().manual_seed(spec.seed + _EMBEDDING_SEED_OFFSET)
+            shared = spec.system.options.get("loader_workers") == "process"
+            self.embeddings = EmbeddingTable(store.num_nodes, dim, spec.model.embedding_init_scale,
+                                             spec.training.embedding_learning_rate or spec.training.learning_rate,
+                                             generator, shared=shared)
+            in_dim = dim
+        else:
+            if not store.has("features"):
+                raise DataError(f"{store.path}: store has no 'features'; set model.learnable_embeddings: true to "
+                                f"learn node embeddings instead")
+            self.features = store.features.to(torch.float32, copy=True)
+            in_dim = self.features.shape[1]
+        torch.manual_seed(spec.seed)
+        encoder = MODELS.get(spec.model.encoder)(spec.model, in_dim, dim)
+        if not getattr(encoder, "uses_neighbours", True) and not spec.model.learnable_embeddings:
+            raise ConfigError(f"model.learnable_embeddings: encoder {spec.model.encoder!r} reads only the nodes' "
+                              f"own rows; without learnable embeddings it has nothing to learn")
+        self.model = LinkPredictionModel(encoder, build_decoder(spec.model.decoder, store.num_relations, dim,
+                                                                     spec.model.inverse_relations))
+        self.model.to(self.device)
+        parameters = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = make_optimizer(spec.training.optimizer, parameters, spec.training.learning_rate,
+                                        spec.training.weight_decay) if parameters else None
+        negatives = spec.training.negatives
+        self.negative_sampler = NegativeSampler(store.num_nodes, self.train_edges[:, 0], self.train_edges[:, 2],
+                                                negatives.num_chunks, negatives.negatives_per_positive,
+                                                negatives.degree_fraction)
+        if getattr(encoder, "uses_neighbours", True):
+            self.graph = SamplingGraph.from_store(store, spec.sampler.direction)
+            sampler_cls = SAMPLERS.get(spec.sampler.name)
+            self.train_sampler = sampler_cls(self.graph, spec.model.fanouts, replace=spec.sampler.replace)
+            self.eval_sampler = sampler_cls(self.graph, spec.evaluation.fanouts or spec.model.fanouts,
+                                            replace=spec.sampler.replace)
+
+    # ------------------------------------------------------------------ stages
+    def plan_epoch(self, epoch: int) -> list[Batch]:
+        """Shuffled training edge positions in batches of ``training.batch_size`` (the first
+        ``training.limit_batches`` when set)."""
+        examples = torch.arange(len(self.train_edges))
+        batches = plan_epoch(examples, self.spec.training.batch_size, epoch, self.spec.seed)
+        return batches[: self.spec.training.limit_batches]
+
+    def sample(self, batch: Batch) -> None:
+        """Negatives, then the encoder's sample around the unique nodes of positives and negatives."""
+        generator = batch_generator(self.spec.seed, batch.epoch, batch.index)
+        edges = self.train_edges[batch.roots]
+        negatives = self.negative_sampler.sample(len(edges), generator)
+        ids = torch.cat([edges[:, 0], edges[:, 2], negatives.tails.reshape(-1), negatives.heads.reshape(-1)])
+        nodes, local = torch.unique(ids, return_inverse=True)
+        count, chunks = len(edges), negatives.tails.shape
+        src, dst, tail_neg, head_neg = local.split([count, count, chunks.numel(), chunks.numel()])
+        if self.train_sampler is not None:
+            batch.sample = self.train_sampler.sample(nodes, generator)
+        else:
+            batch.sample = SampledSubgraph(roots=nodes, blocks=(), num_sampled_edges=0)
+        batch.extra.update(src=src, rel=edges[:, 1].clone(), dst=dst, tail_neg=tail_neg.view(chunks),
+                           head_neg=head_neg.view(chunks), chunk_size=negatives.chunk_size)
+
+    def gather(self, batch: Batch, pin: bool | None = None) -> None:
+        """Rows of the sample's input nodes: a copy of the embedding rows as they are now, or the features."""
+        pin = pin if pin is not None else self.device.type == "cuda"
+        nodes = batch.sample.input_nodes
+        if self.embeddings is not None:
+            batch.extra["embedding_version"] = self.embeddings.version  # read before the rows: a lower bound
+            batch.extra["input_nodes"] = nodes
+            batch.x = self.embeddings.gather(nodes, pin=pin)
+        elif pin:
+            batch.x = torch.empty((len(nodes), self.features.shape[1]), pin_memory=True)
+            torch.index_select(self.features, 0, nodes, out=batch.x)
+        else:
+            batch.x = self.features.index_select(0, nodes)
+
+    def transfer(self, batch: Batch, stream: "torch.cuda.Stream | None" = None) -> None:
+        """Move ``x``, the sample and the positives' and negatives' local ids to the device."""
+        if self.device.type == "cuda" and stream is not None:
+            with torch.cuda.stream(stream):  # queued before the base class records ``batch.ready`` on this stream
+                for key in _DEVICE_KEYS:
+                    batch.extra[key] = batch.extra[key].to(self.device, non_blocking=True)
+        else:
+            for key in _DEVICE_KEYS:
+                batch.extra[key] = batch.extra[key].to(self.device)
+        super().transfer(batch, stream)
+
+    def compute(self, batch: Batch) -> None:
+        """Encoder, decoder, loss, backward, one optimizer step; keeps the embedding rows' gradient for
+        ``update``."""
+        if batch.ready is not None:
+            torch.cuda.current_stream(self.device).wait_event(batch.ready)
+        training, extra = self.spec.training, batch.extra
+        x = batch.x
+        if self.embeddings is not None:
+            x.requires_grad_(True)
+        z = self.model(x, batch.sample)
+        loss = link_prediction_loss(self.model.decoder, z, extra["src"], extra["rel"], extra["dst"],
+                                    extra["tail_neg"], extra["head_neg"], extra["chunk_size"],
+                                    training.loss, training.margin)
+        if training.regularization > 0:
+            loss = loss + training.regularization * (rows(z, extra["src"]).pow(2).sum(-1)
+                                                     + rows(z, extra["dst"]).pow(2).sum(-1)).mean()
+        if self.optimizer is not None:
+            self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        batch.version_applied = self.optimizer_steps
+        if self.optimizer is not None:
+            self.optimizer.step()
+        self.optimizer_steps += 1
+        batch.loss = float(loss.detach())
+        if self.embeddings is not None:
+            extra["grad"] = x.grad.detach()
+            extra["embedding_staleness"] = batch.version_applied - extra["embedding_version"]
+        for key in _DEVICE_KEYS:
+            extra.pop(key, None)
+        batch.x = batch.y = batch.ready = None
+
+    def update(self, batch: Batch) -> None:
+        """Sparse Adagrad on the batch's embedding rows, written back to the table."""
+        if self.embeddings is None:
+            return
+        grad = batch.extra.pop("grad")
+        self.embeddings.adagrad_update(batch.extra.pop("input_nodes"), grad.cpu())
+
+    def train(self) -> None:
+        """Training mode (dropout on)."""
+        self.model.train()
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def representations(self) -> torch.Tensor:
+        """``(num_nodes, d)`` representations of all nodes (eval mode) on the device."""
+        self.model.eval()
+        if self.eval_sampler is None:
+            table = self.embeddings.weight if self.embeddings is not None else self.features
+            return self.model.encoder(table.to(self.device), SampledSubgraph(
+                roots=torch.arange(len(table), device=self.device), blocks=(), num_sampled_edges=0))
+        generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET)
+        table = self.embeddings.weight if self.embeddings is not None else self.features
+        parts = []
+        for roots in torch.arange(self.store.num_nodes).split(self.spec.evaluation.batch_size):
+            sample = self.eval_sampler.sample(roots, generator)
+            x = table.index_select(0, sample.input_nodes).to(self.device)
+            parts.append(self.model.encoder(x, sample.to(self.device)))
+        return torch.cat(parts)
+
+    def _known_triples(self) -> TripleFilter:
+        if self._filter is None:
+            splits = [self.store.edges(split) for split in ("train", "valid", "test")]
+            known = torch.cat([edges.to(torch.int64) for edges in splits if edges is not None])
+            self._filter = TripleFilter(known, self.store.num_nodes, self.store.num_relations)
+        return self._filter
+
+    @torch.no_grad()
+    def evaluate(self, split: str) -> dict[str, float]:
+        """Filtered and unfiltered MRR and Hits@1/3/10 of the split's edges, heads and tails (NaN without the
+        split)."""
+        edges = self.store.edges(split)
+        main = "filtered" if self.spec.evaluation.filtered else "unfiltered"
+        if edges is None or len(edges) == 0:
+            nan = {**ranking_metrics(torch.empty(0), prefix="filtered_"),
+                   **ranking_metrics(torch.empty(0), prefix="unfiltered_")}
+            return {**ranking_metrics(torch.empty(0)), **nan}
+        edges = edges.to(torch.int64)
+        z = self.representations()
+        if self.spec.evaluation.negatives is None:
+            metrics = self._rank_all(edges, z)
+        else:
+            metrics = self._rank_sampled(edges, z, self.spec.evaluation.negatives)
+        metrics.update({key.removeprefix(f"{main}_"): value for key, value in list(metrics.items())
+                        if key.startswith(f"{main}_")})
+        return metrics
+
+    def _queries(self, part: torch.Tensor, z: torch.Tensor):
+        """Per side (tails, then heads) of the triples ``part``: ``(queries, targets, known, is_known)``: the
+        decoder's queries, the true entities' ids, a function giving the ``(row, entity)`` pairs of all known
+        true answers, and one telling which of ``(B, K)`` candidates are known true answers."""
+        decoder, known = self.model.decoder, self._known_triples()
+        heads, rels, tails = (column.to(self.device) for column in part.unbind(1))
+        src, rel, dst = part.unbind(1)
+        yield (decoder.tail_query(z[heads], rels), tails, lambda: known.true_tails(src, rel),
+               lambda candidates: known.is_true_tail(src, rel, candidates))
+        yield (decoder.head_query(z[tails], rels), heads, lambda: known.true_heads(dst, rel),
+               lambda candidates: known.is_true_head(dst, rel, candidates))
+
+    def _rank_all(self, edges: torch.Tensor, z: torch.Tensor) -> dict[str, float]:
+        rows = max(1, min(self.spec.evaluation.batch_size, _EVAL_SCORE_ELEMENTS // max(len(z), 1)))
+        ranks: dict[str, list[torch.Tensor]] = {"filtered": [], "unfiltered": []}
+        for part in edges.split(rows):
+            for queries, targets, true_candidates, _ in self._queries(part, z):
+                scores = queries @ z.T
+                ranks["unfiltered"].append(target_ranks(scores, targets).cpu())
+                rows_known, columns = (t.to(self.device) for t in true_candidates())
+                ranks["filtered"].append(filtered_target_ranks(scores, targets, rows_known, columns).cpu())
+        metrics: dict[str, float] = {}
+        for kind, values in ranks.items():
+            metrics.update(ranking_metrics(torch.cat(values), RANK_KS, prefix=f"{kind}_"))
+        return metrics
+
+    def _rank_sampled(self, edges: torch.Tensor, z: torch.Tensor, negatives: int) -> dict[str, float]:
+        generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET + 1)
+        rows = max(1, min(self.spec.evaluation.batch_size, _EVAL_SCORE_ELEMENTS // (negatives * z.shape[1])))
+        sums: dict[str, float] = {}
+        count = 0
+        for part in edges.split(rows):
+            for queries, targets, _, is_true in self._queries(part, z):
+                candidates = torch.randint(len(z), (len(part), negatives), generator=generator)
+                negative = torch.bmm(z[candidates.to(self.device)], queries.unsqueeze(2)).squeeze(2)
+                positive = (queries * z[targets]).sum(dim=-1)
+                filtered = negative.masked_fill(is_true(candidates).to(self.device), float("-inf"))
+                for kind, scores in (("unfiltered", negative), ("filtered", filtered)):
+                    for key, value in ogb_ranking_metrics(positive, scores, prefix=f"{kind}_").items():
+                        sums[key] = sums.get(key, 0.0) + value * len(part)
+                count += len(part)
+        return {key: value / count for key, value in sums.items()}
+
+    def teardown(self) -> None:
+        """Drop the graph, features, edges and filter (the trained model and embeddings stay)."""
+        self.graph = self.features = self.train_edges = None
+        self.train_sampler = self.eval_sampler = self._filter = None
+
+
+__all__ = ["LinkPredictionModel", "LinkPredictionTask", "check_edge_split", "link_prediction_loss"]
