@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DATA ?= data
 
-.PHONY: setup test test-all main clean
+.PHONY: setup test test-all main quickstart clean
 
 setup: $(VENV)/.installed
 
@@ -22,8 +22,12 @@ test: setup
 test-all: setup
 	$(BIN)/python -m pytest -m ''
 
-# GraphSAGE vs a features-only MLP on the default synthetic dataset (arxiv-like), recorded under out/quickstart.
+# The quick reproduction: every figure's experiment on small settings, the figures and results/REPORT.md.
 main: setup
+	$(BIN)/gnnsuite reproduce --quick
+
+# GraphSAGE vs a features-only MLP on the default synthetic dataset (arxiv-like), recorded under out/quickstart.
+quickstart: setup
 	$(BIN)/gnnsuite grid experiments/quickstart_grid.yaml --out out/quickstart
 	$(BIN)/gnnsuite results out/quickstart --export out/quickstart/runs.csv
 

@@ -109,7 +109,139 @@ def plot_sampling(csv_path: str | Path, out_png: str | Path) -> Path:
     return save_figure(fig, out_png)
 
 
-FIGURES: dict[str, Callable[[str | Path, str | Path], Path]] = {"sampling": plot_sampling}
+def plot_pipeline_speed(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Pipelined vs in-memory (``experiments/pipeline.py``): per dataset, epoch time per system configuration
+    (bars grouped by sampler, ratio to in-memory annotated) above compute utilization (bars) with the pipeline
+    efficiency of pipelined runs (markers, right axis; 1.0 is ideal).
+
+    Reads only ``csv_path``.
+    """
+    table = pd.read_csv(csv_path)
+    datasets = list(dict.fromkeys(table["dataset"]))
+    configurations = list(dict.fromkeys(table["configuration"]))
+    samplers = list(dict.fromkeys(table["sampler"]))
+    width = 0.8 / len(samplers)
+    fig, axes = plt.subplots(2, len(datasets), figsize=(6.5 * len(datasets), 7.5), squeeze=False,
+                             layout="constrained")
+    for column, dataset in enumerate(datasets):
+        rows = table[table["dataset"] == dataset]
+        time_ax, util_ax = axes[0][column], axes[1][column]
+        efficiency_ax = util_ax.twinx()
+        for offset, sampler in enumerate(samplers):
+            color = _SAMPLER_STYLE.get(sampler, ("gray",))[0]
+            line = rows[rows["sampler"] == sampler].set_index("configuration").reindex(configurations)
+            positions = [i + (offset - (len(samplers) - 1) / 2) * width for i in range(len(configurations))]
+            bars = time_ax.bar(positions, line["epoch_time_s"], width, color=color, label=sampler)
+            for bar, ratio in zip(bars, line["time_ratio_vs_in_memory"]):
+                if pd.notna(ratio):
+                    time_ax.annotate(f"{ratio:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                                     textcoords="offset points", xytext=(0, 2), ha="center", fontsize=7)
+            util_ax.bar(positions, line["compute_utilization"], width, color=color, alpha=0.7, label=sampler)
+            efficiency_ax.plot(positions, line["pipeline_efficiency"], "k", marker="D", linestyle="none",
+                               markersize=4, label="pipeline efficiency" if offset == 0 else None)
+        first = rows.iloc[0]
+        time_ax.set_title(f"{dataset}: epoch of {int(first['examples']):,} examples (warm epoch)", fontsize=9)
+        time_ax.set_ylabel("epoch time (s)\n(annotated: / in-memory)")
+        util_ax.set_ylabel("compute utilization\n(compute busy / epoch time)")
+        util_ax.set_ylim(0, 1.05)
+        efficiency_ax.set_ylabel("pipeline efficiency\n(epoch / busiest stage per worker)")
+        efficiency_ax.set_ylim(0.9, max(1.5, float(table["pipeline_efficiency"].max(skipna=True) or 1.0) * 1.05))
+        for ax in (time_ax, util_ax):
+            ax.set_xticks(range(len(configurations)))
+            ax.set_xticklabels(configurations, rotation=25, ha="right", fontsize=8)
+            ax.grid(True, axis="y", alpha=0.3)
+        time_ax.legend(fontsize=8, title="sampler", title_fontsize=8)
+        efficiency_ax.legend(fontsize=8, loc="lower right")
+    fig.suptitle("Pipelined (loaders T threads / P processes, X transfer workers, queues q host/device, "
+                 "staleness bound b) vs in-memory training\n3-layer GraphSAGE, fanouts 15,10,5, batch 1000; "
+                 f"git {str(table['git_sha'].iloc[0])[:10]}", fontsize=10)
+    return save_figure(fig, out_png)
+
+
+def plot_pipeline_validation(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Simulator validation (``experiments/pipeline_validation.py``): predicted vs measured epoch time (left,
+    with the +-10 % band) and compute utilization (right, +-5 points), one marker per predicted run.
+
+    Reads only ``csv_path``.
+    """
+    table = pd.read_csv(csv_path)
+    fig, (time_ax, util_ax) = plt.subplots(1, 2, figsize=(11.0, 5.0), layout="constrained")
+    markers = {"naive": "o", "dense": "s"}
+    colors = dict(zip(dict.fromkeys(table["dataset"]), ("tab:blue", "tab:orange", "tab:green", "tab:red")))
+    for (dataset, sampler), rows in table.groupby(["dataset", "sampler"], sort=False):
+        style = {"marker": markers.get(sampler, "^"), "color": colors[dataset], "linestyle": "none",
+                 "label": f"{dataset}, {sampler}"}
+        time_ax.plot(rows["measured_epoch_time_s"], rows["predicted_epoch_time_s"], **style)
+        util_ax.plot(rows["measured_compute_utilization"], rows["predicted_compute_utilization"], **style)
+    low = min(table["measured_epoch_time_s"].min(), table["predicted_epoch_time_s"].min()) * 0.8
+    high = max(table["measured_epoch_time_s"].max(), table["predicted_epoch_time_s"].max()) * 1.2
+    line = [low, high]
+    time_ax.plot(line, line, "k-", linewidth=0.8)
+    time_ax.fill_between(line, [v * 0.9 for v in line], [v * 1.1 for v in line], color="gray", alpha=0.2,
+                         label="+-10 %")
+    time_ax.set_xscale("log")
+    time_ax.set_yscale("log")
+    time_ax.set_xlabel("measured epoch time (s)")
+    time_ax.set_ylabel("predicted epoch time (s)")
+    error = table["epoch_time_error"].abs().median()
+    time_ax.set_title(f"epoch time: median |error| {100 * error:.1f} %", fontsize=10)
+    util_ax.plot([0, 1], [0, 1], "k-", linewidth=0.8)
+    util_ax.fill_between([0, 1], [-0.05, 0.95], [0.05, 1.05], color="gray", alpha=0.2, label="+-5 points")
+    util_ax.set_xlim(0, 1.02)
+    util_ax.set_ylim(0, 1.02)
+    util_ax.set_xlabel("measured compute utilization")
+    util_ax.set_ylabel("predicted compute utilization")
+    points = table["utilization_error_points"].abs().median()
+    util_ax.set_title(f"compute utilization: median |error| {points:.1f} points", fontsize=10)
+    for ax in (time_ax, util_ax):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Pipeline simulator calibrated on each group's sync run, {len(table)} held-out runs", fontsize=11)
+    return save_figure(fig, out_png)
+
+
+def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Disk-based vs in-memory node classification (``experiments/disk.py``): epoch time per configuration with
+    its IO wait (hatched) and the ratio to in-memory annotated, beside test accuracy and bytes read per epoch.
+
+    Reads only ``csv_path``.
+    """
+    table = pd.read_csv(csv_path)
+    fig, (time_ax, acc_ax, io_ax) = plt.subplots(1, 3, figsize=(15.0, 4.8), layout="constrained")
+    labels = list(table["configuration"])
+    positions = range(len(labels))
+    colors = ["tab:gray" if system == "in_memory" else "tab:blue" for system in table["system"]]
+    bars = time_ax.bar(positions, table["epoch_time_s"], color=colors)
+    time_ax.bar(positions, table["io_wait_s"].fillna(0), color="none", edgecolor="k", hatch="//",
+                label="IO wait")
+    for bar, ratio in zip(bars, table["time_ratio_vs_in_memory"]):
+        time_ax.annotate(f"x{ratio:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                         textcoords="offset points", xytext=(0, 2), ha="center", fontsize=8)
+    time_ax.set_ylabel("epoch time (s), warm epoch")
+    time_ax.legend(fontsize=8)
+    acc_ax.bar(positions, table["test_accuracy"], color=colors)
+    acc_ax.set_ylabel("test accuracy")
+    io_ax.bar(positions, table["io_read_bytes"].fillna(0) / 2**20, color=colors, label="read by the suite")
+    io_ax.plot(positions, table["disk_read_bytes"].fillna(0) / 2**20, "kD", linestyle="none",
+               label="from storage (/proc/self/io)")
+    io_ax.set_ylabel("MiB read per epoch")
+    io_ax.legend(fontsize=8)
+    for ax in (time_ax, acc_ax, io_ax):
+        ax.set_xticks(list(positions))
+        ax.set_xticklabels(labels, rotation=25, ha="right", fontsize=8)
+        ax.grid(True, axis="y", alpha=0.3)
+    first = table.iloc[0]
+    dd = first.get("dd_read_bandwidth_bytes_per_s")
+    dd_text = f", dd {dd / 1e6:.0f} MB/s" if pd.notna(dd) else ""
+    fig.suptitle(f"Disk-based node classification on {first['dataset']} (features "
+                 f"{first.get('features_bytes', float('nan')) / 2**20:.0f} MiB{dd_text})", fontsize=10)
+    return save_figure(fig, out_png)
+
+
+FIGURES: dict[str, Callable[[str | Path, str | Path], Path]] = {"sampling": plot_sampling,
+                                                            "pipeline_speed": plot_pipeline_speed,
+                                                            "pipeline_validation": plot_pipeline_validation,
+                                                            "disk_nc": plot_disk_nc}
 """Figure name -> plot function; by default it reads ``results/<name>.csv`` and writes ``results/<name>.png``."""
 
 
@@ -125,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["FIGURES", "plot_sampling", "save_figure"]
+__all__ = ["FIGURES", "plot_disk_nc", "plot_pipeline_speed", "plot_pipeline_validation", "plot_sampling", "save_figure"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/pipeline.py [--quick] [--out out/pipeline] [--results results] [--data-dir data]
+    python experiments/pipeline.py [--quick | --smoke] [--out out/pipeline] [--results results] [--data-dir data]
         [--no-run] [--no-plot]
 
 Runs two grids through the harness (finished runs are not repeated), then tabulates and plots the records:
@@ -12,13 +12,14 @@ Runs two grids through the harness (finished runs are not repeated), then tabula
   8) on ``arxiv-like`` and ``products-like``, 3-layer GraphSAGE, fanouts 15,10,5, batch 1000, both samplers; two
   epochs of the first ``limit_batches`` batches, the second (warm) epoch reported;
 - ``experiments/pipeline_accuracy.yaml``: sync vs async (bound 16; compute in admission order, and out of order)
-  pipelined training on ``arxiv-like``, full epochs, two seeds; test accuracy.
+  pipelined training on ``arxiv-like``, two full epochs, one seed; test accuracy.
 
 Outputs: ``results/pipeline_speed.csv`` (one row per run: epoch time, ratio to in-memory on the same dataset and
 sampler, per-stage busy time, compute utilization = compute busy time / epoch time, pipeline efficiency = epoch
 time / busy time per worker of the busiest stage, bottleneck stage, staleness), ``results/pipeline_accuracy.csv``
-and ``results/pipeline_speed.png``. ``--quick`` runs both grids on the ``tiny`` preset with a few batches (a smoke test;
-its numbers mean nothing) into ``out/pipeline-quick``.
+and ``results/pipeline_speed.png``. ``--quick`` runs both grids on ``arxiv-like`` shrunk to 50,000 nodes with 6
+batches per epoch (speed) and 2 epochs (accuracy) into ``out/pipeline-quick``; ``--smoke`` on the ``tiny`` preset
+with 3 batches (seconds; for the tests, its numbers mean nothing).
 """
 
 from __future__ import annotations
@@ -39,9 +40,14 @@ from suite.results import export, load_epochs, load_runs  # noqa: E402
 
 SPEED_GRID = REPO_ROOT / "experiments" / "pipeline_speed.yaml"
 ACCURACY_GRID = REPO_ROOT / "experiments" / "pipeline_accuracy.yaml"
-QUICK_OVERRIDES = ("dataset.preset=tiny", "training.batch_size=20")
-QUICK_SPEED = ("training.limit_batches=3",)
-QUICK_ACCURACY = ("training.epochs=1", "evaluation.every=1", "seed=0")
+# Per mode: overrides of every run, of the speed grid's runs, of the accuracy grid's runs.
+MODES = {
+    "full": ((), (), ()),
+    "quick": (("dataset.params={num_nodes: 50000}",), ("training.limit_batches=6",),
+              ("training.epochs=2", "evaluation.every=2", "seed=0")),
+    "smoke": (("dataset.preset=tiny", "training.batch_size=20"), ("training.limit_batches=3",),
+              ("training.epochs=1", "evaluation.every=1", "seed=0")),
+}
 STAGES = ("sample", "gather", "load", "transfer", "compute")
 
 
@@ -129,30 +135,47 @@ def accuracy_table(out: str | Path) -> pd.DataFrame:
         ["configuration", "seed"]).reset_index(drop=True)
 
 
-def run_grids(out: Path, quick: bool, progress: bool, data_dir: Path | None = None) -> list[dict]:
-    """Run both grids (skipping finished runs); return the summaries of failed runs."""
+def run_grids(out: Path, mode: str, progress: bool, data_dir: Path | None = None,
+              rerun_baselines: bool = False) -> list[dict]:
+    """Run both grids in ``mode`` (skipping finished runs); return the summaries of failed runs.
+
+    With ``rerun_baselines``, the speed grid's ``in_memory`` runs are run again after its other runs (their
+    folders overwritten), so that a baseline measured while the machine was busier than for the pipelined runs
+    (a shared machine) can be measured again under the same conditions as the last runs.
+    """
     summaries = []
-    for grid, extra in ((SPEED_GRID, QUICK_SPEED), (ACCURACY_GRID, QUICK_ACCURACY)):
-        overrides = [*QUICK_OVERRIDES, *extra] if quick else []
+    common, speed, accuracy = MODES[mode]
+    for grid, extra in ((SPEED_GRID, speed), (ACCURACY_GRID, accuracy)):
+        overrides = [*common, *extra]
         if data_dir is not None:
             overrides.append(f"dataset.cache_dir={data_dir}")
-        summaries += run_grid(expand_grid(grid, overrides), out / grid.stem, progress=progress)
+        specs = expand_grid(grid, overrides)
+        summaries += run_grid(specs, out / grid.stem, progress=progress)
+        if rerun_baselines and grid == SPEED_GRID:
+            baselines = [spec for spec in specs if spec.system.name == "in_memory"]
+            summaries += run_grid(baselines, out / grid.stem, progress=progress, overwrite=True)
     return failures(summaries)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny preset, a few batches (smoke test)")
+    parser.add_argument("--quick", dest="mode", action="store_const", const="quick", default="full",
+                        help="arxiv-like shrunk to 50,000 nodes, 6 batches per epoch (minutes)")
+    parser.add_argument("--smoke", dest="mode", action="store_const", const="smoke",
+                        help="the tiny preset, 3 batches (seconds; the numbers mean nothing)")
     parser.add_argument("--out", type=Path, help="runs folder (default out/pipeline, or out/pipeline-quick)")
     parser.add_argument("--results", type=Path, default=REPO_ROOT / "results", help="where CSVs and PNG go")
     parser.add_argument("--data-dir", type=Path, help="dataset cache folder (default: the grids' data/)")
     parser.add_argument("--no-run", action="store_true", help="only tabulate and plot what is recorded")
+    parser.add_argument("--rerun-baselines", action="store_true",
+                        help="run the in-memory baselines again after the pipelined runs (overwriting them)")
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
-    out = args.out or REPO_ROOT / ("out/pipeline-quick" if args.quick else "out/pipeline")
+    out = args.out or REPO_ROOT / ("out/pipeline" if args.mode == "full" else f"out/pipeline-{args.mode}")
     if not args.no_run:
-        failed = run_grids(out, args.quick, progress=not args.quiet, data_dir=args.data_dir)
+        failed = run_grids(out, args.mode, progress=not args.quiet, data_dir=args.data_dir,
+                           rerun_baselines=args.rerun_baselines)
         for summary in failed:
             print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
         if failed:

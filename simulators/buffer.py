@@ -10,7 +10,8 @@ Per epoch, for a plan with states ``0 .. S-1`` (the buffer starts empty and is f
 - ``edge_bytes``: edge-bucket bytes read, by ``DiskModel.edge_reads``: ``"assigned"`` (link prediction
   with the edges on disk: every state reads the buckets assigned to it, so every bucket once per epoch),
   ``"resident"`` (the in-buffer subgraph kept complete: state 0 reads every bucket among its partitions,
-  state ``k`` the buckets between its newly loaded partitions and all its partitions) or ``"none"``.
+  state ``k`` the buckets between its newly loaded partitions and all its partitions; what the disk system reads
+  for node classification, whose sampling sees the in-buffer subgraph) or ``"none"``.
 - ``eviction_write_bytes``: for learnable partitions (embeddings + optimizer state), every partition evicted by
   a transition is written back; ``flush_bytes``: the partitions still resident after the last state are
   written back at the end of the epoch. Read-only partitions (features) are never written.
@@ -200,7 +201,9 @@ def state_costs(plan: BufferPlan, disk: DiskModel) -> tuple[StateCosts, dict[str
             edge_counts = np.zeros(S)
     else:
         examples = np.bincount(plan.node_state, minlength=S).astype(np.float64)
-        edge_counts = np.zeros(S)
+        # Node classification samples from the in-buffer subgraph: its edges are read as partitions arrive.
+        edge_counts = (_resident_edge_counts(plan, disk.bucket_edges) if disk.edge_reads == "resident"
+                       else np.zeros(S))
     edge_bytes = edge_counts * disk.edge_bytes
     costs = StateCosts(read=(read_nodes + edge_bytes) / disk.read_bandwidth,
                        write=evict_bytes / disk.write_bandwidth,

@@ -181,10 +181,15 @@ def _print_run(summary: dict) -> None:
 def _cmd_grid(args: argparse.Namespace) -> int:
     from suite.grid import expand_grid, failures, run_grid
 
+    from suite.executors import ExecutorOptions, parse_memory
+
     specs = expand_grid(Path(args.grid), args.set)
-    print(f"{args.grid}: {len(specs)} runs -> {args.out}", file=sys.stderr)
+    options = ExecutorOptions(address=args.address, cpus_per_run=args.cpus_per_run, gpus_per_run=args.gpus_per_run,
+                              memory_per_run=parse_memory(args.memory_per_run), slurm_partition=args.slurm_partition,
+                              timeout_min=args.timeout_min, submitit_cluster=args.submitit_cluster)
+    print(f"{args.grid}: {len(specs)} runs -> {args.out} ({args.executor})", file=sys.stderr)
     summaries = run_grid(specs, Path(args.out), jobs=args.jobs, overwrite=args.overwrite, progress=not args.quiet,
-                         executor=args.executor)
+                         executor=args.executor, executor_options=options)
     skipped = sum(1 for s in summaries if s.get("skipped"))
     failed = failures(summaries)
     print(f"{len(summaries) - skipped - len(failed)} ran, {skipped} already complete, {len(failed)} failed")
@@ -227,8 +232,21 @@ def _runs_parser(commands: argparse._SubParsersAction) -> None:
     grid.add_argument("grid", help="grid YAML file")
     grid.add_argument("--out", default="results/runs", help="results folder (default results/runs)")
     grid.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
-    grid.add_argument("--jobs", type=int, default=1, help="runs at once on a local process pool")
-    grid.add_argument("--executor", default="local", help="grid executor (default local)")
+    grid.add_argument("--jobs", type=int, default=None,
+                      help="runs at once (local: a process pool when > 1, default 1; ray/slurm: tasks in flight, "
+                           "default: as the cluster's resources allow)")
+    grid.add_argument("--executor", default="local", help="grid executor: local (default), ray, slurm")
+    scale = grid.add_argument_group("ray and slurm executors (pip install 'gnnsuite[scale]')")
+    scale.add_argument("--address", help="ray: address of a running cluster (auto, host:6379, ray://host:10001); "
+                                         "default: a local instance for the grid")
+    scale.add_argument("--cpus-per-run", type=float, help="CPUs per run (default: the spec's world_size, else 1)")
+    scale.add_argument("--gpus-per-run", type=float,
+                       help="GPUs per run (default: world_size when system.device is cuda, else 0)")
+    scale.add_argument("--memory-per-run", help="memory per run: 8G, 512M or bytes (default: none requested)")
+    scale.add_argument("--slurm-partition", help="slurm: partition (default: the cluster's)")
+    scale.add_argument("--timeout-min", type=int, default=24 * 60, help="slurm: time limit per run in minutes")
+    scale.add_argument("--submitit-cluster", default="slurm", choices=("slurm", "local", "debug"),
+                       help="slurm: submit to Slurm (default), or run submitit's jobs on this machine")
     grid.add_argument("--overwrite", action="store_true", help="redo complete runs")
     grid.add_argument("--quiet", action="store_true", help="no progress bars")
     grid.set_defaults(func=_cmd_grid)
@@ -253,6 +271,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _datasets_parser(commands)
     _runs_parser(commands)
+    from simulators.cli import add_commands as _simulator_commands
+    _simulator_commands(commands)
+    from simulators.simulate_run import add_command as _simulate_command
+    _simulate_command(commands)
+    from experiments.reproduce import add_command as _reproduce_command
+    _reproduce_command(commands)
     return parser
 
 

@@ -428,12 +428,14 @@ class IOCounters:
         self.bytes_written = 0
         self.reads = 0
         self.writes = 0
+        self.read_s = 0.0
 
-    def add_read(self, nbytes: int) -> None:
-        """Count one read of ``nbytes`` bytes."""
+    def add_read(self, nbytes: int, seconds: float = 0.0) -> None:
+        """Count one read of ``nbytes`` bytes that took ``seconds``."""
         with self._lock:
             self.bytes_read += nbytes
             self.reads += 1
+            self.read_s += seconds
 
     def add_write(self, nbytes: int) -> None:
         """Count one write of ``nbytes`` bytes."""
@@ -442,12 +444,13 @@ class IOCounters:
             self.writes += 1
 
     def snapshot(self) -> dict[str, int]:
-        """``{"bytes_read", "bytes_written", "reads", "writes"}`` read consistently under the lock."""
+        """``{"bytes_read", "bytes_written", "reads", "writes", "read_s"}`` read consistently under the lock."""
         with self._lock:
             return {"bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
-                    "reads": self.reads, "writes": self.writes}
+                    "reads": self.reads, "writes": self.writes, "read_s": self.read_s}
 
     def reset(self) -> None:
         """Set every counter to zero."""
         with self._lock:
             self.bytes_read = self.bytes_written = self.reads = self.writes = 0
+            self.read_s = 0.0

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -77,11 +78,13 @@ class PartitionArray:
         rows = stop - start
         target = out[:rows]
         offset = self.data_offset + start * self.row_bytes
+        started = time.perf_counter()
         nbytes = pread_into(self._fd, target, offset, path=self.path)
+        seconds = time.perf_counter() - started
         if self.evict:  # whole pages: the kernel keeps a page that the range covers only in part
             first = offset - offset % _PAGE
             evict_page_cache(self._fd, first, offset + nbytes - first + _PAGE - 1, sync=False)
-        self.counters.add_read(nbytes)
+        self.counters.add_read(nbytes, seconds)
         return nbytes
 
     def close(self) -> None:

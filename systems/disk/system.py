@@ -9,8 +9,9 @@ For each state, in order:
    staging memory where a prefetch thread read them while the previous state computed (``prefetch: true``), or
    read now; evicted partitions are dropped (features are read-only: nothing to write back);
 2. the in-buffer subgraph is the CSR of every edge bucket ``(i, j)`` with both partitions in the buffer, over
-   buffer rows (``slot * max_rows + row``); it is built in the prefetch thread too, from positional reads of the
-   buckets, so sampling sees only the buffer;
+   buffer rows (``slot * max_rows + row``); buckets stay in memory while both their partitions are resident, so a
+   state reads only the buckets of the partitions it loads; the CSR is built in the prefetch thread too, so
+   sampling sees only the buffer;
 3. the state's training nodes, shuffled, run through the node-classification task's stages (one batch at a
    time: the pipeline is drained before the next swap by construction);
 4. the reads of state ``k + 2`` are scheduled.
@@ -124,20 +125,29 @@ class BufferedGraph:
         self.partition_offsets = store.array("partition_offsets").astype(np.int64)
         self.p = len(self.partition_offsets) - 1
         self.direction = direction
+        self.cache: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
 
     def build(self, slot_partition: np.ndarray, max_rows: int) -> SamplingGraph:
-        """The CSR over ``len(slot_partition) * max_rows`` buffer rows of every bucket inside the buffer."""
-        resident = [(slot, int(part)) for slot, part in enumerate(slot_partition) if part >= 0]
-        src_parts, dst_parts = [], []
-        for src_slot, i in resident:
-            for dst_slot, j in resident:
-                start, stop = (int(self.bucket_offsets[i * self.p + j]), int(self.bucket_offsets[i * self.p + j + 1]))
-                if stop == start:
-                    continue
-                block = torch.empty((stop - start, 3), dtype=torch.int64)
+        """The CSR over ``len(slot_partition) * max_rows`` buffer rows of every bucket inside the buffer.
+
+        Buckets stay in memory while both their partitions are resident: a state reads only the buckets of the
+        partitions it loads (those with a partition it evicts are dropped).
+        """
+        resident = {int(part): slot for slot, part in enumerate(slot_partition) if part >= 0}
+        needed = {(i, j) for i in resident for j in resident}
+        for key in [key for key in self.cache if key not in needed]:
+            del self.cache[key]
+        for i, j in sorted(needed - self.cache.keys()):
+            start, stop = int(self.bucket_offsets[i * self.p + j]), int(self.bucket_offsets[i * self.p + j + 1])
+            block = torch.empty((stop - start, 3), dtype=torch.int64)
+            if stop > start:
                 self.edges.read_rows(start, stop, block)
-                src_parts.append(block[:, 0] - int(self.partition_offsets[i]) + src_slot * max_rows)
-                dst_parts.append(block[:, 2] - int(self.partition_offsets[j]) + dst_slot * max_rows)
+            self.cache[(i, j)] = (block[:, 0] - int(self.partition_offsets[i]),
+                                  block[:, 2] - int(self.partition_offsets[j]))
+        src_parts, dst_parts = [], []
+        for (i, j), (src, dst) in self.cache.items():
+            src_parts.append(src + resident[i] * max_rows)
+            dst_parts.append(dst + resident[j] * max_rows)
         rows = len(slot_partition) * max_rows
         src = torch.cat(src_parts) if src_parts else torch.empty(0, dtype=torch.int64)
         dst = torch.cat(dst_parts) if dst_parts else torch.empty(0, dtype=torch.int64)
@@ -148,6 +158,10 @@ class BufferedGraph:
         indptr = torch.zeros(rows + 1, dtype=torch.int64)
         torch.cumsum(torch.bincount(key, minlength=rows), 0, out=indptr[1:])
         return SamplingGraph(indptr, value[order])
+
+    def clear(self) -> None:
+        """Forget the cached buckets (the buffer was emptied)."""
+        self.cache.clear()
 
     def close(self) -> None:
         """Close the bucket file."""
@@ -253,6 +267,7 @@ class DiskSystem(System):
         pending = None
         for slot in range(self.buffer.capacity):  # a plan starts from an empty buffer (its state 0 is a fill)
             self.buffer.evict(slot)
+        self.edges.clear()
         for k in range(plan.num_states):
             waited = time.perf_counter()
             if pending is not None:
@@ -320,6 +335,7 @@ class DiskSystem(System):
         return epoch_stats(batches, timer.snapshot(), states=plan.num_states, swaps=plan.swaps,
                            partitions_read=plan.partitions_loaded, io_wait_s=io_wait, prepare_s=rebuild,
                            io_read_bytes=counted_after["bytes_read"] - counted["bytes_read"],
+                           io_read_s=counted_after["read_s"] - counted["read_s"],
                            io_reads=counted_after["reads"] - counted["reads"],
                            disk_read_bytes=disk.read_bytes, disk_rchar=disk.rchar, policy=self.options.policy)
 

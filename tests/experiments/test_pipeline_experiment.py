@@ -11,7 +11,7 @@ from experiments import pipeline, pipeline_cuda
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     root = tmp_path_factory.mktemp("pipeline")
-    status = pipeline.main(["--quick", "--out", str(root / "runs"), "--results", str(root), "--data-dir",
+    status = pipeline.main(["--smoke", "--out", str(root / "runs"), "--results", str(root), "--data-dir",
                             str(root / "data"), "--quiet"])
     assert status == 0
     return root

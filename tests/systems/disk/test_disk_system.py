@@ -78,8 +78,11 @@ def test_bytes_read_are_exactly_the_plans_partitions_and_buckets(store, tmp_path
     for k in range(plan.num_states):
         transition = plan.transition(k)
         expected += int(sizes[transition.partitions_loaded].sum()) * row_bytes
+        before = [int(x) for x in layout if x >= 0 and x not in transition.partitions_evicted]
         layout[transition.slots] = transition.loaded
-        expected += _bucket_bytes(pstore, [int(x) for x in layout if x >= 0])
+        after = [int(x) for x in layout if x >= 0]
+        # buckets stay cached while both partitions are resident: a state reads those with a new partition
+        expected += _bucket_bytes(pstore, after) - _bucket_bytes(pstore, before)
     stats = outcome.epochs[0]
     assert stats.extra["io_read_bytes"] == expected
     assert stats.extra["swaps"] == plan.swaps and stats.extra["partitions_read"] == plan.partitions_loaded
@@ -166,3 +169,22 @@ def test_bad_options_name_the_field(store):
     with pytest.raises(ConfigError, match="system.options.buffer_capacity"):
         spec = make_spec(store, {"policy": "beta", "num_partitions": 4, "buffer_capacity": 8})
         DiskSystem(spec, store, torch.device("cpu"), None)
+
+
+def test_the_buffer_simulator_prices_the_same_plan_to_the_byte(store, tmp_path):
+    """Issue 8: simulators.buffer on the plan the disk system executed gives its swaps and bytes exactly."""
+    from simulators.buffer import DiskModel, simulate
+
+    for policy, options in (("beta", {}), ("comet", {"fine_to_coarse_ratio": 2}), ("dispersed", {})):
+        spec_options = {"policy": policy, "num_partitions": 8, "buffer_capacity": 4, **options}
+        outcome, system, _ = run(make_spec(store, spec_options, epochs=1), store, tmp_path / policy)
+        plan = system.plan(system.task.train_nodes, epoch=0)
+        pstore = system.pstore
+        sizes = np.diff(pstore.array("partition_offsets")) * pstore_row_bytes(pstore)
+        buckets = np.diff(pstore.array("bucket_offsets")).reshape(8, 8)
+        result = simulate(plan, DiskModel(partition_bytes=sizes, learnable=False, bucket_edges=buckets,
+                                          edge_bytes=24.0, edge_reads="resident"))
+        stats = outcome.epochs[0]
+        assert result.swaps == stats.extra["swaps"]
+        assert result.bytes_read == stats.extra["io_read_bytes"], policy
+        assert result.bytes_written == 0
