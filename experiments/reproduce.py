@@ -107,6 +107,33 @@ def _pipeline_validation(mode: str, paths: Paths) -> None:
     _check(pipeline_validation.main(args), "experiments/pipeline_validation.py")
 
 
+@job("link_prediction", "link prediction on FB15k-237: DistMult (and ComplEx, GraphSAGE + DistMult in full mode), "
+     "pipelined vs synchronous MRR", ("link_prediction.csv",),
+     "about 20 minutes (FB15k-237 from ../shared, one thread)")
+def _link_prediction(mode: str, paths: Paths) -> None:
+    import torch
+
+    from experiments import link_prediction
+    from suite.config import load_spec
+    from suite.grid import expand_grid, failures, run_grid
+
+    names = ["fb15k237_distmult.yaml"] + ([] if mode == "quick" else ["fb15k237_complex.yaml",
+                                                                        "fb15k237_graphsage_distmult.yaml"])
+    overrides = ["training.epochs=3"] if mode == "quick" else []
+    specs = [load_spec(REPO_ROOT / "experiments" / name, overrides) for name in names]
+    specs += expand_grid(REPO_ROOT / "experiments" / "link_prediction_pipelined.yaml", overrides)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small link-prediction batches: one thread is much faster on a shared machine
+    try:
+        failed = failures(run_grid(specs, paths.runs / "lp", progress=False))
+    finally:
+        torch.set_num_threads(threads)
+    if failed:
+        raise RuntimeError(f"link prediction: {len(failed)} runs failed ({failed[0].get('error')})")
+    _check(link_prediction.main(["--runs", str(paths.runs / "lp"), "--out", str(paths.results / "link_prediction.csv")]),
+           "experiments/link_prediction.py")
+
+
 @job("disk_nc", "disk-based vs in-memory node classification: epoch time, IO wait, bytes read, accuracy",
      ("disk_nc.csv", "disk_nc.png"), "about 20 minutes; papers-like-s and a partitioned copy, ~6 GiB")
 def _disk_nc(mode: str, paths: Paths) -> None:
