@@ -138,7 +138,7 @@ def _simulator(results: Path) -> Finding:
     summary = json.loads((results / "pipeline_validation_summary.json").read_text())
     time_error, points = summary["median_abs_epoch_time_error"], summary["median_abs_utilization_error_points"]
     speed = summary.get("simulator_speed") or {}
-    measured = (f"median |error| epoch time {100 * time_error:.1f} %, utilization {points:.1f} points over "
+    measured = (f"median absolute error: epoch time {100 * time_error:.1f} %, utilization {points:.1f} points over "
                 f"{summary['predictions']} held-out runs; {speed.get('batches', 0):,} batches simulated in "
                 f"{speed.get('wall_s', float('nan')):.1f} s")
     verdict = HOLDS if time_error <= 0.10 and points <= 5 else PARTLY if time_error <= 0.2 else FAILS
@@ -176,6 +176,11 @@ def _git_sha() -> str:
     return str(versions().get("git_sha", "unknown"))
 
 
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell (a ``|`` would end the cell)."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
 def render(results: Path, mode: str, job_times: dict[str, float] | None = None) -> str:
     """The report's Markdown (pure: reads only the tables under ``results``)."""
     lines = [f"# Reproduction report ({mode})", "",
@@ -185,8 +190,8 @@ def render(results: Path, mode: str, job_times: dict[str, float] | None = None) 
              "| claim | paper | measured here | setting | verdict |", "|---|---|---|---|---|"]
     for item in CLAIMS.in_order():
         finding = item.evaluate(results)
-        lines.append(f"| {item.name} | {item.statement} | {finding.measured} | {finding.setting} | "
-                     f"**{finding.verdict}** |")
+        lines.append(f"| {item.name} | {_cell(item.statement)} | {_cell(finding.measured)} | "
+                     f"{_cell(finding.setting)} | **{finding.verdict}** |")
     figures = sorted(p.name for p in results.glob("*.png"))
     lines += ["", "## Figures", ""] + [f"- [{name}]({name})" for name in figures]
     if job_times:
