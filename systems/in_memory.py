@@ -28,18 +28,17 @@ from systems.tasks.node_classification import make_optimizer
 
 
 class InMemoryOptions(DistributedOptions):
-    """``system.options`` of ``in_memory``: the data-parallel ones (:mod:`systems.distributed`); other keys are
-    ignored, as they always were for this system."""
+    """``system.options`` of ``in_memory``: the data-parallel ones (:mod:`systems.distributed`); any other key is
+    an error naming it (a misspelt option must not be ignored silently)."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
 
 @SYSTEMS.register("in_memory")
 class InMemorySystem(System):
     """Synchronous mini-batch training with graph and inputs held in CPU memory.
 
-    Runs any registered task (``training.task``). Options: :class:`InMemoryOptions` (data parallelism only;
-    other keys of ``system.options`` are ignored).
+    Runs any registered task (``training.task``). Options: :class:`InMemoryOptions` (data parallelism only).
 
     Args:
         spec: the run spec.

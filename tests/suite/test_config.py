@@ -36,9 +36,12 @@ def test_run_id_is_stable_and_depends_on_every_field():
 def test_overrides_parse_yaml_values():
     assert parse_override("model.fanouts=[3, 4]") == (("model", "fanouts"), [3, 4])
     assert parse_override("training.learning_rate=1e-3") == (("training", "learning_rate"), 0.001)
-    data = apply_overrides(BASE, ["model.fanouts=[3, 4]", "sampler.replace=true", "system.options.x=1"])
+    data = apply_overrides(BASE, ["model.fanouts=[3, 4]", "sampler.replace=true", "system.options.world_size=1"])
     spec = spec_from_dict(data)
-    assert spec.model.fanouts == (3, 4) and spec.sampler.replace is True and spec.system.options == {"x": 1}
+    assert spec.model.fanouts == (3, 4) and spec.sampler.replace is True
+    assert spec.system.options == {"world_size": 1}
+    with pytest.raises(ConfigError, match=r"system.options.x: unknown field"):
+        spec_from_dict(apply_overrides(BASE, ["system.options.x=1"]), source="base.yaml")
     assert BASE["model"]["fanouts"] == [5, 5]  # the input is not modified
 
 
