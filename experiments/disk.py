@@ -163,15 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _store_path(run: pd.Series) -> Path:
-    """The partitioned store a disk run trained from (beside the dataset's cached store)."""
+    """The partitioned store a disk run trained from."""
     from suite.config import read_yaml, spec_from_dict
     from suite.datasets import open_dataset
+    from systems.disk.system import DiskOptions, partitioned_store_path
 
     spec = spec_from_dict(read_yaml(Path(run["run_dir"]) / "config.yaml"))
-    base = open_dataset(spec.dataset)
-    options = spec.system.options
-    return base.path.parent / (f"{base.path.name}-p{options['num_partitions']}-{options.get('order', 'train-first')}"
-                               f"-s{spec.seed}")
+    options = DiskOptions.model_validate(spec.system.options)
+    return partitioned_store_path(open_dataset(spec.dataset), options.num_partitions, options.order, spec.seed)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ def simulated_spec(spec: RunSpec, profile: str | None = None, batches: int | Non
     return spec.model_copy(update=update)
 
 
-def batches_per_epoch(spec: RunSpec, calibration_summary: dict[str, Any], override: int | None) -> int:
+def batches_per_epoch(spec: RunSpec, override: int | None) -> int:
     """``override``, else ``training.limit_batches``, else the training nodes of the dataset / batch size."""
     if override is not None:
         return override
@@ -67,7 +67,7 @@ def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, 
 
         feature_dim = open_dataset(calibration.spec.dataset).feature_dim
     model = model_for(options, calibration, hardware, feature_dim=feature_dim)
-    count = batches_per_epoch(spec, calibration_summary, batches)
+    count = batches_per_epoch(spec, batches)
     sim_spec = simulated_spec(spec, profile, batches)
     recorder = Recorder(out, sim_spec)
     epochs, started_at = [], _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -79,11 +79,16 @@ class DiskOptions(BaseModel):
         return value
 
 
+def partitioned_store_path(store: GraphStore, num_partitions: int, order: str, seed: int) -> Path:
+    """Where :func:`partitioned_store` keeps ``store`` partitioned into ``num_partitions`` (next to it)."""
+    return store.path.parent / f"{store.path.name}-p{num_partitions}-{order}-s{seed}"
+
+
 def partitioned_store(store: GraphStore, num_partitions: int, order: str, seed: int) -> GraphStore:
     """The store partitioned into ``num_partitions`` (cached next to it, created once, atomically)."""
     from suite.graph.partition import partition_store
 
-    path = store.path.parent / f"{store.path.name}-p{num_partitions}-{order}-s{seed}"
+    path = partitioned_store_path(store, num_partitions, order, seed)
     if path.exists():
         return GraphStore.open(path)
     return partition_store(store, path, num_partitions, order=order, seed=seed)
@@ -394,4 +399,5 @@ class DiskSystem(System):
             self.edges.close()
 
 
-__all__ = ["BufferedGraph", "DiskOptions", "DiskSystem", "StateData", "partitioned_store"]
+__all__ = ["BufferedGraph", "DiskOptions", "DiskSystem", "StateData", "partitioned_store",
+           "partitioned_store_path"]
