@@ -429,6 +429,7 @@ class IOCounters:
         self.reads = 0
         self.writes = 0
         self.read_s = 0.0
+        self.write_s = 0.0
 
     def add_read(self, nbytes: int, seconds: float = 0.0) -> None:
         """Count one read of ``nbytes`` bytes that took ``seconds``."""
@@ -437,20 +438,22 @@ class IOCounters:
             self.reads += 1
             self.read_s += seconds
 
-    def add_write(self, nbytes: int) -> None:
-        """Count one write of ``nbytes`` bytes."""
+    def add_write(self, nbytes: int, seconds: float = 0.0) -> None:
+        """Count one write of ``nbytes`` bytes that took ``seconds``."""
         with self._lock:
             self.bytes_written += nbytes
             self.writes += 1
+            self.write_s += seconds
 
     def snapshot(self) -> dict[str, int]:
-        """``{"bytes_read", "bytes_written", "reads", "writes", "read_s"}`` read consistently under the lock."""
+        """``{"bytes_read", "bytes_written", "reads", "writes", "read_s", "write_s"}`` read consistently under
+        the lock."""
         with self._lock:
             return {"bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
-                    "reads": self.reads, "writes": self.writes, "read_s": self.read_s}
+                    "reads": self.reads, "writes": self.writes, "read_s": self.read_s, "write_s": self.write_s}
 
     def reset(self) -> None:
         """Set every counter to zero."""
         with self._lock:
             self.bytes_read = self.bytes_written = self.reads = self.writes = 0
-            self.read_s = 0.0
+            self.read_s = self.write_s = 0.0

@@ -88,23 +88,19 @@ class System(ABC):
         self.setup()
         try:
             epochs = self.spec.training.epochs
-            for epoch in range(epochs):
+            done = self.completed_epochs()
+            for epoch, (elapsed, stats, metrics) in enumerate(done):
+                self._record_epoch(outcome, epoch, elapsed, stats, metrics, resumed=True)
+            for epoch in range(len(done), epochs):
                 started = time.perf_counter()
                 stats = self.train_epoch(epoch, progress=progress)
                 elapsed = time.perf_counter() - started
-                outcome.epoch_time_s.append(elapsed)
-                outcome.epochs.append(stats)
-                self.recorder.record(
-                    "epoch", epoch=epoch, epoch_time_s=elapsed, examples=stats.examples,
-                    sampled_edges=stats.sampled_edges, loss=stats.loss, stage_busy_s=stats.stage_busy_s,
-                    staleness_mean=_mean(stats.staleness), staleness_max=max(stats.staleness, default=0),
-                    **stats.extra,
-                )
+                metrics = None
                 splits = self.spec.evaluation.splits
                 if "valid" in splits and ((epoch + 1) % self.spec.evaluation.every == 0 or epoch + 1 == epochs):
                     metrics = self.evaluate("valid")
-                    outcome.valid_metrics.append((epoch, metrics))
-                    self.recorder.record("eval", epoch=epoch, split="valid", **metrics)
+                self._record_epoch(outcome, epoch, elapsed, stats, metrics)
+                self.checkpoint(epoch, elapsed, stats, metrics)
             if "test" in self.spec.evaluation.splits:
                 outcome.test_metrics = self.evaluate("test")
                 self.recorder.record("eval", epoch=epochs - 1, split="test", **outcome.test_metrics)
@@ -112,6 +108,31 @@ class System(ABC):
         finally:
             self.teardown()
         return outcome
+
+    def _record_epoch(self, outcome: RunOutcome, epoch: int, elapsed: float, stats: EpochStats,
+                      metrics: dict[str, float] | None, resumed: bool = False) -> None:
+        outcome.epoch_time_s.append(elapsed)
+        outcome.epochs.append(stats)
+        flag = {"resumed": True} if resumed else {}
+        self.recorder.record(
+            "epoch", epoch=epoch, epoch_time_s=elapsed, examples=stats.examples,
+            sampled_edges=stats.sampled_edges, loss=stats.loss, stage_busy_s=stats.stage_busy_s,
+            staleness_mean=_mean(stats.staleness), staleness_max=max(stats.staleness, default=0),
+            **stats.extra, **flag,
+        )
+        if metrics is not None:
+            outcome.valid_metrics.append((epoch, metrics))
+            self.recorder.record("eval", epoch=epoch, split="valid", **metrics, **flag)
+
+    def completed_epochs(self) -> list[tuple[float, EpochStats, dict[str, float] | None]]:
+        """Epochs a resumed run already finished, as ``(epoch_time_s, stats, valid_metrics or None)`` (called after
+        :meth:`setup`; training continues after them). Systems without checkpoints finish none."""
+        return []
+
+    def checkpoint(self, epoch: int, epoch_time_s: float, stats: EpochStats,
+                   valid_metrics: dict[str, float] | None) -> None:
+        """Make the state after ``epoch`` (and its validation) durable, so a killed run can resume after it
+        (nothing for systems without checkpoints)."""
 
     @abstractmethod
     def setup(self) -> None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -471,6 +472,20 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
     return int(bucket_offsets[-1])
 
 
+def partition_crc32(path: Path, offsets: np.ndarray, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[int]:
+    """CRC-32 (:func:`zlib.crc32`) of the bytes of each partition's rows of the ``.npy`` file ``path``, read in
+    chunks of about ``chunk_bytes`` (the disk system checks every partition it reads against them)."""
+    array = np.load(path, mmap_mode="r")
+    rows = _rows_per_chunk(array, chunk_bytes)
+    crcs = []
+    for start, stop in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+        crc = 0
+        for first in range(start, stop, rows):
+            crc = zlib.crc32(np.ascontiguousarray(array[first:min(first + rows, stop)]).view(np.uint8), crc)
+        crcs.append(crc)
+    return crcs
+
+
 def partition_store(
     store: GraphStore | str | os.PathLike,
     out: str | os.PathLike,
@@ -555,6 +570,8 @@ def partition_store(
         else:
             writer.write_array("node_map", node_map)
         writer.write_array("partition_offsets", offsets)
+        feature_crc32 = (partition_crc32(writer.path_for("features"), offsets, chunk_bytes)
+                         if "features" in copied else None)
         bar.update()
         bar.set_postfix_str("buckets")
         bucket_source = "train_edges" if store.has("train_edges") else "edges"
@@ -572,6 +589,7 @@ def partition_store(
             "source_store": str(store.path),
             "source_checksum": checksum,
             "dropped_keys": dropped,
+            **({"feature_crc32": feature_crc32} if feature_crc32 is not None else {}),
         }
         source = {
             "kind": "partition",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import os
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -101,10 +102,13 @@ class FeatureBuffer:
         source: the partition-contiguous rows on disk.
         partition_offsets: ``(p + 1,)`` row offsets of the partitions.
         capacity: slots.
+        checksums: the CRC-32 of every partition's rows; each read is checked against it (None: unchecked).
     """
 
-    def __init__(self, source: PartitionArray, partition_offsets: np.ndarray, capacity: int):
+    def __init__(self, source: PartitionArray, partition_offsets: np.ndarray, capacity: int,
+                 checksums: list[int] | None = None):
         self.source = source
+        self.checksums = checksums
         self.offsets = np.asarray(partition_offsets, dtype=np.int64)
         self.capacity = capacity
         self.max_rows = int(np.diff(self.offsets).max())
@@ -129,7 +133,13 @@ class FeatureBuffer:
     def read(self, partition: int, out: torch.Tensor) -> int:
         """Read ``partition``'s rows from disk into ``out`` (a slot or a staging row block); return bytes."""
         start, stop = self.partition_rows(partition)
-        return self.source.read_rows(start, stop, out)
+        nbytes = self.source.read_rows(start, stop, out)
+        if self.checksums is not None:
+            data = out[: stop - start].contiguous().numpy().view(np.uint8).reshape(-1)
+            if zlib.crc32(data) != self.checksums[partition]:
+                raise DataError(f"{self.source.path}: partition {partition} (rows {start}:{stop}) fails its CRC-32 "
+                                f"check (corrupted)")
+        return nbytes
 
     def install(self, slot: int, partition: int, staged: torch.Tensor | None = None) -> None:
         """Put ``partition`` into ``slot`` (evicting what was there): copy ``staged`` or read it now."""

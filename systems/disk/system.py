@@ -21,7 +21,10 @@ edge buckets) beside what ``/proc/self/io`` says the process read from storage, 
 for the buffer: the initial fill, and any prefetch not finished in time) and its fraction of the epoch.
 Evaluation walks the same policy over the split's nodes (its IO is not counted in the epoch's).
 
-Node classification only; link prediction (learnable embedding partitions with write-back) is not built yet.
+This module holds the system's common machinery (options, the partitioned store, the in-buffer graph, the state
+walk with its prefetch thread) and node classification. Link prediction (learnable embedding partitions with
+asynchronous write-back and crash-consistent generations) is :mod:`systems.disk.link_prediction`; the variant is
+looked up by ``training.task`` in :data:`DISK_TASKS` when the system is created.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from suite.graph import GraphStore
 from suite.io import IOCounters, evict_page_cache, process_io_bytes
 from suite.metrics import StageTimer, accuracy
 from suite.recorder import Recorder
-from suite.registry import POLICIES, SAMPLERS, SYSTEMS
+from suite.registry import POLICIES, SAMPLERS, SYSTEMS, Registry
 import systems.disk.policies  # noqa: F401  (registers the policies)
 from systems.base import EpochStats, System
 from systems.batch import Batch, batch_seed
@@ -54,6 +57,9 @@ from systems.sampling.base import SamplingGraph
 from systems.tasks.node_classification import NodeClassificationTask, labeled
 
 _EVAL_SEED_OFFSET = 0xE7A1
+
+DISK_TASKS: Registry[type] = Registry("disk-system task")
+"""The disk system's variant for each ``training.task``."""
 
 
 class DiskOptions(BaseModel):
@@ -70,6 +76,9 @@ class DiskOptions(BaseModel):
     evict_page_cache: bool = Field(True, description="drop every range read from the page cache (reads hit disk)")
     eval_policy: str | None = Field(None, description="policy of evaluation passes (default: the training "
                                                       "policy; 'dispersed' for 'sequential')")
+    verify_checksums: bool = Field(True, description="check every partition read (features, embeddings) against "
+                                                     "its CRC-32 (features: where the partitioned store has them)")
+    resume: bool = Field(True, description="link prediction: continue a killed run from its last committed epoch")
 
     @field_validator("policy", "eval_policy")
     @classmethod
@@ -102,16 +111,18 @@ class StateData:
         index: the state.
         slots / partitions: where each loaded partition goes; ``staged[j]`` holds partition ``partitions[j]``.
         staged: the loaded partitions' rows (None: not read ahead; read at install time).
-        graph: the in-buffer CSR over buffer rows.
+        graph: the in-buffer CSR over buffer rows (None when the model reads no neighbours).
         read_s: seconds spent reading and building.
+        examples: what the variant took from the state's in-buffer data (link prediction: its edges).
     """
 
     index: int
     slots: np.ndarray
     partitions: np.ndarray
     staged: torch.Tensor | None
-    graph: SamplingGraph
+    graph: SamplingGraph | None
     read_s: float
+    examples: torch.Tensor | None = None
 
 
 class BufferedGraph:
@@ -132,12 +143,9 @@ class BufferedGraph:
         self.direction = direction
         self.cache: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
 
-    def build(self, slot_partition: np.ndarray, max_rows: int) -> SamplingGraph:
-        """The CSR over ``len(slot_partition) * max_rows`` buffer rows of every bucket inside the buffer.
-
-        Buckets stay in memory while both their partitions are resident: a state reads only the buckets of the
-        partitions it loads (those with a partition it evicts are dropped).
-        """
+    def load(self, slot_partition: np.ndarray) -> dict[int, int]:
+        """Hold every bucket inside the buffer ``slot_partition`` (reading only those not held yet, dropping those
+        with a partition outside it); return ``{partition: slot}``."""
         resident = {int(part): slot for slot, part in enumerate(slot_partition) if part >= 0}
         needed = {(i, j) for i in resident for j in resident}
         for key in [key for key in self.cache if key not in needed]:
@@ -147,10 +155,19 @@ class BufferedGraph:
             block = torch.empty((stop - start, 3), dtype=torch.int64)
             if stop > start:
                 self.edges.read_rows(start, stop, block)
-            self.cache[(i, j)] = (block[:, 0] - int(self.partition_offsets[i]),
+            self.cache[(i, j)] = (block[:, 0] - int(self.partition_offsets[i]), block[:, 1],
                                   block[:, 2] - int(self.partition_offsets[j]))
+        return resident
+
+    def build(self, slot_partition: np.ndarray, max_rows: int) -> SamplingGraph:
+        """The CSR over ``len(slot_partition) * max_rows`` buffer rows of every bucket inside the buffer.
+
+        Buckets stay in memory while both their partitions are resident: a state reads only the buckets of the
+        partitions it loads (those with a partition it evicts are dropped).
+        """
+        resident = self.load(slot_partition)
         src_parts, dst_parts = [], []
-        for (i, j), (src, dst) in self.cache.items():
+        for (i, j), (src, _, dst) in self.cache.items():
             src_parts.append(src + resident[i] * max_rows)
             dst_parts.append(dst + resident[j] * max_rows)
         rows = len(slot_partition) * max_rows
@@ -164,6 +181,17 @@ class BufferedGraph:
         torch.cumsum(torch.bincount(key, minlength=rows), 0, out=indptr[1:])
         return SamplingGraph(indptr, value[order])
 
+    def bucket_edges(self, buckets: np.ndarray, slot_partition: np.ndarray, max_rows: int) -> torch.Tensor:
+        """``(k, 3)`` ``(src, rel, dst)`` rows of the held ``buckets`` (ids ``i * p + j``), endpoints as buffer rows
+        of the layout ``slot_partition``."""
+        slot_of = {int(part): slot for slot, part in enumerate(slot_partition) if part >= 0}
+        parts = []
+        for bucket in buckets.tolist():
+            i, j = divmod(bucket, self.p)
+            src, rel, dst = self.cache[(i, j)]
+            parts.append(torch.stack([src + slot_of[i] * max_rows, rel, dst + slot_of[j] * max_rows], dim=1))
+        return torch.cat(parts) if parts else torch.empty((0, 3), dtype=torch.int64)
+
     def clear(self) -> None:
         """Forget the cached buckets (the buffer was emptied)."""
         self.cache.clear()
@@ -175,15 +203,22 @@ class BufferedGraph:
 
 @SYSTEMS.register("disk")
 class DiskSystem(System):
-    """Node classification from disk through a partition buffer (options: :class:`DiskOptions`)."""
+    """Training from disk through a partition buffer (options: :class:`DiskOptions`): node classification here,
+    other tasks by the variant :data:`DISK_TASKS` registers for ``training.task``."""
 
     options_model = DiskOptions
+    needs_graph = True  # whether states build the in-buffer CSR (a variant turns it off for models without hops)
+
+    def __new__(cls, spec: RunSpec, *args, **kwargs):
+        if cls is DiskSystem:
+            try:
+                cls = DISK_TASKS.get(spec.training.task)
+            except ConfigError as err:
+                raise ConfigError(f"training.task: {err}") from None
+        return super().__new__(cls)
 
     def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device, recorder: Recorder):
         super().__init__(spec, store, device, recorder)
-        if spec.training.task != "node_classification":
-            raise ConfigError(f"training.task: {spec.training.task} is not supported by the disk system yet "
-                              "(node_classification only)")
         self.options: DiskOptions = validate_system_options(spec)
         options = self.options
         if options.buffer_capacity > options.num_partitions:
@@ -210,8 +245,10 @@ class DiskSystem(System):
         if evict:  # start cold: flush (the store may be freshly written) and drop the files from the page cache
             for key in ("features", "bucket_edges"):
                 evict_page_cache(self.pstore.file(key), sync=True)
+        checksums = (self.pstore.metadata.get("partitioning", {}).get("feature_crc32")
+                     if options.verify_checksums else None)
         self.buffer = FeatureBuffer(PartitionArray(self.pstore.file("features"), self.counters, evict),
-                                    self.pstore.array("partition_offsets"), options.buffer_capacity)
+                                    self.pstore.array("partition_offsets"), options.buffer_capacity, checksums)
         self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, evict)
         task = NodeClassificationTask(spec, self.pstore, self.device)
         task.labels = self.pstore.labels.to(torch.int64, copy=True)
@@ -255,8 +292,18 @@ class DiskSystem(System):
                 self.buffer.read(int(partition), staged[j])
         layout = self.buffer.slot_partition.copy()
         layout[transition.slots] = transition.loaded
-        graph = self.edges.build(layout, self.buffer.max_rows)
-        return StateData(k, slots, partitions, staged, graph, time.perf_counter() - started)
+        if self.needs_graph:
+            graph = self.edges.build(layout, self.buffer.max_rows)
+        else:  # the model reads no neighbours: hold the buckets (the examples), build no CSR
+            self.edges.load(layout)
+            graph = None
+        examples = self._state_examples(plan, k, layout)
+        return StateData(k, slots, partitions, staged, graph, time.perf_counter() - started, examples)
+
+    def _state_examples(self, plan: BufferPlan, k: int, layout: np.ndarray) -> torch.Tensor | None:
+        """What a variant takes from the in-buffer data of state ``k`` while it is prepared (with the buckets
+        of its ``layout`` held): nothing for node classification."""
+        return None
 
     def _install(self, plan: BufferPlan, data: StateData) -> None:
         transition = plan.transition(data.index)
@@ -399,5 +446,8 @@ class DiskSystem(System):
             self.edges.close()
 
 
-__all__ = ["BufferedGraph", "DiskOptions", "DiskSystem", "StateData", "partitioned_store",
+DISK_TASKS.register("node_classification", DiskSystem)
+import systems.disk.link_prediction  # noqa: E402,F401  (registers the link-prediction variant)
+
+__all__ = ["DISK_TASKS", "BufferedGraph", "DiskOptions", "DiskSystem", "StateData", "partitioned_store",
            "partitioned_store_path"]

@@ -46,6 +46,19 @@ class EmbeddingTable:
             for tensor in (self.weight, self.state, self.updates):
                 tensor.share_memory_()
 
+    @classmethod
+    def wrap(cls, weight: torch.Tensor, state: torch.Tensor, learning_rate: float,
+             eps: float = 1e-10) -> "EmbeddingTable":
+        """A table over existing ``weight`` and ``state`` tensors (views allowed, e.g. the two halves of the rows
+        of a partition buffer): gathers read them and updates write into them in place."""
+        if weight.shape != state.shape:
+            raise ValueError(f"weight {tuple(weight.shape)} and state {tuple(state.shape)} differ in shape")
+        table = cls.__new__(cls)
+        table.weight, table.state = weight, state
+        table.updates = torch.zeros(1, dtype=torch.int64)
+        table.learning_rate, table.eps = learning_rate, eps
+        return table
+
     @property
     def version(self) -> int:
         """Updates applied so far."""

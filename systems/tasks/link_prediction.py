@@ -194,17 +194,7 @@ class LinkPredictionTask(Task):
                                 f"learn node embeddings instead")
             self.features = store.features.to(torch.float32, copy=True)
             in_dim = self.features.shape[1]
-        torch.manual_seed(spec.seed)
-        encoder = MODELS.get(spec.model.encoder)(spec.model, in_dim, dim)
-        if not getattr(encoder, "uses_neighbours", True) and not spec.model.learnable_embeddings:
-            raise ConfigError(f"model.learnable_embeddings: encoder {spec.model.encoder!r} reads only the nodes' "
-                              f"own rows; without learnable embeddings it has nothing to learn")
-        self.model = LinkPredictionModel(encoder, build_decoder(spec.model.decoder, store.num_relations, dim,
-                                                                     spec.model.inverse_relations))
-        self.model.to(self.device)
-        parameters = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = make_optimizer(spec.training.optimizer, parameters, spec.training.learning_rate,
-                                        spec.training.weight_decay) if parameters else None
+        encoder = self.build_model(in_dim)
         negatives = spec.training.negatives
         self.negative_sampler = NegativeSampler(store.num_nodes, self.train_edges[:, 0], self.train_edges[:, 2],
                                                 negatives.num_chunks, negatives.negatives_per_positive,
@@ -215,6 +205,25 @@ class LinkPredictionTask(Task):
             self.train_sampler = sampler_cls(self.graph, spec.model.fanouts, replace=spec.sampler.replace)
             self.eval_sampler = sampler_cls(self.graph, spec.evaluation.fanouts or spec.model.fanouts,
                                             replace=spec.sampler.replace)
+
+    def build_model(self, in_dim: int) -> nn.Module:
+        """Build the encoder and decoder (after ``torch.manual_seed(spec.seed)``) and the optimizer of their dense
+        parameters; return the encoder. Used by :meth:`setup` and by systems that hold the embeddings
+        elsewhere (the disk system)."""
+        spec = self.spec
+        dim = spec.model.embedding_dim
+        torch.manual_seed(spec.seed)
+        encoder = MODELS.get(spec.model.encoder)(spec.model, in_dim, dim)
+        if not getattr(encoder, "uses_neighbours", True) and not spec.model.learnable_embeddings:
+            raise ConfigError(f"model.learnable_embeddings: encoder {spec.model.encoder!r} reads only the nodes' "
+                              f"own rows; without learnable embeddings it has nothing to learn")
+        self.model = LinkPredictionModel(encoder, build_decoder(spec.model.decoder, self.store.num_relations, dim,
+                                                                     spec.model.inverse_relations))
+        self.model.to(self.device)
+        parameters = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = make_optimizer(spec.training.optimizer, parameters, spec.training.learning_rate,
+                                        spec.training.weight_decay) if parameters else None
+        return encoder
 
     # ------------------------------------------------------------------ stages
     def plan_epoch(self, epoch: int) -> list[Batch]:

@@ -53,11 +53,16 @@ class NegativeSampler:
         num_chunks: chunks per batch.
         negatives_per_positive: ``K``, negatives per chunk and side.
         degree_fraction: fraction of the ``K`` drawn by degree.
+        nodes: the ids uniform negatives are drawn from (default ``range(num_nodes)``; a partition buffer passes
+            the nodes it holds, and ``num_nodes`` must be their count).
     """
 
     def __init__(self, num_nodes: int, heads: torch.Tensor, tails: torch.Tensor, num_chunks: int,
-                 negatives_per_positive: int, degree_fraction: float):
+                 negatives_per_positive: int, degree_fraction: float, nodes: torch.Tensor | None = None):
+        if nodes is not None and len(nodes) != num_nodes:
+            raise ValueError(f"nodes: {len(nodes)} ids for num_nodes={num_nodes}")
         self.num_nodes = num_nodes
+        self.nodes = nodes
         self.heads = heads.to(torch.int64)
         self.tails = tails.to(torch.int64)
         self.num_chunks = num_chunks
@@ -67,6 +72,8 @@ class NegativeSampler:
     def _side(self, endpoints: torch.Tensor, chunks: int, generator: torch.Generator) -> torch.Tensor:
         uniform = torch.randint(self.num_nodes, (chunks, self.num_negatives - self.num_by_degree),
                                 generator=generator)
+        if self.nodes is not None:
+            uniform = self.nodes[uniform]
         if self.num_by_degree == 0:
             return uniform
         edges = torch.randint(len(endpoints), (chunks, self.num_by_degree), generator=generator)

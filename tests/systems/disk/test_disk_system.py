@@ -163,6 +163,24 @@ def test_truncated_partition_file_is_a_clear_error(store, tmp_path):
         run(spec, GraphStore.open(copy), tmp_path / "runs")
 
 
+def test_a_corrupted_feature_partition_fails_its_checksum(store, tmp_path):
+    import shutil
+
+    copy = tmp_path / "store"
+    shutil.copytree(store.path, copy)
+    pstore = partitioned_store(GraphStore.open(copy), 8, "train-first", 0)
+    assert len(pstore.metadata["partitioning"]["feature_crc32"]) == 8
+    features = pstore.file("features")
+    data = bytearray(features.read_bytes())
+    data[-3] ^= 0x40  # one bit of the last partition's last row
+    features.write_bytes(bytes(data))
+    options = {"policy": "beta", "num_partitions": 8, "buffer_capacity": 4}
+    with pytest.raises(DataError, match=r"features\.npy: partition 7 .*CRC-32"):
+        run(make_spec(GraphStore.open(copy), options), GraphStore.open(copy), tmp_path / "runs")
+    unchecked = make_spec(GraphStore.open(copy), {**options, "verify_checksums": False}, epochs=1)
+    run(unchecked, GraphStore.open(copy), tmp_path / "unchecked")  # the check can be turned off
+
+
 def test_bad_options_name_the_field(store):
     with pytest.raises(ConfigError, match="system.options.policy: .*unknown policy 'lru'"):
         make_spec(store, {"policy": "lru"})

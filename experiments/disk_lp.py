@@ -1,0 +1,141 @@
+"""Disk-based link prediction on FB15k-237: MRR, epoch time and IO of BETA, COMET and random against in-memory.
+
+Usage::
+
+    python experiments/disk_lp.py [--quick] [--out out/disk-lp] [--results results] [--jobs 2] [--no-plot]
+
+Runs ``experiments/disk_lp_distmult.yaml`` (shallow DistMult) and ``experiments/disk_lp_graphsage.yaml``
+(GraphSAGE + DistMult) through the harness: p = 32 partitions, a buffer of c = 8 (p/4), policies ``beta``,
+``comet`` (l = 8 logical partitions) and ``random``, and the in-memory system, 3 seeds each; finished runs are
+skipped. Each run uses one intra-op thread (``OMP_NUM_THREADS=1``), ``--jobs`` runs at a time.
+
+Outputs:
+
+- ``results/disk_lp_runs.csv``: one row per run: the warm epochs' mean time, IO read and written per epoch (suite and
+  ``/proc/self/io``), swaps, IO wait and its fraction of the epoch, read bandwidth, valid and test MRR;
+- ``results/disk_lp.csv``: per (model, configuration): mean and standard deviation over seeds of test MRR, the
+  MRR difference to in-memory, the epoch-time ratio to in-memory, IO per epoch and IO wait fraction;
+- ``results/disk_lp.png`` (:func:`experiments.figures.plot_disk_lp`).
+
+``--quick``: DistMult only, seed 0, 2 epochs (a few minutes): the reproduction's reference run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+import pandas as pd  # noqa: E402
+
+from suite.grid import expand_grid, failures, run_grid  # noqa: E402
+from suite.results import export, load_epochs, load_runs  # noqa: E402
+
+GRIDS = (REPO_ROOT / "experiments" / "disk_lp_distmult.yaml", REPO_ROOT / "experiments" / "disk_lp_graphsage.yaml")
+QUICK = ("seed=0", "training.epochs=2", "evaluation.every=2")
+
+
+def configuration(system: str, options: dict) -> str:
+    """A run's label: ``in_memory`` or ``<policy> p<p> c<c>[ l<l>]``."""
+    if system != "disk":
+        return system
+    p, c = int(options["num_partitions"]), int(options["buffer_capacity"])
+    ratio = int(options.get("fine_to_coarse_ratio", 1) or 1)
+    return f"{options['policy']} p{p} c{c}" + (f" l{p // ratio}" if ratio > 1 else "")
+
+
+def run_table(out: Path) -> pd.DataFrame:
+    """One row per completed run: warm-epoch means (every epoch after the first) and the run's MRR."""
+    runs = load_runs(out, include_incomplete=False)
+    runs = runs[runs["status"] == "completed"]
+    epochs = load_epochs(out)
+    rows = []
+    for _, run in runs.iterrows():
+        mine = epochs[epochs["run_dir"] == run["run_dir"]].sort_values("epoch")
+        warm = mine.iloc[1:] if len(mine) > 1 else mine
+        options = {k.removeprefix("config.system.options."): v for k, v in run.items()
+                   if k.startswith("config.system.options.") and pd.notna(v)}
+
+        def mean(column: str) -> float:
+            return float(warm[column].mean()) if column in warm and warm[column].notna().any() else float("nan")
+
+        time_s = mean("epoch_time_s")
+        read_s = mean("io_read_s")
+        rows.append({
+            "model": run["config.model.encoder"] + "+" + run["config.model.decoder"],
+            "configuration": configuration(run["system"], options), "system": run["system"],
+            "policy": options.get("policy", "in_memory"), "seed": int(run["seed"]),
+            "epochs": len(mine), "epoch_time_s": time_s, "states": mean("states"), "swaps": mean("swaps"),
+            "io_read_bytes": mean("io_read_bytes"), "io_write_bytes": mean("io_write_bytes"),
+            "disk_read_bytes": mean("disk_read_bytes"), "disk_write_bytes": mean("disk_write_bytes"),
+            "io_wait_s": mean("io_wait_s"), "io_wait_fraction": mean("io_wait_s") / time_s,
+            "read_bandwidth_bytes_per_s": mean("io_read_bytes") / read_s if read_s > 0 else float("nan"),
+            "valid_mrr": run.get("metrics.valid.mrr"), "test_mrr": run.get("metrics.test.mrr"),
+            "test_hits@10": run.get("metrics.test.hits@10"), "peak_rss_bytes": run.get("peak_rss_bytes"),
+            "run_id": run["run_id"], "git_sha": run.get("versions.git_sha"),
+        })
+    return pd.DataFrame(rows).sort_values(["model", "configuration", "seed"]).reset_index(drop=True)
+
+
+def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, configuration): seeds, mean and std of test MRR, its difference to in-memory (same model),
+    epoch-time ratio to in-memory, IO per epoch, IO wait fraction."""
+    grouped = runs.groupby(["model", "configuration"], sort=True)
+    table = grouped.agg(seeds=("seed", "count"), test_mrr_mean=("test_mrr", "mean"), test_mrr_std=("test_mrr", "std"),
+                        epoch_time_s=("epoch_time_s", "mean"), io_read_bytes=("io_read_bytes", "mean"),
+                        io_write_bytes=("io_write_bytes", "mean"), swaps=("swaps", "mean"),
+                        io_wait_fraction=("io_wait_fraction", "mean"),
+                        read_bandwidth_bytes_per_s=("read_bandwidth_bytes_per_s", "mean")).reset_index()
+    baseline = table[table["configuration"] == "in_memory"].set_index("model")
+    table["mrr_minus_in_memory"] = table["test_mrr_mean"] - table["model"].map(baseline["test_mrr_mean"])
+    table["time_ratio_vs_in_memory"] = table["epoch_time_s"] / table["model"].map(baseline["epoch_time_s"])
+    table["policy"] = table["configuration"].str.split().str[0]
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--data-dir", type=Path)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--no-run", action="store_true")
+    parser.add_argument("--no-plot", action="store_true")
+    args = parser.parse_args(argv)
+    out = args.out or REPO_ROOT / ("out/disk-lp-quick" if args.quick else "out/disk-lp")
+    if not args.no_run:
+        os.environ["OMP_NUM_THREADS"] = "1"  # before the pool's processes start: one intra-op thread per run
+        overrides = list(QUICK) if args.quick else []
+        if args.data_dir is not None:
+            overrides.append(f"dataset.cache_dir={args.data_dir}")
+        grids = GRIDS[:1] if args.quick else GRIDS
+        specs = [spec for grid in grids for spec in expand_grid(grid, overrides)]
+        failed = failures(run_grid(specs, out, jobs=args.jobs, progress=False))
+        for summary in failed:
+            print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
+        if failed:
+            return 1
+    runs = run_table(out)
+    table = summary_table(runs)
+    export(runs, args.results / "disk_lp_runs.csv")
+    export(table, args.results / "disk_lp.csv")
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(table[["model", "configuration", "seeds", "test_mrr_mean", "test_mrr_std", "mrr_minus_in_memory",
+                     "time_ratio_vs_in_memory", "io_wait_fraction", "io_read_bytes", "io_write_bytes"]]
+              .to_string(index=False))
+    if not args.no_plot:
+        from experiments.figures import plot_disk_lp
+
+        print(f"wrote {plot_disk_lp(args.results / 'disk_lp.csv', args.results / 'disk_lp.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,294 @@
+"""Link prediction from disk: learnable embedding partitions move through the buffer and are written back.
+
+The disk system's variant for ``training.task: link_prediction`` (registered in
+:data:`systems.disk.system.DISK_TASKS`). Every node's embedding and Adagrad state live on disk in generations
+(:class:`~systems.disk.embeddings.EmbeddingStore`, in the run's folder under ``disk-embeddings/``); the buffer's
+``c`` slots hold whole partitions of ``[weight | state]`` rows. Per epoch the policy's plan (``beta``, ``comet``,
+``random`` or ``in_memory``; examples are the ``p x p`` edge buckets of the training edges) gives the states; for
+each state, in order:
+
+1. the transition's partitions enter their slots: an evicted partition is copied out of its slot and written back
+   to the epoch's new generation by the writer thread (asynchronously); the loaded ones come from staging memory
+   the prefetch thread filled while the previous state computed (reading the latest generation, after a pending
+   write-back of the same partition finished), or are read now;
+2. the edge buckets inside the buffer are held (read when a partition they need arrives), and with a GNN encoder
+   their CSR over buffer rows is built: sampling sees only the buffer;
+3. the state's buckets' edges, shuffled together, train in batches through the link-prediction task's stages
+   (:class:`~systems.tasks.link_prediction.LinkPredictionTask`), with node ids being buffer rows: the embedding
+   table is a view of the buffer (:meth:`~systems.models.embeddings.EmbeddingTable.wrap`), so sparse Adagrad
+   updates the slots in place; negatives are drawn uniformly from the nodes in the buffer (and by degree from the
+   state's edges): *negative sampling sees only the buffer*.
+
+At the end of the epoch every resident partition is written back and the new generation is flushed; after the
+validation the harness's checkpoint commits it (dense state, then manifest, atomically). A killed run resumes
+after its last committed epoch (``resume``), replaying the recorded epochs into its records.
+
+Evaluation ranks against all entities and so reads the whole latest table into memory (in partition-sized
+checked reads); the ranking itself is the in-memory task's (filtered MRR, Hits@k).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import torch
+
+from suite.config import RunSpec
+from suite.errors import ConfigError, DataError
+from suite.graph import GraphStore
+from suite.io import evict_page_cache, process_io_bytes
+from suite.metrics import StageTimer
+from suite.recorder import Recorder
+from suite.registry import SAMPLERS
+from systems.base import EpochStats
+from systems.batch import Batch, batch_seed
+from systems.disk.buffer import FeatureBuffer
+from systems.disk.embeddings import EmbeddingStore
+from systems.disk.policies import BufferPlan, PolicySpec, make_plan
+from systems.disk.system import DISK_TASKS, BufferedGraph, DiskSystem, StateData, partitioned_store
+from systems.in_memory import epoch_stats
+from systems.models.embeddings import EmbeddingTable
+from systems.sampling.base import SamplingGraph
+from systems.tasks.link_prediction import LinkPredictionTask, check_edge_split
+from systems.tasks.negatives import NegativeSampler
+
+_EMBEDDING_SEED_OFFSET = 0xE3B
+EMBEDDINGS_FOLDER = "disk-embeddings"
+
+
+class EmbeddingBuffer(FeatureBuffer):
+    """Buffer slots of ``[weight | Adagrad state]`` rows read from, and written back to, an
+    :class:`~systems.disk.embeddings.EmbeddingStore`; evicting a slot writes its partition back."""
+
+    def __init__(self, store: EmbeddingStore, capacity: int):
+        self.store = store
+        self.offsets = store.offsets
+        self.capacity = capacity
+        self.max_rows = int(np.diff(self.offsets).max())
+        self.slots = torch.zeros((capacity, self.max_rows, store.width), dtype=torch.float32)
+        self.slot_partition = np.full(capacity, -1, dtype=np.int64)
+        self.node_row = torch.full((int(self.offsets[-1]),), -1, dtype=torch.int64)
+
+    def read(self, partition: int, out: torch.Tensor) -> int:
+        """Read ``partition``'s latest rows (checked) into ``out``."""
+        return self.store.read(partition, out)
+
+    def evict(self, slot: int) -> None:
+        """Write the slot's partition back (asynchronously, from a copy), then empty the slot."""
+        partition = int(self.slot_partition[slot])
+        if partition >= 0:
+            start, stop = self.partition_rows(partition)
+            self.store.write_async(partition, self.slots[slot, : stop - start].clone())
+        super().evict(slot)
+
+    def resident_rows(self) -> torch.Tensor:
+        """The buffer rows that hold a node (padding rows of shorter partitions and empty slots excluded)."""
+        parts = [torch.arange(stop - start) + slot * self.max_rows
+                 for slot, partition in enumerate(self.slot_partition.tolist()) if partition >= 0
+                 for start, stop in [self.partition_rows(partition)]]
+        return torch.cat(parts) if parts else torch.empty(0, dtype=torch.int64)
+
+
+class DiskLinkPrediction(DiskSystem):
+    """Link prediction from disk (see the module docstring); options: :class:`~systems.disk.system.DiskOptions`."""
+
+    def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device, recorder: Recorder):
+        super().__init__(spec, store, device, recorder)
+        if not spec.model.learnable_embeddings:
+            raise ConfigError("model.learnable_embeddings: the disk system's link prediction moves learnable "
+                            "embedding partitions; set it to true")
+
+    # ------------------------------------------------------------------ setup
+    def setup(self) -> None:
+        """Partition the store (cached), open or create the embedding generations, build the model; restore the
+        dense state of a resumed run."""
+        spec, options = self.spec, self.options
+        self.pstore = partitioned_store(self.store, options.num_partitions, options.order, spec.seed)
+        if not self.pstore.has("bucket_edges"):
+            raise DataError(f"{self.pstore.path}: store has no 'bucket_edges'; the disk system needs it")
+        for split in ("valid", "test"):
+            check_edge_split(self.pstore, split, required=False)
+        if options.evict_page_cache:
+            evict_page_cache(self.pstore.file("bucket_edges"), sync=True)
+        dim = spec.model.embedding_dim
+        folder = self.recorder.run_dir / EMBEDDINGS_FOLDER
+        if not options.resume:
+            for old in folder.glob("*"):
+                old.unlink()
+        self.embedding_store = EmbeddingStore(folder, self.pstore.array("partition_offsets"), 2 * dim,
+                                              self.counters, evict=options.evict_page_cache,
+                                              verify=options.verify_checksums)
+        self.resumed = self.embedding_store.open(self._initial_rows)
+        if self.resumed and len(self.embedding_store.history) >= spec.training.epochs:
+            self.embedding_store.reset(self._initial_rows)  # a finished run run again: start over
+            self.resumed = False
+        self.buffer = EmbeddingBuffer(self.embedding_store, options.buffer_capacity)
+        self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, options.evict_page_cache)
+        task = LinkPredictionTask(spec, self.pstore, self.device)
+        task.optimizer_steps = 0
+        encoder = task.build_model(dim)
+        self.needs_graph = getattr(encoder, "uses_neighbours", True)
+        rows = self.buffer.rows
+        task.embeddings = EmbeddingTable.wrap(rows[:, :dim], rows[:, dim:],
+                                              spec.training.embedding_learning_rate or spec.training.learning_rate)
+        self.task = task
+        dense = self.embedding_store.dense_state()
+        if dense is not None:
+            self._restore(dense)
+
+    def _initial_rows(self, partition: int) -> torch.Tensor:
+        """Partition ``partition``'s first rows: normal weights (``embedding_init_scale``, a generator seeded
+        from the run's seed and the partition), zero Adagrad state."""
+        model = self.spec.model
+        start, stop = (int(x) for x in self.pstore.array("partition_offsets")[partition:partition + 2])
+        generator = torch.Generator().manual_seed(self.spec.seed + _EMBEDDING_SEED_OFFSET + partition)
+        weight = torch.randn(stop - start, model.embedding_dim, generator=generator).mul_(model.embedding_init_scale)
+        return torch.cat([weight, torch.zeros_like(weight)], dim=1)
+
+    def _dense(self) -> dict:
+        task = self.task
+        return {"model": task.model.state_dict(),
+                "optimizer": task.optimizer.state_dict() if task.optimizer is not None else None,
+                "optimizer_steps": task.optimizer_steps, "torch_rng": torch.get_rng_state()}
+
+    def _restore(self, dense: dict) -> None:
+        task = self.task
+        task.model.load_state_dict(dense["model"])
+        if task.optimizer is not None and dense["optimizer"] is not None:
+            task.optimizer.load_state_dict(dense["optimizer"])
+        task.optimizer_steps = int(dense["optimizer_steps"])
+        torch.set_rng_state(dense["torch_rng"])
+
+    def completed_epochs(self) -> list[tuple[float, EpochStats, dict[str, float] | None]]:
+        """The epochs the committed generation holds (a resumed run continues after them)."""
+        return [(record["epoch_time_s"], EpochStats(**record["stats"]), record["valid"])
+                for record in self.embedding_store.history]
+
+    def checkpoint(self, epoch: int, epoch_time_s: float, stats: EpochStats,
+                   valid_metrics: dict[str, float] | None) -> None:
+        """Commit the epoch's generation with the dense state and the epoch's record."""
+        self.embedding_store.commit(self._dense(), {"epoch": epoch, "epoch_time_s": epoch_time_s,
+                                                    "stats": dataclasses.asdict(stats), "valid": valid_metrics})
+
+    def plan(self, epoch: int) -> BufferPlan:
+        """The policy's plan of the edge buckets for ``epoch``."""
+        options = self.options
+        spec = PolicySpec(num_partitions=options.num_partitions, capacity=options.buffer_capacity,
+                          task="link_prediction", fine_to_coarse_ratio=options.fine_to_coarse_ratio)
+        return make_plan(options.policy, spec, seed=self.spec.seed, epoch=epoch)
+
+    # ------------------------------------------------------------------ training
+    def _state_examples(self, plan: BufferPlan, k: int, layout: np.ndarray) -> torch.Tensor:
+        """The edges of state ``k``'s buckets as buffer rows of ``layout`` (taken while its buckets are held:
+        the prefetch of the next state drops some of them)."""
+        ids, offsets = plan.examples_by_state()
+        return self.edges.bucket_edges(ids[offsets[k]:offsets[k + 1]], layout, self.buffer.max_rows)
+
+    def _use_state(self, data: StateData, edges: torch.Tensor) -> None:
+        """Point the task at the state: its edges (buffer rows), negatives from the buffer, a sampler over it."""
+        task, spec = self.task, self.spec
+        negatives = spec.training.negatives
+        resident = self.buffer.resident_rows()
+        task.train_edges = edges
+        task.negative_sampler = NegativeSampler(len(resident), edges[:, 0], edges[:, 2], negatives.num_chunks,
+                                                negatives.negatives_per_positive, negatives.degree_fraction,
+                                                nodes=resident)
+        task.train_sampler = None
+        if data.graph is not None:
+            task.train_sampler = SAMPLERS.get(spec.sampler.name)(data.graph, spec.model.fanouts,
+                                                                 replace=spec.sampler.replace)
+
+    def train_epoch(self, epoch: int, progress: bool = False) -> EpochStats:
+        """One pass of the plan: per state, swap partitions (writing evicted ones back), train on its buckets'
+        edges; then write every partition back and flush the new generation."""
+        task, spec, store = self.task, self.spec, self.embedding_store
+        plan = self.plan(epoch)
+        plan.examples_by_state()  # computed here, before the prefetch thread uses it
+        timer = StageTimer(self.device)
+        counted, disk_before = self.counters.snapshot(), process_io_bytes()
+        store.begin_epoch()
+        task.train()
+        batches: list[Batch] = []
+        io_wait = prepare = 0.0
+        for k, data, waited in self._states(plan):
+            io_wait += waited
+            prepare += data.read_s
+            edges = data.examples
+            generator = torch.Generator().manual_seed(batch_seed(spec.seed, epoch, -2 - k))
+            self._use_state(data, edges[torch.randperm(len(edges), generator=generator)])
+            for roots in torch.arange(len(edges)).split(spec.training.batch_size):
+                if spec.training.limit_batches is not None and len(batches) >= spec.training.limit_batches:
+                    break
+                batch = Batch(epoch=epoch, index=len(batches), roots=roots, version_read=task.optimizer_steps)
+                self._run_batch(batch, timer)
+                batches.append(batch)
+        flushed = time.perf_counter()
+        for slot in range(self.buffer.capacity):
+            self.buffer.evict(slot)
+        store.finish_epoch()
+        flush_s = time.perf_counter() - flushed
+        self.edges.clear()
+        task.train_edges = task.negative_sampler = task.train_sampler = None
+        after, disk = self.counters.snapshot(), process_io_bytes() - disk_before
+        return epoch_stats(batches, timer.snapshot(), states=plan.num_states, swaps=plan.swaps,
+                           partitions_read=plan.partitions_loaded, io_wait_s=io_wait + flush_s, flush_s=flush_s,
+                           prepare_s=prepare,
+                           io_read_bytes=after["bytes_read"] - counted["bytes_read"],
+                           io_read_s=after["read_s"] - counted["read_s"], io_reads=after["reads"] - counted["reads"],
+                           io_write_bytes=after["bytes_written"] - counted["bytes_written"],
+                           io_write_s=after["write_s"] - counted["write_s"],
+                           disk_read_bytes=disk.read_bytes, disk_write_bytes=disk.write_bytes,
+                           policy=self.options.policy)
+
+    def _run_batch(self, batch: Batch, timer: StageTimer) -> None:
+        task = self.task
+        with timer.stage("sample"):
+            task.sample(batch)
+        with timer.stage("gather"):
+            task.gather(batch)
+        with timer.stage("transfer"):
+            task.transfer(batch)
+        with timer.stage("compute"):
+            task.compute(batch)
+        with timer.stage("update"):
+            task.update(batch)
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def evaluate(self, split: str) -> dict[str, float]:
+        """Filtered and unfiltered MRR and Hits@k of ``split``, from the latest table read whole from disk."""
+        task, spec = self.task, self.spec
+        dim = spec.model.embedding_dim
+        rows = self.embedding_store.load_all()
+        in_buffer = task.embeddings
+        task.embeddings = EmbeddingTable.wrap(rows[:, :dim], rows[:, dim:], in_buffer.learning_rate)
+        if self.needs_graph:
+            graph = SamplingGraph.from_store(self.pstore, spec.sampler.direction)
+            task.eval_sampler = SAMPLERS.get(spec.sampler.name)(graph, spec.evaluation.fanouts or spec.model.fanouts,
+                                                                replace=spec.sampler.replace)
+        try:
+            return task.evaluate(split)
+        finally:
+            task.embeddings, task.eval_sampler = in_buffer, None
+
+    def collect_io(self, outcome) -> None:
+        """Bytes read and written by the suite over the run, and partitions swapped in training."""
+        snapshot = self.counters.snapshot()
+        outcome.io_read_bytes = snapshot["bytes_read"]
+        outcome.io_write_bytes = snapshot["bytes_written"]
+        outcome.partition_swaps = sum(int(stats.extra.get("swaps", 0)) for stats in outcome.epochs)
+
+    def teardown(self) -> None:
+        """Stop the prefetch and writer threads and close the files."""
+        self._reader.shutdown(wait=True)
+        if getattr(self, "embedding_store", None) is not None:
+            self.embedding_store.close()
+        if getattr(self, "edges", None) is not None:
+            self.edges.close()
+
+
+DISK_TASKS.register("link_prediction", DiskLinkPrediction)
+
+__all__ = ["DiskLinkPrediction", "EmbeddingBuffer"]
