@@ -238,10 +238,129 @@ def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
     return save_figure(fig, out_png)
 
 
+def plot_disk_lp(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Disk-based link prediction per policy (``experiments/disk_lp.py``), one row of panels per model: test MRR
+    (mean over seeds, error bar one standard deviation, the in-memory mean as a dashed line), warm epoch time with
+    the ratio to in-memory annotated and IO wait hatched, and MiB read and written per epoch.
+
+    Reads only ``csv_path``.
+    """
+    table = pd.read_csv(csv_path)
+    models = list(dict.fromkeys(table["model"]))
+    fig, axes = plt.subplots(len(models), 3, figsize=(15.0, 4.2 * len(models)), layout="constrained", squeeze=False)
+    for row, model in zip(axes, models):
+        part = table[table["model"] == model].reset_index(drop=True)
+        mrr_ax, time_ax, io_ax = row
+        positions = list(range(len(part)))
+        colors = ["tab:gray" if config == "in_memory" else "tab:blue" for config in part["configuration"]]
+        mrr_ax.bar(positions, part["test_mrr_mean"], yerr=part["test_mrr_std"].fillna(0), color=colors, capsize=3)
+        base = part.loc[part["configuration"] == "in_memory", "test_mrr_mean"]
+        if len(base):
+            mrr_ax.axhline(float(base.iloc[0]), color="k", linestyle="--", linewidth=0.8, label="in-memory")
+            mrr_ax.legend(fontsize=8)
+        low = float((part["test_mrr_mean"] - part["test_mrr_std"].fillna(0)).min())
+        mrr_ax.set_ylim(max(0.0, low - 0.02), None)
+        mrr_ax.set_ylabel(f"test MRR (filtered), {int(part['seeds'].max())} seeds")
+        mrr_ax.set_title(model, fontsize=10)
+        bars = time_ax.bar(positions, part["epoch_time_s"], color=colors)
+        time_ax.bar(positions, (part["io_wait_fraction"] * part["epoch_time_s"]).fillna(0), color="none",
+                    edgecolor="k", hatch="//", label="IO wait")
+        for bar, ratio in zip(bars, part["time_ratio_vs_in_memory"]):
+            time_ax.annotate(f"x{ratio:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                             textcoords="offset points", xytext=(0, 2), ha="center", fontsize=8)
+        time_ax.set_ylabel("epoch time (s), warm epochs")
+        time_ax.legend(fontsize=8)
+        width = 0.4
+        io_ax.bar([x - width / 2 for x in positions], part["io_read_bytes"].fillna(0) / 2**20, width, label="read")
+        io_ax.bar([x + width / 2 for x in positions], part["io_write_bytes"].fillna(0) / 2**20, width,
+                  label="written back")
+        io_ax.set_ylabel("MiB per epoch")
+        io_ax.legend(fontsize=8)
+        for ax in row:
+            ax.set_xticks(positions)
+            ax.set_xticklabels(part["configuration"], rotation=20, ha="right", fontsize=8)
+            ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle("Disk-based link prediction on FB15k-237: partition-buffer policies against in-memory", fontsize=10)
+    return save_figure(fig, out_png)
+
+
+_COST_COLUMNS = ("dataset", "configuration", "mode", "profile", "priced_as", "gpus", "hourly_usd",
+                 "cost_per_epoch_usd", "cost_to_target_usd", "target", "valid_metric")
+
+
+def plot_cost(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Dollar cost per machine profile (``experiments/cost.py``): per dataset, USD per epoch beside USD to the
+    target validation metric, per configuration (log y), one bar per profile: measured here (priced as a comparable
+    instance, grey) and projected by the simulator on cloud GPU machines (coloured; multi-GPU: data-parallel).
+    A configuration that never reached the target is marked "not reached".
+
+    Reads only ``csv_path``; ``DataError`` (one line) when a column is missing.
+    """
+    from suite.errors import DataError
+
+    table = pd.read_csv(csv_path)
+    missing = [c for c in _COST_COLUMNS if c not in table.columns]
+    if missing or table.empty:
+        raise DataError(f"{csv_path}: not a cost table ({'no rows' if table.empty else 'no column ' + missing[0]})")
+    table["series"] = [
+        f"measured here, priced as {r.priced_as} ({r.hourly_usd:g} USD/h)" if r.mode == "measured" else
+        f"simulated {r.profile}" + (f" ({int(r.gpus)} GPUs, data-parallel)" if r.gpus > 1 else " (1 GPU)")
+        + f", {r.hourly_usd:g} USD/h" for r in table.itertuples()]
+    series = list(dict.fromkeys(table.sort_values(["mode", "gpus", "hourly_usd"])["series"]))
+    simulated = [name for name in series if name.startswith("simulated")]
+    colors = plt.get_cmap("viridis")
+    color = {name: colors(0.1 + 0.8 * simulated.index(name) / max(1, len(simulated) - 1)) if name in simulated
+             else "tab:gray" for name in series}
+    datasets = list(dict.fromkeys(table["dataset"]))
+    fig, axes = plt.subplots(len(datasets), 2, figsize=(14.0, 4.6 * len(datasets)), squeeze=False,
+                             layout="constrained")
+    for row, dataset in enumerate(datasets):
+        rows = table[table["dataset"] == dataset]
+        configurations = list(dict.fromkeys(rows["configuration"]))
+        first = rows.iloc[0]
+        for ax, column, label in ((axes[row][0], "cost_per_epoch_usd", "cost per epoch"),
+                                  (axes[row][1], "cost_to_target_usd", "cost to target")):
+            labelled: set[str] = set()
+            for i, configuration in enumerate(configurations):
+                bars = rows[rows["configuration"] == configuration]
+                names = [name for name in series if name in set(bars["series"])]
+                width = 0.8 / len(names)
+                for offset, name in enumerate(names):
+                    bar = bars[bars["series"] == name].iloc[0]
+                    x = i + (offset - (len(names) - 1) / 2) * width
+                    ax.bar([x], [bar[column]], width, color=color[name], label=None if name in labelled else name)
+                    labelled.add(name)
+                    if column == "cost_to_target_usd" and pd.isna(bar[column]) and pd.notna(bar["target"]):
+                        ax.annotate("not reached", (x, 0), xycoords=("data", "axes fraction"), xytext=(0, 3),
+                                    textcoords="offset points", rotation=90, ha="center", va="bottom", fontsize=6)
+            ax.set_yscale("log")
+            values = rows[column][rows[column] > 0]
+            if len(values):  # bars from well below the smallest, room above the largest for the notes
+                ax.set_ylim(values.min() / 3, values.max() * 3)
+            ax.set_xticks(range(len(configurations)))
+            ax.set_xticklabels(configurations, rotation=20, ha="right", fontsize=8)
+            ax.grid(True, axis="y", which="both", alpha=0.3)
+            ax.set_ylabel(f"{label} (USD)")
+            target = (f"target valid {first['valid_metric']} {first['target']:.3f}" if pd.notna(first["target"])
+                      else "no target")
+            ax.set_title(f"{dataset}: {label}" + (f" ({target})" if column == "cost_to_target_usd" else ""),
+                         fontsize=9)
+        if not (rows["mode"] == "simulated").any():
+            axes[row][0].text(0.5, 0.97, "no simulated projection: no measured pipelined sync run of this workload "
+                              "to calibrate the simulator on", transform=axes[row][0].transAxes, ha="center",
+                              va="top", fontsize=7, style="italic")
+        axes[row][1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.suptitle("Training cost per machine profile: measured on this machine, projected by the pipeline simulator "
+                 "(calibrated on the measured sync run) on cloud GPU machines", fontsize=10)
+    return save_figure(fig, out_png)
+
+
 FIGURES: dict[str, Callable[[str | Path, str | Path], Path]] = {"sampling": plot_sampling,
                                                             "pipeline_speed": plot_pipeline_speed,
                                                             "pipeline_validation": plot_pipeline_validation,
-                                                            "disk_nc": plot_disk_nc}
+                                                            "disk_nc": plot_disk_nc,
+                                                            "disk_lp": plot_disk_lp,
+                                                            "cost": plot_cost}
 """Figure name -> plot function; by default it reads ``results/<name>.csv`` and writes ``results/<name>.png``."""
 
 
@@ -257,7 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["FIGURES", "plot_disk_nc", "plot_pipeline_speed", "plot_pipeline_validation", "plot_sampling", "save_figure"]
+__all__ = ["FIGURES", "plot_cost", "plot_disk_nc", "plot_pipeline_speed", "plot_pipeline_validation", "plot_sampling",
+           "save_figure"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -172,6 +172,17 @@ def _async_gnn(mode: str, paths: Paths) -> None:
     _check(async_gnn.main(args + (["--quick"] if mode == "quick" else [])), "experiments/async_gnn.py")
 
 
+@job("cost", "cost per epoch and to a target accuracy per machine profile: measured here, projected by the "
+     "simulator on cloud GPU machines", ("cost.csv", "cost.png"),
+     "about 1 minute after the pipeline and disk_nc jobs (reads their runs; trains nothing)")
+def _cost(mode: str, paths: Paths) -> None:
+    from experiments import cost
+
+    args = ["--runs", str(paths.runs / "pipeline" / "pipeline_accuracy"), "--runs", str(paths.runs / "disk"),
+            "--csv", str(paths.results / "cost.csv"), "--png", str(paths.results / "cost.png")]
+    _check(cost.main(args), "experiments/cost.py")
+
+
 # ---------------------------------------------------------------------------------------------- running
 def plan(only: Sequence[str] | None) -> list[Job]:
     """The jobs to run, in registration order (``only``: these names, checked)."""

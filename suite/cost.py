@@ -7,9 +7,10 @@ user-priced ``local`` profile, or overrides any other).
 
 Built-in profiles are AWS EC2 on-demand instances, Linux, region us-east-1, as listed on the AWS price list
 (https://aws.amazon.com/ec2/pricing/on-demand/). MariusGNN (EuroSys 2023) priced its runs with P3 on-demand prices
-(``p3.2xlarge`` for its single-GPU runs, ``p3.8xlarge`` / ``p3.16xlarge`` for the multi-GPU baselines). Prices
-change: every profile says where its price comes from and when it was read, and a summary carries both, so a
-number in a table can always be traced back. To price on another machine, register another profile::
+(``p3.2xlarge`` for its single-GPU runs, ``p3.8xlarge`` / ``p3.16xlarge`` for the multi-GPU baselines); the
+CPU-only ``m6a.large`` (2 vCPUs) prices runs measured on a 2-core machine such as the one the reference results
+come from. Prices change: every profile says where its price comes from and when it was read, and a summary carries
+both, so a number in a table can always be traced back. To price on another machine, register another profile::
 
     from suite.cost import MachineProfile, register_profile
 
@@ -127,6 +128,19 @@ AWS_PROFILES: tuple[MachineProfile, ...] = (
 )
 
 
+# CPU-only instances, to price runs measured on a machine without a GPU at the price of a comparable cloud instance
+# (``machine.hourly_usd``, or ``experiments/cost.py --price-local-as``). Not in AWS_PROFILES (the GPU machines).
+CPU_PROFILES: tuple[MachineProfile, ...] = (
+    MachineProfile(
+        name="m6a.large", hourly_usd=0.0864, price_source=_AWS_PRICE_LIST, price_date=_READ_ON,
+        cpus=2, memory_gib=8, gpus=0, gpu_model=None, region="us-east-1",
+        notes=("2 vCPUs of a 3rd-generation AMD EPYC, 8 GiB: the cloud instance closest to the 2-core AMD EPYC "
+               "virtual machine the suite's reference results are measured on (which has more memory: a run "
+               "priced at this instance's price is comparable only if its peak RSS fits in 8 GiB). " + _HOW_READ),
+    ),
+)
+
+
 def _local_memory_gib() -> float:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
@@ -158,7 +172,7 @@ def _local_profile() -> MachineProfile:
     )
 
 
-for _profile in (*AWS_PROFILES, _local_profile()):
+for _profile in (*AWS_PROFILES, *CPU_PROFILES, _local_profile()):
     if _profile.name not in MACHINES:
         register_profile(_profile)
 
@@ -292,6 +306,6 @@ def cost_summary(profile_name: str, hourly_override: float | None, wall_time_s: 
 
 
 __all__ = [
-    "AWS_PROFILES", "MachineProfile", "cost_per_epoch", "cost_summary", "cost_to_target", "epochs_to_target",
-    "get_profile", "hourly_price", "register_profile", "run_cost_usd",
+    "AWS_PROFILES", "CPU_PROFILES", "MachineProfile", "cost_per_epoch", "cost_summary", "cost_to_target",
+    "epochs_to_target", "get_profile", "hourly_price", "register_profile", "run_cost_usd",
 ]

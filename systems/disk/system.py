@@ -325,7 +325,7 @@ class DiskSystem(System):
             if pending is not None:
                 data = pending.result()
             else:
-                data = self._prepare(plan, k, stage=prefetch)
+                data = self._prepare(plan, k, stage=False)  # nothing to overlap: read straight into the slots
             self._install(plan, data)
             io_wait = time.perf_counter() - waited
             pending = (self._reader.submit(self._prepare, plan, k + 1, True)

@@ -231,7 +231,7 @@ def test_process_io_bytes_and_counters():
     for thread in threads:
         thread.join()
     assert counters.snapshot() == {"bytes_read": 12_000, "bytes_written": 20_000, "reads": 4000, "writes": 4000,
-                                   "read_s": 0.0}
+                                   "read_s": 0.0, "write_s": 0.0}
     counters.reset()
     assert counters.snapshot()["bytes_read"] == 0
 

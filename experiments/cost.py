@@ -1,0 +1,421 @@
+"""Dollar cost per epoch and to a target validation accuracy, per machine profile: measured here, and projected by
+the pipeline simulator on cloud GPU machines.
+
+Usage::
+
+    python experiments/cost.py [--runs RUNS_DIR ...] [--csv results/cost.csv] [--png results/cost.png]
+        [--price-local-as m6a.large] [--target-fraction 0.95] [--target DATASET=VALUE ...]
+        [--profiles p3.2xlarge,g5.xlarge,...] [--no-plot]
+
+Reads recorded runs only (``--runs``, repeatable; default: the quick reproduction's pipeline-accuracy and disk runs,
+``out/reproduce-quick/pipeline/pipeline_accuracy`` and ``out/reproduce-quick/disk``); trains nothing. One row per
+(dataset, configuration, machine profile, measured|simulated):
+
+- **measured**: every completed run that recorded its training epochs, priced on the ``local`` profile at the
+  hourly price of a comparable cloud instance (``--price-local-as``, default ``m6a.large``: 2 vCPUs of an AMD EPYC,
+  like the 2-core AMD EPYC machine the reference results are measured on; its price, source and date are in
+  :mod:`suite.cost` and in every row). ``fits_priced_memory`` says whether the run's peak RSS fits that instance.
+- **simulated**: per dataset, the pipeline simulator (:mod:`simulators.calibrate`) is calibrated on the measured
+  synchronous run (``pipelined`` with ``sync: true``: the in-memory baseline's schedule, with per-batch records),
+  and every measured in-memory run of that dataset with the same model, sampler and batch size (the sync run
+  itself, the pipelined ones, an ``in_memory`` one as sync) is projected on each cloud GPU profile of
+  :data:`suite.cost.AWS_PROFILES` whose GPU the simulator knows (:data:`simulators.calibrate.HARDWARE`, matched by
+  GPU model): compute and transfer priced from FLOPs and bytes on that GPU, loading as measured here with
+  vCPUs / 2 cores per machine. A profile with g > 1 GPUs is priced as **data-parallel** training: every GPU runs
+  ceil(B / g) of the epoch's B batches with its share of the cores (vCPUs / 2 / g); the gradient all-reduce is not
+  modelled and the epochs to the target are the measured ones, so the projection is a lower bound of the cost of
+  multi-GPU training (favourable to it). Simulated epochs use the measured run's seed, like ``gnnsuite simulate``.
+
+Epochs to the target come from the recorded validation curve (``metrics.valid_curve``: only the validations the
+run recorded, so an epoch count is at most the run's epochs) and are those of the measured run for its simulated
+rows. The target is per dataset: ``--target-fraction`` (default 0.95) of the final validation metric of the
+dataset's in-memory reference run (its ``in_memory`` run, else its ``pipelined`` sync run), rounded down to
+three decimals, or ``--target DATASET=VALUE``; every row says which (``target_rule``). Cost to target prices the
+training time of the epochs up to that validation (evaluation excluded, as :func:`suite.cost.cost_to_target`).
+
+Outputs: the table (``--csv``, written atomically) and its figure (``--png``, drawn from the CSV alone by
+:func:`experiments.figures.plot_cost`). Bad input (no runs, an unknown profile, a bad target) is a one-line error
+and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
+    sys.path.insert(0, str(REPO_ROOT))
+
+import pandas as pd  # noqa: E402
+
+from suite.cost import cost_per_epoch, cost_to_target, epochs_to_target, get_profile  # noqa: E402
+from suite.errors import ConfigError, DataError, SuiteError  # noqa: E402
+
+DEFAULT_RUNS = (REPO_ROOT / "out" / "reproduce-quick" / "pipeline" / "pipeline_accuracy",
+                REPO_ROOT / "out" / "reproduce-quick" / "disk")
+DEFAULT_PRICE_LOCAL_AS = "m6a.large"
+DEFAULT_TARGET_FRACTION = 0.95
+COLUMNS = (
+    "dataset", "configuration", "system", "kind", "mode", "profile", "priced_as", "gpus", "hourly_usd", "epochs",
+    "epoch_time_s", "cost_per_epoch_usd", "valid_metric", "final_valid", "target", "epochs_to_target",
+    "time_to_target_s", "cost_to_target_usd", "target_rule", "hardware", "calibrated_from", "run_id",
+    "peak_rss_bytes", "fits_priced_memory", "measured_on", "price_source", "price_date", "epoch_times_s",
+)
+
+
+# ---------------------------------------------------------------------------------------------- pricing
+def price_row(epoch_times: Sequence[float], valid_curve: Iterable[tuple[int, float | None]], target: float | None,
+              hourly_usd: float) -> dict[str, Any]:
+    """The cost columns of one row: mean epoch time, $/epoch, epochs, time and $ to ``target``.
+
+    Args:
+        epoch_times: seconds of every training epoch (measured or simulated), epoch 0 first.
+        valid_curve: ``(epoch, metric)`` of every recorded validation (epochs numbered from 0).
+        target: the validation metric to reach (``None``: no target).
+        hourly_usd: the price per hour.
+
+    Returns:
+        ``epochs``, ``epoch_time_s``, ``cost_per_epoch_usd``, ``epochs_to_target``, ``time_to_target_s``,
+        ``cost_to_target_usd`` (NaN where the target is absent or never reached).
+    """
+    times = [float(t) for t in epoch_times]
+    curve = list(valid_curve)
+    nan = float("nan")
+    reached = None if target is None else epochs_to_target(curve, target)
+    to_target = None if target is None else cost_to_target("local", times, curve, target, hourly_usd)
+    per_epoch = cost_per_epoch("local", times, hourly_usd)
+    return {
+        "epochs": len(times),
+        "epoch_time_s": sum(times) / len(times) if times else nan,
+        "cost_per_epoch_usd": nan if per_epoch is None else per_epoch,
+        "epochs_to_target": nan if reached is None else reached,
+        "time_to_target_s": nan if reached is None else sum(times[:reached]),
+        "cost_to_target_usd": nan if to_target is None else to_target,
+    }
+
+
+def target_value(reference_metric: float, fraction: float) -> float:
+    """``fraction`` of ``reference_metric``, rounded down to three decimals (a target one can state)."""
+    if not (0 < fraction <= 1):
+        raise ConfigError(f"--target-fraction: expected a number in (0, 1], got {fraction!r}")
+    return math.floor(fraction * reference_metric * 1000 + 1e-9) / 1000
+
+
+# ---------------------------------------------------------------------------------------------- recorded runs
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What the cost table needs of one recorded run."""
+
+    run_dir: Path
+    run_id: str
+    config: dict[str, Any]
+    summary: dict[str, Any]
+
+    @property
+    def system(self) -> str:
+        return str(self.config.get("system", {}).get("name"))
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.config.get("system", {}).get("options") or {})
+
+    @property
+    def dataset(self) -> str:
+        dataset = self.config.get("dataset", {})
+        return str(self.summary.get("dataset") or dataset.get("preset") or dataset.get("name"))
+
+    @property
+    def epoch_times(self) -> list[float]:
+        return [float(t) for t in self.summary.get("epoch_time_s") or []]
+
+    @property
+    def metric(self) -> str:
+        return str((self.summary.get("metrics") or {}).get("main") or "accuracy")
+
+    @property
+    def valid_curve(self) -> list[tuple[int, float | None]]:
+        points = (self.summary.get("metrics") or {}).get("valid_curve") or []
+        return [(int(p["epoch"]), p.get(self.metric)) for p in points]
+
+    @property
+    def final_valid(self) -> float:
+        values = [v for _, v in sorted(self.valid_curve) if v is not None]
+        return float(values[-1]) if values else float("nan")
+
+    @property
+    def is_sync(self) -> bool:
+        return self.system == "pipelined" and bool(self.options.get("sync"))
+
+    @property
+    def kind(self) -> str:
+        """``disk`` for the disk system, ``in-memory`` otherwise (the pipelined system trains from memory too)."""
+        return "disk" if self.system == "disk" else "in-memory"
+
+    @property
+    def configuration(self) -> str:
+        if self.system == "disk":
+            o = self.options
+            return (f"disk {o.get('policy')} p{o.get('num_partitions')} c{o.get('buffer_capacity')}"
+                    + ("" if o.get("prefetch", True) else " no-prefetch"))
+        from experiments.pipeline import configuration
+
+        return configuration(self.system, self.options)
+
+    def workload(self) -> tuple:
+        """What must match for one run's calibration to project another: data, model, sampler, batch size."""
+        dataset = {k: v for k, v in self.config.get("dataset", {}).items() if k != "cache_dir"}
+        return (repr(sorted(dataset.items())), repr(self.config.get("model")), repr(self.config.get("sampler")),
+                (self.config.get("training") or {}).get("batch_size"))
+
+
+def load_runs(folders: Sequence[str | Path]) -> list[Run]:
+    """The completed, measured (not simulated) runs under ``folders`` that recorded training epochs.
+
+    A missing folder is reported on stderr and skipped; ``DataError`` when no run is found at all.
+    """
+    from suite.config import read_yaml
+    from suite.recorder import read_summary
+    from suite.results import run_dirs
+
+    runs, missing = [], []
+    for folder in folders:
+        if not Path(folder).is_dir():
+            missing.append(str(folder))
+            print(f"cost: {folder}: no such runs folder, skipped", file=sys.stderr)
+            continue
+        for run_dir in run_dirs(folder):
+            summary = read_summary(run_dir) or {}
+            if summary.get("status") != "completed" or summary.get("simulated") or not summary.get("epoch_time_s"):
+                continue
+            config = read_yaml(run_dir / "config.yaml") if (run_dir / "config.yaml").exists() else {}
+            runs.append(Run(run_dir, str(summary.get("run_id") or run_dir.name), config, summary))
+    if not runs:
+        where = ", ".join(str(f) for f in folders) or "(none given)"
+        raise DataError(f"--runs: no completed measured run under {where}"
+                        + (" (run the pipeline and disk_nc experiments first)" if missing else ""))
+    return runs
+
+
+def targets(runs: Sequence[Run], fraction: float, given: dict[str, float]) -> dict[str, tuple[float, str]]:
+    """Per dataset, the target and the rule that set it (``given`` first, else ``fraction`` of the reference)."""
+    result: dict[str, tuple[float, str]] = {}
+    for dataset in sorted({run.dataset for run in runs}):
+        if dataset in given:
+            result[dataset] = (given[dataset], f"--target {dataset}={given[dataset]}")
+            continue
+        mine = [run for run in runs if run.dataset == dataset and not math.isnan(run.final_valid)]
+        reference = ([r for r in mine if r.system == "in_memory"] or [r for r in mine if r.is_sync] or [None])[0]
+        if reference is not None:
+            result[dataset] = (target_value(reference.final_valid, fraction),
+                               f"{fraction:g} x final valid {reference.metric} {reference.final_valid:.4f} of "
+                               f"{reference.configuration} ({reference.run_id}), rounded down")
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- projection
+def gpu_hardware(profile_name: str):
+    """The simulator's figures for one GPU of ``profile_name`` (a registered machine profile), or None.
+
+    GPU figures (peak FLOP/s, efficiency, PCIe) come from the :data:`simulators.calibrate.HARDWARE` entry whose
+    machine profile has the same GPU model; the cores are the profile's vCPUs / 2 (as in ``HARDWARE``) divided
+    among its GPUs.
+    """
+    from simulators.calibrate import HARDWARE
+    from suite.registry import MACHINES
+
+    profile = get_profile(profile_name)
+    if not profile.gpus:
+        return None
+    for name, hardware in HARDWARE.items():
+        if name in MACHINES and hardware.gpu_tflops and get_profile(name).gpu_model == profile.gpu_model:
+            cores = profile.cpus / 2 / profile.gpus
+            label = profile.name + (f" (1 of {profile.gpus} GPUs)" if profile.gpus > 1 else "")
+            return dataclasses.replace(
+                hardware, name=label, cpu_cores=cores,
+                source=f"GPU figures of {name}: {hardware.source}; {cores:g} cores per GPU = {profile.cpus} vCPUs "
+                       f"/ 2 / {profile.gpus} GPU(s)")
+    return None
+
+
+def default_profiles() -> list[str]:
+    """The cloud GPU profiles the simulator can project on (registered, with a GPU it knows)."""
+    from suite.cost import AWS_PROFILES
+
+    return [p.name for p in AWS_PROFILES if gpu_hardware(p.name) is not None]
+
+
+def _projection_spec(run: Run):
+    """The run's spec as the ``pipelined`` system (an ``in_memory`` run is the synchronous pipeline)."""
+    from suite.config import spec_from_dict
+
+    spec = spec_from_dict(run.config, source=str(run.run_dir / "config.yaml"))
+    if run.system == "in_memory":
+        spec = spec.model_copy(update={"system": spec.system.model_copy(
+            update={"name": "pipelined", "options": {"sync": True}})})
+    return spec
+
+
+def project(calibration, feature_dim: int, run: Run, hardware, batches: int) -> list[float]:
+    """Simulated epoch times of ``run``'s configuration on one GPU of ``hardware``, ``batches`` per epoch, as many
+    epochs as the run recorded (seed: the run's, plus the epoch, as ``gnnsuite simulate``)."""
+    from simulators.calibrate import model_for, summary_of
+    from simulators.pipeline import simulate
+    from suite.config import validate_system_options
+
+    spec = _projection_spec(run)
+    options = validate_system_options(spec, str(run.run_dir / "config.yaml")).effective()
+    model = model_for(options, calibration, hardware, feature_dim=feature_dim)
+    return [summary_of(simulate(model, batches, seed=spec.seed + epoch, epoch=epoch))["epoch_time_s"]
+            for epoch in range(len(run.epoch_times))]
+
+
+def _batches(run: Run, default: int) -> int:
+    from simulators.calibrate import warm_epoch_batches
+
+    try:
+        return len(warm_epoch_batches(run.run_dir))
+    except DataError:
+        return default
+
+
+# ---------------------------------------------------------------------------------------------- the table
+def cost_table(runs: Sequence[Run], *, price_local_as: str = DEFAULT_PRICE_LOCAL_AS,
+               target_fraction: float = DEFAULT_TARGET_FRACTION, given_targets: dict[str, float] | None = None,
+               profiles: Sequence[str] | None = None) -> pd.DataFrame:
+    """The tidy cost table of ``runs`` (see the module's docstring), sorted by dataset, kind, configuration, mode."""
+    from simulators.calibrate import calibrate
+
+    priced = get_profile(price_local_as)
+    if priced.hourly_usd is None:
+        raise ConfigError(f"--price-local-as: profile {price_local_as!r} has no hourly price")
+    profiles = list(default_profiles() if profiles is None else profiles)
+    hardware = {}
+    for name in profiles:
+        hardware[name] = gpu_hardware(name)
+        if hardware[name] is None:
+            raise ConfigError(f"--profiles: {name!r} has no GPU the simulator knows (projectable: "
+                              f"{', '.join(default_profiles())})")
+    goal = targets(runs, target_fraction, given_targets or {})
+    rows = []
+    for run in runs:
+        target, rule = goal.get(run.dataset, (None, "no in-memory reference run with a validation"))
+        rss = run.summary.get("peak_rss_bytes")
+        machine = run.summary.get("machine") or {}
+        rows.append({
+            "dataset": run.dataset, "configuration": run.configuration, "system": run.system, "kind": run.kind,
+            "mode": "measured", "profile": "local", "priced_as": priced.name, "gpus": 0,
+            "hourly_usd": priced.hourly_usd, "valid_metric": run.metric, "final_valid": run.final_valid,
+            "target": target, "target_rule": rule, "run_id": run.run_id, "peak_rss_bytes": rss,
+            "fits_priced_memory": None if rss is None else bool(rss <= priced.memory_gib * 2**30),
+            "measured_on": f"{machine.get('cpu_model')}, {machine.get('cpu_cores')} cores",
+            "price_source": f"{priced.name}: {priced.price_source}", "price_date": priced.price_date,
+            "epoch_times_s": run.epoch_times,
+            **price_row(run.epoch_times, run.valid_curve, target, priced.hourly_usd),
+        })
+    calibrations = {}
+    for run in sorted(runs, key=lambda r: r.run_id):
+        if run.is_sync and run.dataset not in calibrations:
+            try:
+                calibrations[run.dataset] = (run, calibrate(run.run_dir))
+            except DataError as err:  # a sync run without batch records cannot calibrate
+                print(f"cost: {run.run_id}: not a calibration run ({err})", file=sys.stderr)
+    for dataset, (reference, calibration) in calibrations.items():
+        feature_dim = (reference.summary.get("dataset_info") or {}).get("feature_dim")
+        if feature_dim is None:
+            print(f"cost: {reference.run_id}: no dataset_info.feature_dim recorded; no projection of {dataset}",
+                  file=sys.stderr)
+            continue
+        target, rule = goal.get(dataset, (None, "no in-memory reference run with a validation"))
+        for run in runs:
+            if run.dataset != dataset or run.system not in ("pipelined", "in_memory") or \
+                    run.workload() != reference.workload():
+                continue
+            batches = _batches(run, calibration.num_batches)
+            for name in profiles:
+                profile = get_profile(name)
+                per_gpu = -(-batches // profile.gpus)
+                times = project(calibration, int(feature_dim), run, hardware[name], per_gpu)
+                rows.append({
+                    "dataset": dataset, "configuration": run.configuration, "system": run.system,
+                    "kind": run.kind, "mode": "simulated", "profile": name, "priced_as": name,
+                    "gpus": profile.gpus, "hourly_usd": profile.hourly_usd, "valid_metric": run.metric,
+                    "final_valid": run.final_valid, "target": target, "target_rule": rule,
+                    "hardware": hardware[name].source + (
+                        f"; data-parallel: {per_gpu} of {batches} batches per GPU, all-reduce not modelled"
+                        if profile.gpus > 1 else ""),
+                    "calibrated_from": reference.run_id, "run_id": run.run_id,
+                    "price_source": profile.price_source, "price_date": profile.price_date, "epoch_times_s": times,
+                    **price_row(times, run.valid_curve, target, profile.hourly_usd),
+                })
+    table = pd.DataFrame(rows).reindex(columns=list(COLUMNS))
+    order = {"measured": 0, "simulated": 1}
+    return table.sort_values(["dataset", "kind", "configuration", "mode", "gpus", "hourly_usd"],
+                             key=lambda c: c.map(order) if c.name == "mode" else c).reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------- command line
+def _parse_targets(items: Sequence[str]) -> dict[str, float]:
+    given = {}
+    for item in items:
+        dataset, sep, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not sep or not dataset or not math.isfinite(number):
+            raise ConfigError(f"--target: expected DATASET=VALUE with a number, got {item!r}")
+        given[dataset] = number
+    return given
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    parser.add_argument("--runs", type=Path, action="append",
+                        help="folder of recorded runs (repeatable; default: the quick reproduction's pipeline "
+                             "accuracy and disk runs)")
+    parser.add_argument("--csv", type=Path, default=REPO_ROOT / "results" / "cost.csv")
+    parser.add_argument("--png", type=Path, default=REPO_ROOT / "results" / "cost.png")
+    parser.add_argument("--price-local-as", default=DEFAULT_PRICE_LOCAL_AS,
+                        help="machine profile whose hourly price prices the runs measured here (default m6a.large)")
+    parser.add_argument("--target-fraction", type=float, default=DEFAULT_TARGET_FRACTION,
+                        help="target = this fraction of the in-memory reference's final validation metric")
+    parser.add_argument("--target", action="append", default=[], metavar="DATASET=VALUE",
+                        help="an explicit target for one dataset (repeatable)")
+    parser.add_argument("--profiles", help="comma-separated cloud GPU profiles to project on (default: all known)")
+    parser.add_argument("--no-plot", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        from suite.results import export
+
+        if not 0 < args.target_fraction <= 1:
+            raise ConfigError(f"--target-fraction: expected a number in (0, 1], got {args.target_fraction!r}")
+        profiles = [p.strip() for p in args.profiles.split(",") if p.strip()] if args.profiles else None
+        table = cost_table(load_runs(args.runs or DEFAULT_RUNS), price_local_as=args.price_local_as,
+                           target_fraction=args.target_fraction, given_targets=_parse_targets(args.target),
+                           profiles=profiles)
+        export(table, args.csv)
+        if not args.no_plot:
+            from experiments.figures import plot_cost
+
+            plot_cost(args.csv, args.png)
+    except SuiteError as err:
+        print(f"cost: error: {err}", file=sys.stderr)
+        return 2
+    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 24):
+        print(table[["dataset", "configuration", "mode", "profile", "gpus", "epoch_time_s", "cost_per_epoch_usd",
+                     "target", "epochs_to_target", "cost_to_target_usd"]].to_string(index=False))
+    print(f"wrote {args.csv}" + ("" if args.no_plot else f" and {args.png}"))
+    return 0
+
+
+__all__ = ["Run", "cost_table", "default_profiles", "gpu_hardware", "load_runs", "price_row", "project",
+           "target_value", "targets"]
+
+if __name__ == "__main__":
+    sys.exit(main())

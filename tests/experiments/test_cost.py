@@ -1,0 +1,226 @@
+"""The cost experiment: prices checked by hand, the simulator's projection on recorded (hand-made) runs, the figure
+from a small CSV, the "disk-cost" claim's verdicts, and bad input as a one-line error."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from experiments import cost, figures, report, reproduce
+from simulators.calibrate import HARDWARE
+from suite.config import load_spec
+from suite.errors import ConfigError, DataError
+
+REPO = Path(__file__).resolve().parents[2]
+M6A = 0.0864  # m6a.large, $/h: the price the runs measured here are priced at
+
+
+# ---------------------------------------------------------------------------------------------- by hand
+def test_price_row_by_hand():
+    # 36 s and 72 s epochs at $1/h: $0.01 and $0.02; validation 0.5 after epoch 1, 0.7 after epoch 2
+    row = cost.price_row([36.0, 72.0], [(0, 0.5), (1, 0.7)], target=0.6, hourly_usd=1.0)
+    assert row["epochs"] == 2
+    assert row["epoch_time_s"] == pytest.approx(54.0)
+    assert row["cost_per_epoch_usd"] == pytest.approx(0.015)
+    assert row["epochs_to_target"] == 2
+    assert row["time_to_target_s"] == pytest.approx(108.0)
+    assert row["cost_to_target_usd"] == pytest.approx(0.03)
+    first = cost.price_row([36.0, 72.0], [(0, 0.5), (1, 0.7)], target=0.5, hourly_usd=1.0)
+    assert (first["epochs_to_target"], first["cost_to_target_usd"]) == (1, pytest.approx(0.01))
+    never = cost.price_row([36.0, 72.0], [(0, 0.5), (1, 0.7)], target=0.9, hourly_usd=1.0)
+    assert math.isnan(never["epochs_to_target"]) and math.isnan(never["cost_to_target_usd"])
+    assert never["cost_per_epoch_usd"] == pytest.approx(0.015)  # an epoch costs the same, reached or not
+
+
+def test_target_is_a_fraction_of_the_reference_rounded_down():
+    assert cost.target_value(0.6847, 0.95) == pytest.approx(0.650)   # 0.650465 -> 0.650
+    assert cost.target_value(0.1689, 0.95) == pytest.approx(0.160)   # 0.160455 -> 0.160
+    assert cost.target_value(0.8, 1.0) == pytest.approx(0.8)
+    with pytest.raises(ConfigError, match="--target-fraction"):
+        cost.target_value(0.8, 1.5)
+
+
+def test_gpu_figures_per_profile():
+    p3 = cost.gpu_hardware("p3.2xlarge")
+    assert p3.cpu_cores == 4 and p3.gpu_tflops == HARDWARE["p3.2xlarge"].gpu_tflops
+    p3x4 = cost.gpu_hardware("p3.8xlarge")  # the same V100, 32 vCPUs / 2 / 4 GPUs = 4 cores per GPU
+    assert p3x4.cpu_cores == 4 and p3x4.gpu_tflops == p3.gpu_tflops and "1 of 4 GPUs" in p3x4.name
+    assert cost.gpu_hardware("p4d.24xlarge").cpu_cores == 6  # 96 vCPUs / 2 / 8 GPUs
+    assert cost.gpu_hardware("m6a.large") is None and cost.gpu_hardware("local") is None
+    assert {"p3.2xlarge", "p3.8xlarge", "p3.16xlarge"} <= set(cost.default_profiles())
+
+
+# ---------------------------------------------------------------------------------------------- recorded runs
+def _write_run(root: Path, run_id: str, dataset: str, system: str, options: dict, epoch_times: list[float],
+               valid: list[float], batches: int = 0) -> Path:
+    """A completed run folder as the recorder writes it (config.yaml, records.jsonl, summary.json)."""
+    spec = load_spec(REPO / "experiments" / "quickstart.yaml", [f"system.name={system}", "training.epochs=2"])
+    if options:
+        spec = spec.model_copy(update={"system": spec.system.model_copy(update={"options": options})})
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(spec.to_yaml())
+    records = []
+    for epoch in range(len(epoch_times)):
+        for index in range(batches):  # 10 ms load, 1 ms transfer, 50 ms compute per batch, one after the other
+            t = index * 0.061
+            records.append({"kind": "batch", "epoch": epoch, "index": index, "load_start": t, "load_end": t + 0.01,
+                            "transfer_start": t + 0.01, "transfer_end": t + 0.011, "compute_start": t + 0.011,
+                            "compute_end": t + 0.061, "sampled_edges": 20000, "input_nodes": 5000})
+        records.append({"kind": "epoch", "epoch": epoch, "epoch_time_s": epoch_times[epoch]})
+    (run_dir / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    summary = {
+        "run_id": run_id, "status": "completed", "system": system, "dataset": dataset,
+        "dataset_info": {"name": dataset, "feature_dim": 128}, "epoch_time_s": epoch_times,
+        "metrics": {"main": "accuracy", "valid": {"accuracy": valid[-1]},
+                    "valid_curve": [{"epoch": e, "accuracy": v} for e, v in enumerate(valid)]},
+        "machine": {"cpu_model": "AMD EPYC", "cpu_cores": 2, "torch_threads": 2}, "peak_rss_bytes": 2**30,
+        "device": "cpu",
+    }
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    return run_dir
+
+
+@pytest.fixture
+def recorded(tmp_path):
+    """Hand-made runs: a sync and an async pipelined run on "toy" (4 recorded batches), and on "toy-disk" an
+    in-memory run and two disk runs (one never reaches the target)."""
+    runs = tmp_path / "runs"
+    _write_run(runs / "pipeline", "sync", "toy", "pipelined", {"sync": True}, [36.0, 36.0], [0.5, 0.8], batches=4)
+    _write_run(runs / "pipeline", "async", "toy", "pipelined", {"staleness_bound": 16}, [18.0, 18.0], [0.5, 0.79],
+               batches=4)
+    _write_run(runs / "disk", "mem", "toy-disk", "in_memory", {}, [72.0, 72.0], [0.4, 0.6])
+    _write_run(runs / "disk", "seq", "toy-disk", "disk", {"policy": "sequential", "num_partitions": 8,
+                                                          "buffer_capacity": 2}, [36.0, 36.0], [0.3, 0.5])
+    _write_run(runs / "disk", "disp", "toy-disk", "disk", {"policy": "dispersed", "num_partitions": 8,
+                                                           "buffer_capacity": 2}, [36.0, 36.0], [0.58, 0.59])
+    return runs
+
+
+def test_cost_table_of_recorded_runs(recorded):
+    table = cost.cost_table(cost.load_runs([recorded / "pipeline", recorded / "disk"]),
+                            profiles=["p3.2xlarge", "p3.8xlarge"])
+    measured = table[table["mode"] == "measured"].set_index("run_id")
+    assert len(measured) == 5 and set(measured["priced_as"]) == {"m6a.large"}
+    # target: 0.95 x the reference's final validation (toy: the sync run 0.8; toy-disk: the in-memory run 0.6)
+    assert measured.loc["sync", "target"] == pytest.approx(0.76)
+    assert measured.loc["mem", "target"] == pytest.approx(0.57)
+    # sync: two 36 s epochs at $0.0864/h -> $0.000864 an epoch; 0.8 >= 0.76 after epoch 2 -> $0.001728
+    assert measured.loc["sync", "cost_per_epoch_usd"] == pytest.approx(36 / 3600 * M6A)
+    assert measured.loc["sync", "epochs_to_target"] == 2
+    assert measured.loc["sync", "cost_to_target_usd"] == pytest.approx(72 / 3600 * M6A)
+    assert measured.loc["disp", "epochs_to_target"] == 1  # 0.58 >= 0.57 after the first epoch
+    assert measured.loc["disp", "cost_to_target_usd"] == pytest.approx(36 / 3600 * M6A)
+    assert math.isnan(measured.loc["seq", "cost_to_target_usd"])  # 0.5 < 0.57: never reached
+    assert measured.loc["seq", "configuration"] == "disk sequential p8 c2"
+    assert bool(measured.loc["seq", "fits_priced_memory"])
+    # simulated: both toy runs (not toy-disk: no sync run to calibrate on) on both profiles, priced at theirs
+    simulated = table[table["mode"] == "simulated"]
+    assert sorted(zip(simulated["run_id"], simulated["profile"])) == [
+        ("async", "p3.2xlarge"), ("async", "p3.8xlarge"), ("sync", "p3.2xlarge"), ("sync", "p3.8xlarge")]
+    assert set(simulated["calibrated_from"]) == {"sync"}
+    for row in simulated.itertuples():
+        times = row.epoch_times_s
+        price = 3.06 if row.profile == "p3.2xlarge" else 12.24
+        assert len(times) == 2 and row.cost_per_epoch_usd == pytest.approx(sum(times) / 2 / 3600 * price)
+        assert row.cost_to_target_usd == pytest.approx(sum(times) / 3600 * price)  # the measured 2 epochs
+    four = simulated[simulated["profile"] == "p3.8xlarge"]
+    assert four["hardware"].str.contains("1 of 4 batches per GPU").all()
+
+
+def test_main_writes_the_table_and_figure_and_the_claim_reads_it(recorded, tmp_path, capsys):
+    results = tmp_path / "results"
+    args = ["--runs", str(recorded / "pipeline"), "--runs", str(recorded / "disk"), "--csv",
+            str(results / "cost.csv"), "--png", str(results / "cost.png"), "--profiles", "p3.2xlarge,p3.8xlarge"]
+    assert cost.main(args) == 0
+    assert (results / "cost.png").stat().st_size > 0
+    table = pd.read_csv(results / "cost.csv")
+    assert list(table.columns) == list(cost.COLUMNS)
+    finding = report.CLAIMS.get("disk-cost").evaluate(results)
+    assert finding.verdict == report.MISSING
+    assert "no in-memory multi-GPU projection on toy-disk" in finding.measured and "projects toy" in finding.measured
+
+
+# ---------------------------------------------------------------------------------------------- figure
+def test_figure_from_a_small_csv(tmp_path):
+    rows = [
+        {"dataset": "d", "configuration": "sync", "mode": "measured", "profile": "local", "priced_as": "m6a.large",
+         "gpus": 0, "hourly_usd": M6A, "cost_per_epoch_usd": 1e-4, "cost_to_target_usd": 2e-4, "target": 0.6,
+         "valid_metric": "accuracy"},
+        {"dataset": "d", "configuration": "sync", "mode": "simulated", "profile": "p3.8xlarge",
+         "priced_as": "p3.8xlarge", "gpus": 4, "hourly_usd": 12.24, "cost_per_epoch_usd": 3e-4,
+         "cost_to_target_usd": 6e-4, "target": 0.6, "valid_metric": "accuracy"},
+        {"dataset": "e", "configuration": "disk sequential p8 c2", "mode": "measured", "profile": "local",
+         "priced_as": "m6a.large", "gpus": 0, "hourly_usd": M6A, "cost_per_epoch_usd": 1e-5,
+         "cost_to_target_usd": None, "target": 0.5, "valid_metric": "accuracy"},
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "cost.csv", index=False)
+    out = figures.FIGURES["cost"](tmp_path / "cost.csv", tmp_path / "cost.png")
+    assert out.stat().st_size > 0
+    pd.DataFrame(rows).drop(columns=["cost_to_target_usd"]).to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(DataError, match="bad.csv: not a cost table \\(no column cost_to_target_usd\\)"):
+        figures.plot_cost(tmp_path / "bad.csv", tmp_path / "bad.png")
+
+
+# ---------------------------------------------------------------------------------------------- the claim
+def _claim_table(disk_to_target, gpu_to_target, disk_per_epoch=1e-5, gpu_per_epoch=1e-4, gpu_dataset="d"):
+    base = {"kind": "in-memory", "priced_as": "x", "hourly_usd": 1.0, "target": 0.5}
+    return pd.DataFrame([
+        {**base, "dataset": "d", "configuration": "disk dispersed p8 c2", "kind": "disk", "mode": "measured",
+         "profile": "local", "gpus": 0, "cost_per_epoch_usd": disk_per_epoch, "cost_to_target_usd": disk_to_target},
+        {**base, "dataset": gpu_dataset, "configuration": "sync", "mode": "simulated", "profile": "p3.16xlarge",
+         "gpus": 8, "cost_per_epoch_usd": gpu_per_epoch, "cost_to_target_usd": gpu_to_target},
+        {**base, "dataset": gpu_dataset, "configuration": "sync", "mode": "simulated", "profile": "p3.2xlarge",
+         "gpus": 1, "cost_per_epoch_usd": 1e-9, "cost_to_target_usd": 1e-9},  # one GPU: not the claim's baseline
+    ])
+
+
+@pytest.mark.parametrize("disk, gpu, kwargs, verdict, text", [
+    (2e-5, 2e-4, {}, report.HOLDS, "x0.10"),
+    (4e-4, 2e-4, {}, report.FAILS, "x2.00"),
+    (None, 2e-4, {}, report.PARTLY, "no disk run reached the target"),           # cheaper per epoch only
+    (None, 2e-4, {"disk_per_epoch": 1e-3}, report.FAILS, "x10.00"),
+    (2e-5, None, {}, report.HOLDS, "no multi-GPU projection reached the target"),
+    (2e-5, 2e-4, {"gpu_dataset": "other"}, report.MISSING, "no in-memory multi-GPU projection on d"),
+])
+def test_disk_cost_claim_verdicts(tmp_path, disk, gpu, kwargs, verdict, text):
+    _claim_table(disk, gpu, **kwargs).to_csv(tmp_path / "cost.csv", index=False)
+    finding = report.CLAIMS.get("disk-cost").evaluate(tmp_path)
+    assert finding.verdict == verdict
+    assert text in finding.measured
+
+
+def test_disk_cost_claim_without_a_disk_run_or_table(tmp_path):
+    assert report.CLAIMS.get("disk-cost").evaluate(tmp_path).verdict == report.MISSING  # no cost.csv
+    _claim_table(2e-5, 2e-4).query("kind != 'disk'").to_csv(tmp_path / "cost.csv", index=False)
+    finding = report.CLAIMS.get("disk-cost").evaluate(tmp_path)
+    assert (finding.verdict, finding.measured) == (report.MISSING, "cost.csv has no measured disk-based run")
+
+
+# ---------------------------------------------------------------------------------------------- bad input, job
+@pytest.mark.parametrize("args, message", [
+    (["--runs", "{tmp}/nowhere"], "cost: error: --runs: no completed measured run under {tmp}/nowhere"),
+    (["--target-fraction", "1.5"], "cost: error: --target-fraction: expected a number in (0, 1], got 1.5"),
+    (["--target", "toy=high"], "cost: error: --target: expected DATASET=VALUE with a number, got 'toy=high'"),
+    (["--profiles", "m6a.large"], "cost: error: --profiles: 'm6a.large' has no GPU the simulator knows"),
+    (["--price-local-as", "nope"], "cost: error: "),
+])
+def test_bad_input_is_a_one_line_error(recorded, tmp_path, capsys, args, message):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if "--runs" not in args:
+        args += ["--runs", str(recorded / "pipeline")]
+    assert cost.main(args + ["--csv", str(tmp_path / "c.csv"), "--no-plot"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith(message.replace("{tmp}", str(tmp_path)))
+    assert sum(line.startswith("cost: error:") for line in lines) == 1
+    assert not (tmp_path / "c.csv").exists()
+
+
+def test_cost_job_is_registered():
+    job = reproduce.JOBS.get("cost")
+    assert job.outputs == ("cost.csv", "cost.png")
+    assert [j.name for j in reproduce.plan(["cost", "pipeline"])] == ["pipeline", "cost"]
