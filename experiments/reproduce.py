@@ -144,6 +144,17 @@ def _disk_nc(mode: str, paths: Paths) -> None:
     _check(disk.main(args + (["--quick"] if mode == "quick" else [])), "experiments/disk.py")
 
 
+@job("disk_lp", "disk-based link prediction on FB15k-237: MRR, epoch time and IO of BETA, COMET, random and "
+     "in-memory", ("disk_lp.csv", "disk_lp_runs.csv", "disk_lp.png"),
+     "about 90 minutes at two runs at a time (24 runs: 2 models x 4 configurations x 3 seeds); FB15k-237 from "
+     "../shared/datasets, under 100 MiB")
+def _disk_lp(mode: str, paths: Paths) -> None:
+    from experiments import disk_lp
+
+    args = ["--out", str(paths.runs / "disk_lp"), "--results", str(paths.results), "--data-dir", str(paths.data)]
+    _check(disk_lp.main(args + (["--quick"] if mode == "quick" else [])), "experiments/disk_lp.py")
+
+
 @job("buffer_io", "partition-buffer IO at Hyperlink-2012 scale: BETA vs COMET vs random (simulated)",
      ("buffer_io.csv", "buffer_io.png"), "about 1 minute")
 def _buffer_io(mode: str, paths: Paths) -> None:
