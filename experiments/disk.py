@@ -14,7 +14,9 @@ peak RSS against the size of the store's features (how far out of core the run w
 sequential read bandwidth is measured with ``dd`` (``iflag=direct``) on the partitioned features file, beside.
 
 Outputs: ``results/disk_nc.csv``, ``results/disk_nc.png``. ``--quick``: ``papers-like-s`` shrunk to 200,000 nodes,
-p = 8, c = 2 and 4 (a minute or two).
+p = 8, c = 2 and 4 (a minute or two). ``--deep``: ``experiments/disk_nc_deep.yaml``, the 3-layer model (15,10,5,
+hidden 256) in memory and sequential p = 16, c = 4, speed only, into ``results/disk_nc_deep.csv`` (epochs long
+enough to hide the buffer's IO, as in MariusGNN's papers100M runs; about 15 minutes).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from suite.grid import expand_grid, failures  # noqa: E402
 from suite.results import export, load_epochs, load_runs  # noqa: E402
 
 GRID = REPO_ROOT / "experiments" / "disk_nc.yaml"
+DEEP_GRID = REPO_ROOT / "experiments" / "disk_nc_deep.yaml"
 QUICK = ("dataset.params={num_nodes: 200000}",)
 
 
@@ -94,7 +97,8 @@ def table(out: Path) -> pd.DataFrame:
         epoch = last.loc[run["run_dir"]]
         options = {k.removeprefix("config.system.options."): v for k, v in run.items()
                    if k.startswith("config.system.options.") and pd.notna(v)}
-        label = run["system"] if run["system"] != "disk" else (
+        label = run["system"] if run["system"] not in ("disk", "pipelined") else (
+            "pipelined " + ("sync" if options.get("sync") else "async")) if run["system"] == "pipelined" else (
             f"{options['policy']} p{int(options['num_partitions'])} c{int(options['buffer_capacity'])}"
             + ("" if options.get("prefetch", True) else " no-prefetch"))
         time_s = float(epoch["epoch_time_s"])
@@ -127,13 +131,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-run", action="store_true")
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--deep", action="store_true", help="the 3-layer speed comparison (disk_nc_deep.yaml), "
+                                                            "into disk_nc_deep.csv, no figure")
     args = parser.parse_args(argv)
-    out = args.out or REPO_ROOT / ("out/disk-quick" if args.quick else "out/disk")
+    if args.deep and args.quick:
+        parser.error("--deep has no quick setting")
+    name = "disk_nc_deep" if args.deep else "disk_nc"
+    out = args.out or REPO_ROOT / ("out/disk-quick" if args.quick else "out/disk-deep" if args.deep else "out/disk")
     if not args.no_run:
         overrides = list(QUICK) if args.quick else []
         if args.data_dir is not None:
             overrides.append(f"dataset.cache_dir={args.data_dir}")
-        specs = expand_grid(GRID, overrides)
+        specs = expand_grid(DEEP_GRID if args.deep else GRID, overrides)
         if args.quick:
             specs = _quick_options(specs)
         failed = failures(run_isolated(specs, out))
@@ -150,12 +159,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = GraphStore.open(_store_path(disk_runs.iloc[0]))
         result["features_bytes"] = store.metadata["files"]["features"]["bytes"]
         result["dd_read_bandwidth_bytes_per_s"] = dd_read_bandwidth(store.file("features"))
-    export(result, args.results / "disk_nc.csv")
+    export(result, args.results / f"{name}.csv")
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(result[["configuration", "epoch_time_s", "time_ratio_vs_in_memory", "io_wait_fraction", "swaps",
                       "io_read_bytes", "read_bandwidth_bytes_per_s", "test_accuracy", "peak_rss_bytes"]]
               .to_string(index=False))
-    if not args.no_plot:
+    if not args.no_plot and not args.deep:
         from experiments.figures import plot_disk_nc
 
         print(f"wrote {plot_disk_nc(args.results / 'disk_nc.csv', args.results / 'disk_nc.png')}")

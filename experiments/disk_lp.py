@@ -18,6 +18,9 @@ Outputs:
 - ``results/disk_lp.png`` (:func:`experiments.figures.plot_disk_lp`).
 
 ``--quick``: DistMult only, seed 0, 2 epochs, test split only (about 3 minutes): the reproduction's reference run.
+``--timing``: both models, seed 0, 3 epochs, no evaluation, one run at a time (the grid's runs share the machine
+two at a time, so their epoch times are not comparable side by side): ``disk_lp_timing.csv`` with the epoch-time
+ratios and IO wait fractions.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from suite.results import export, load_epochs, load_runs  # noqa: E402
 
 GRIDS = (REPO_ROOT / "experiments" / "disk_lp_distmult.yaml", REPO_ROOT / "experiments" / "disk_lp_graphsage.yaml")
 QUICK = ("seed=0", "training.epochs=2", "evaluation.every=2", "evaluation.splits=[test]")
+TIMING = ("seed=0", "training.epochs=3", "evaluation.splits=[]")
 
 
 def configuration(system: str, options: dict) -> str:
@@ -108,29 +112,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-run", action="store_true")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--timing", action="store_true", help="the side-by-side timing runs (one at a time)")
     args = parser.parse_args(argv)
-    out = args.out or REPO_ROOT / ("out/disk-lp-quick" if args.quick else "out/disk-lp")
+    if args.timing and args.quick:
+        parser.error("--timing has no quick setting")
+    out = args.out or REPO_ROOT / ("out/disk-lp-quick" if args.quick else "out/disk-lp-timing" if args.timing
+                                   else "out/disk-lp")
     if not args.no_run:
         os.environ["OMP_NUM_THREADS"] = "1"  # before the pool's processes start: one intra-op thread per run
-        overrides = list(QUICK) if args.quick else []
+        import torch
+
+        torch.set_num_threads(1)  # runs in this process (one at a time) too
+        overrides = list(QUICK) if args.quick else list(TIMING) if args.timing else []
         if args.data_dir is not None:
             overrides.append(f"dataset.cache_dir={args.data_dir}")
         grids = GRIDS[:1] if args.quick else GRIDS
         specs = [spec for grid in grids for spec in expand_grid(grid, overrides)]
-        failed = failures(run_grid(specs, out, jobs=args.jobs, progress=False))
+        jobs = 1 if args.timing else args.jobs
+        failed = failures(run_grid(specs, out, jobs=jobs, progress=False))
         for summary in failed:
             print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
         if failed:
             return 1
     runs = run_table(out)
     table = summary_table(runs)
-    export(runs, args.results / "disk_lp_runs.csv")
-    export(table, args.results / "disk_lp.csv")
+    name = "disk_lp_timing" if args.timing else "disk_lp"
+    export(runs, args.results / f"{name}_runs.csv")
+    export(table, args.results / f"{name}.csv")
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(table[["model", "configuration", "seeds", "test_mrr_mean", "test_mrr_std", "mrr_minus_in_memory",
                      "time_ratio_vs_in_memory", "io_wait_fraction", "io_read_bytes", "io_write_bytes"]]
               .to_string(index=False))
-    if not args.no_plot:
+    if not args.no_plot and not args.timing:
         from experiments.figures import plot_disk_lp
 
         print(f"wrote {plot_disk_lp(args.results / 'disk_lp.csv', args.results / 'disk_lp.png')}")
