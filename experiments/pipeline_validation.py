@@ -3,7 +3,7 @@
 Usage::
 
     python experiments/pipeline_validation.py [--runs out/pipeline/pipeline_speed] [--results results]
-        [--seeds 3] [--speed-batches 100000] [--no-plot]
+        [--seeds 3] [--speed-batches 100000] [--contention measure|none|loo|FILE] [--no-plot]
 
 Reads the runs of ``experiments/pipeline_speed.yaml`` (run ``python experiments/pipeline.py`` first). For every
 dataset x sampler, the ``sync`` run is the calibration (its warm epoch's per-batch stage times, without overlap,
@@ -12,15 +12,28 @@ sampler (worker counts, queue sizes, staleness bounds, loader threads or process
 the machine's cores shared by loaders and compute, over as many batches as its measured warm epoch, averaged over
 ``--seeds`` draws, and compared with its measurement. No run is ever predicted from its own calibration.
 
+Contention (what oversubscribing the cores costs beyond sharing them, :mod:`simulators.contention`): with
+``--contention measure`` (the default) a microbenchmark measures it on this machine for each calibration run's
+workload (its sampler, model and batch shape on a synthetic graph of its dataset's shape; loaders as threads and as
+processes), before any prediction and without reading any predicted run; ``--contention FILE`` reuses the tables of
+an earlier measurement (the ``pipeline_validation_contention.json`` this script writes); ``--contention none``
+shares the cores max-min fairly and nothing more; ``--contention loo`` (a cross-check, not a calibration) fits
+one slowdown factor for every oversubscribed job, for each predicted run, on the *other* predicted runs only
+(leave-one-out). Every row is predicted both ways: ``predicted_*`` with the contention model, ``*_max_min``
+without it; the column ``contention`` says where the model comes from.
+
 Outputs: ``results/pipeline_validation.csv`` (one row per predicted run: measured and predicted epoch time and
-compute utilization, relative and absolute errors), ``results/pipeline_validation.png`` and, on stdout, the
+compute utilization, relative and absolute errors, with and without contention), ``results/pipeline_validation.png``,
+``results/pipeline_validation_contention.json`` (the contention tables with their provenance: machine, date, load
+of other processes meanwhile, every raw time), ``results/pipeline_validation_summary.json`` and, on stdout, the
 median absolute errors and the simulator's speed (one epoch of ``--speed-batches`` batches of the calibrated
-model, timed here).
+model with its contention table, timed here).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -36,6 +49,7 @@ import pandas as pd  # noqa: E402
 
 from experiments.pipeline import speed_table  # noqa: E402
 from simulators.calibrate import calibrate, model_for, summary_of  # noqa: E402
+from simulators.contention import Contention, UniformSlowdown, measure_for_run  # noqa: E402
 from simulators.pipeline import simulate  # noqa: E402
 from suite.config import read_yaml, spec_from_dict  # noqa: E402
 from suite.io import atomic_write_json  # noqa: E402
@@ -48,22 +62,47 @@ def _options(run_dir: str) -> PipelineOptions:
     return PipelineOptions.model_validate(spec.system.options).effective()
 
 
-def predict(measured: pd.DataFrame, seeds: int) -> pd.DataFrame:
-    """Per dataset x sampler: calibrate on the sync run, predict every other pipelined run of the group."""
-    rows = []
+def _groups(measured: pd.DataFrame):
+    """(dataset, sampler, calibration run folder, the group's other pipelined runs) per dataset x sampler."""
     pipelined = measured[measured["system"] == "pipelined"]
     for (dataset, sampler), group in pipelined.groupby(["dataset", "sampler"]):
         sync = group[group["configuration"] == "sync"]
-        if sync.empty:
-            continue
-        calibration_dir = sync.iloc[0]["run_dir"]
-        calibration = calibrate(calibration_dir)
-        for run in group[group["configuration"] != "sync"].itertuples():
-            model = model_for(_options(run.run_dir), calibration)
-            batches = len(calibrate(run.run_dir).services["load"])
-            predictions = [summary_of(simulate(model, batches, seed=seed)) for seed in range(seeds)]
-            epoch = float(np.mean([p["epoch_time_s"] for p in predictions]))
-            utilization = float(np.mean([p["compute_utilization"] for p in predictions]))
+        if not sync.empty:
+            yield dataset, sampler, sync.iloc[0]["run_dir"], group[group["configuration"] != "sync"]
+
+
+def measure_contention_tables(measured: pd.DataFrame, **options) -> dict[str, Contention]:
+    """Per calibration run (by its folder name): the contention microbenchmark of its workload, on this machine,
+    with as many loaders as the group's configurations use. Reads only the calibration runs."""
+    tables = {}
+    for dataset, sampler, calibration_dir, others in _groups(measured):
+        loaders = max(_options(run_dir).batch_loader_threads for run_dir in others["run_dir"])
+        print(f"measuring contention for {dataset}/{sampler} ({Path(calibration_dir).name}), up to {loaders} "
+              "loaders ...", flush=True)
+        tables[Path(calibration_dir).name] = measure_for_run(calibration_dir, max_loaders=loaders, **options)
+    return tables
+
+
+def _predict_one(model, batches: int, seeds: int) -> tuple[float, float, list[dict]]:
+    predictions = [summary_of(simulate(model, batches, seed=seed)) for seed in range(seeds)]
+    return (float(np.mean([p["epoch_time_s"] for p in predictions])),
+            float(np.mean([p["compute_utilization"] for p in predictions])), predictions)
+
+
+def predict(measured: pd.DataFrame, seeds: int, contention: dict[str, Contention] | None = None,
+            source: str = "none (max-min sharing only)") -> pd.DataFrame:
+    """Per dataset x sampler: calibrate on the sync run (with its contention table, if any), predict every other
+    pipelined run of the group, with the contention table and without it (``*_max_min``)."""
+    rows = []
+    for dataset, sampler, calibration_dir, others in _groups(measured):
+        table = (contention or {}).get(Path(calibration_dir).name)
+        calibration = calibrate(calibration_dir, contention=table)
+        plain = calibrate(calibration_dir)
+        for run in others.itertuples():
+            options = _options(run.run_dir)
+            batches = len(calibrate(run.run_dir).services["load"])  # only the batch count of the predicted run
+            epoch, utilization, predictions = _predict_one(model_for(options, calibration), batches, seeds)
+            epoch_mm, utilization_mm, _ = _predict_one(model_for(options, plain), batches, seeds)
             rows.append({
                 "dataset": dataset, "sampler": sampler, "configuration": run.configuration,
                 "calibrated_on": "sync", "batches": batches,
@@ -77,14 +116,55 @@ def predict(measured: pd.DataFrame, seeds: int) -> pd.DataFrame:
                 "predicted_staleness_max": max(p["staleness_max"] for p in predictions),
                 "measured_staleness_max": run.staleness_max, "run_id": run.run_id,
                 "calibration_run": Path(calibration_dir).name,
+                "contention": (table.describe() + f" ({options.loader_workers} loaders)") if table else source,
+                "predicted_epoch_time_s_max_min": epoch_mm,
+                "epoch_time_error_max_min": (epoch_mm - run.epoch_time_s) / run.epoch_time_s,
+                "predicted_compute_utilization_max_min": utilization_mm,
+                "utilization_error_points_max_min": 100 * (utilization_mm - run.compute_utilization),
             })
     return pd.DataFrame(rows)
 
 
-def simulator_speed(measured: pd.DataFrame, batches: int) -> dict:
-    """Wall time of simulating one epoch of ``batches`` batches with Marius's default options."""
+LOO_GRID = tuple(round(1.0 - 0.025 * i, 3) for i in range(29))  # 1.0 (neutral) down to 0.3
+
+
+def predict_leave_one_out(measured: pd.DataFrame, seeds: int, grid: Sequence[float] = LOO_GRID) -> pd.DataFrame:
+    """Like :func:`predict`, with one slowdown factor for every oversubscribed CPU job (:class:`UniformSlowdown`)
+    chosen, for each predicted run, from ``grid`` to minimise the median absolute epoch-time error over the
+    *other* predicted runs (all groups): the run predicted never enters its own factor (leave-one-out)."""
+    table = predict(measured, seeds)
+    cases = []
+    for _, _, calibration_dir, others in _groups(measured):
+        plain = calibrate(calibration_dir)
+        for run in others.itertuples():
+            model = model_for(_options(run.run_dir), plain)
+            batches = len(calibrate(run.run_dir).services["load"])
+            outcomes = {f: _predict_one(dataclasses.replace(model, contention=UniformSlowdown(f)), batches, seeds)
+                        for f in grid}
+            cases.append((run.run_id, run.epoch_time_s, outcomes))
+    errors = {run_id: {f: abs(o[0] - epoch) / epoch for f, o in outcomes.items()} for run_id, epoch, outcomes in cases}
+    for run_id, epoch, outcomes in cases:
+        rest = [r for r in errors if r != run_id]
+        # the factor with the smallest median error on the other runs (ties: the one nearer to neutral)
+        chosen = min(grid, key=lambda f: (float(np.median([errors[r][f] for r in rest])), -f))
+        predicted_epoch, utilization, predictions = outcomes[chosen]
+        row = table.index[table["run_id"] == run_id][0]
+        table.loc[row, ["predicted_epoch_time_s", "epoch_time_error", "predicted_compute_utilization",
+                        "utilization_error_points"]] = [
+            predicted_epoch, (predicted_epoch - epoch) / epoch, utilization,
+            100 * (utilization - table.loc[row, "measured_compute_utilization"])]
+        table.loc[row, "contention"] = (f"leave-one-out: factor {chosen:.3f} fitted on the {len(rest)} other "
+                                        "held-out runs (median |epoch time error|), never on this run")
+    return table
+
+
+def simulator_speed(measured: pd.DataFrame, batches: int, contention: dict[str, Contention] | None = None) -> dict:
+    """Wall time of simulating one epoch of ``batches`` batches with Marius's default options (and the first
+    calibration run's contention table, if any)."""
     sync = measured[(measured["system"] == "pipelined") & (measured["configuration"] == "sync")]
-    model = model_for(PipelineOptions().effective(), calibrate(sync.iloc[0]["run_dir"]))
+    run_dir = sync.iloc[0]["run_dir"]
+    model = model_for(PipelineOptions().effective(),
+                      calibrate(run_dir, contention=(contention or {}).get(Path(run_dir).name)))
     started = time.perf_counter()
     trace = simulate(model, batches, seed=0)
     return {"batches": batches, "wall_s": time.perf_counter() - started, "simulated_epoch_s": trace.wall_s}
@@ -96,24 +176,69 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--speed-batches", type=int, default=100_000)
+    parser.add_argument("--contention", default="measure", metavar="measure|none|loo|FILE",
+                        help="contention tables: measure them here (default), none (max-min sharing only), "
+                             "a pipeline_validation_contention.json written before, or loo (one slowdown factor "
+                             "fitted leave-one-out on the other predicted runs)")
+    parser.add_argument("--contention-window", type=float, default=1.0,
+                        help="seconds each contention state is measured (--contention measure)")
+    parser.add_argument("--contention-repeats", type=int, default=2,
+                        help="measurements of every contention state; the factors are their medians")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     measured = speed_table(args.runs)
     measured["run_dir"] = [str(args.runs / run_id) for run_id in measured["run_id"]]
-    table = predict(measured, args.seeds)
+    contention: dict[str, Contention] = {}
+    if args.contention == "measure":
+        contention = measure_contention_tables(measured, window_s=args.contention_window,
+                                               repeats=args.contention_repeats)
+        source = "measured here by simulators.contention (microbenchmark of each calibration run's workload)"
+    elif args.contention == "loo":
+        source = ("leave-one-out: one slowdown factor for every oversubscribed CPU job, fitted for each predicted "
+                  "run on the other predicted runs only")
+    elif args.contention != "none":
+        stored = json.loads(Path(args.contention).read_text())
+        contention = {name: Contention.from_dict(data) for name, data in stored["tables"].items()}
+        source = stored.get("source") or "stored microbenchmark tables (simulators.contention)"
+        source = source.split(" [read from ")[0] + f" [read from {args.contention}]"
+    else:
+        source = "none (max-min sharing only)"
+    args.results.mkdir(parents=True, exist_ok=True)
+    tables_file = args.results / "pipeline_validation_contention.json"
+    if contention and not (tables_file.exists() and Path(args.contention).resolve() == tables_file.resolve()):
+        atomic_write_json(tables_file, {"source": source, "tables": {k: c.to_dict() for k, c in contention.items()}})
+    if args.contention == "loo":
+        table = predict_leave_one_out(measured, args.seeds)
+    else:
+        table = predict(measured, args.seeds, contention, source)
     export(table, args.results / "pipeline_validation.csv")
-    speed = simulator_speed(measured, args.speed_batches) if args.speed_batches else None
+    speed = simulator_speed(measured, args.speed_batches, contention) if args.speed_batches else None
     summary = {
         "predictions": len(table),
         "median_abs_epoch_time_error": float(table["epoch_time_error"].abs().median()),
         "median_abs_utilization_error_points": float(table["utilization_error_points"].abs().median()),
+        "contention": {
+            "source": source,
+            "how": ("per calibration run, measured by a microbenchmark of that run's sampler, model and batch "
+                    "shape on the machine (simulators.contention): slowdown factors beyond max-min sharing of "
+                    "compute and load beside k busy loaders (threads or processes), and the time a loader process "
+                    "spends per batch over a load in a thread; no parameter is fitted on any predicted run")
+                   if contention else source,
+            "tables_file": "pipeline_validation_contention.json" if contention else None,
+            "other_processes_cores": {k: c.provenance.get("other_processes_cores") for k, c in contention.items()},
+        },
+        "median_abs_epoch_time_error_max_min": float(table["epoch_time_error_max_min"].abs().median()),
+        "median_abs_utilization_error_points_max_min":
+            float(table["utilization_error_points_max_min"].abs().median()),
         "simulator_speed": speed,
     }
     atomic_write_json(args.results / "pipeline_validation_summary.json", summary)
     with pd.option_context("display.width", 220, "display.max_columns", 30):
         print(table[["dataset", "sampler", "configuration", "measured_epoch_time_s", "predicted_epoch_time_s",
-                     "epoch_time_error", "measured_compute_utilization", "predicted_compute_utilization",
-                     "utilization_error_points"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+                     "epoch_time_error", "epoch_time_error_max_min", "measured_compute_utilization",
+                     "predicted_compute_utilization", "utilization_error_points",
+                     "utilization_error_points_max_min"]].to_string(index=False,
+                                                                     float_format=lambda v: f"{v:.3f}"))
     print(json.dumps(summary, indent=2))
     if not args.no_plot:
         from experiments.figures import plot_pipeline_validation

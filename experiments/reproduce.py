@@ -97,13 +97,13 @@ def _pipeline(mode: str, paths: Paths) -> None:
 
 @job("pipeline_validation", "pipeline simulator: predicted vs measured epoch time and utilization",
      ("pipeline_validation.csv", "pipeline_validation.png", "pipeline_validation_summary.json"),
-     "about 1 minute after the pipeline job")
+     "about 12 minutes after the pipeline job (a contention microbenchmark of each calibration run's workload)")
 def _pipeline_validation(mode: str, paths: Paths) -> None:
     from experiments import pipeline_validation
 
     args = ["--runs", str(paths.runs / "pipeline" / "pipeline_speed"), "--results", str(paths.results)]
-    if mode == "quick":
-        args += ["--seeds", "2"]
+    if mode == "quick":  # shorter contention windows, one repeat: about a minute in all
+        args += ["--seeds", "2", "--contention-window", "0.3", "--contention-repeats", "1"]
     _check(pipeline_validation.main(args), "experiments/pipeline_validation.py")
 
 

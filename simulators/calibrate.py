@@ -8,6 +8,15 @@ The CPU the stages share (:class:`~simulators.pipeline.SharedCpu`) has the recor
 uses one core (the samplers' kernels are single-threaded), a compute job on the CPU uses torch's intra-op threads
 (recorded as ``machine.torch_threads``), a transfer takes no CPU core.
 
+What oversubscribing the cores costs beyond sharing them (torch's OpenMP barriers, the GIL, memory bandwidth) is
+not in a synchronous run's records: it is measured by a microbenchmark on the machine
+(:func:`simulators.contention.measure_for_run`, the calibration run's own sampler, model and batch shape, loaders
+as threads and as processes) and handed to :func:`calibrate` as ``contention``; :func:`model_for` then gives the
+simulated CPU the table for the options' ``loader_workers`` and, for loader processes, scales the calibrated loads
+(recorded in a thread) by the measured time a loader process spends per batch over a load in a thread (one torch
+thread per worker, handing the batch over); on the recorded machine only (not for what-if hardware). Without it
+the CPU is shared max-min fairly and nothing more. Nothing is ever fitted on the runs the model predicts.
+
 :func:`model_for` builds the simulated pipeline for any options of the ``pipelined`` system (workers, queues,
 staleness bound, in-order compute) from a calibration, optionally on another machine (:class:`Hardware`). What-if
 scaling, every figure named and assumed, not measured:
@@ -30,6 +39,7 @@ import numpy as np
 from suite.config import RunSpec, spec_from_dict
 from suite.errors import DataError
 from suite.recorder import read_records, read_summary
+from simulators.contention import Contention
 from simulators.pipeline import Empirical, Fixed, PipelineModel, StageModel
 
 STAGES = ("load", "transfer", "compute")
@@ -83,6 +93,8 @@ class Calibration:
         num_batches: batches in the warm epoch.
         sampled_edges / input_nodes: per batch, for what-if compute and transfer costs.
         spec: the run's resolved spec.
+        contention: slowdown factors of oversubscribed stages measured on the machine (None: max-min sharing
+            only); see :mod:`simulators.contention`.
     """
 
     source: str
@@ -94,6 +106,7 @@ class Calibration:
     input_nodes: tuple[int, ...]
     spec: RunSpec
     extra: dict[str, Any] = field(default_factory=dict)
+    contention: Contention | None = None
 
 
 def warm_epoch_batches(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -105,8 +118,9 @@ def warm_epoch_batches(run_dir: str | Path) -> list[dict[str, Any]]:
     return [r for r in records if r["epoch"] == last]
 
 
-def calibrate(run_dir: str | Path) -> Calibration:
-    """Fit the stage service times of the recorded pipelined run in ``run_dir`` (its warm epoch)."""
+def calibrate(run_dir: str | Path, contention: Contention | None = None) -> Calibration:
+    """Fit the stage service times of the recorded pipelined run in ``run_dir`` (its warm epoch); ``contention``
+    (measured on the machine, :func:`simulators.contention.measure_for_run`) goes with them."""
     run_dir = Path(run_dir)
     summary = read_summary(run_dir) or {}
     config = (run_dir / "config.yaml")
@@ -126,7 +140,8 @@ def calibrate(run_dir: str | Path) -> Calibration:
     return Calibration(source=str(run_dir), services=services, cores=cores, cpu_cores=cpu_cores,
                        num_batches=len(batches),
                        sampled_edges=tuple(int(b.get("sampled_edges", 0)) for b in batches),
-                       input_nodes=tuple(int(b.get("input_nodes", 0)) for b in batches), spec=spec)
+                       input_nodes=tuple(int(b.get("input_nodes", 0)) for b in batches), spec=spec,
+                       contention=contention)
 
 
 def graphsage_flops(spec: RunSpec, sampled_edges: float, input_nodes: float, feature_dim: int) -> float:
@@ -158,7 +173,8 @@ def _pcie_transfer(calibration: Calibration, hardware: Hardware, feature_dim: in
 def model_for(options: Any, calibration: Calibration, hardware: Hardware | None = None,
               feature_dim: int | None = None) -> PipelineModel:
     """The simulated pipeline for ``options`` (:class:`systems.pipelined.PipelineOptions`, effective) with the
-    calibrated service times, on the recorded machine or on ``hardware``."""
+    calibrated service times, on the recorded machine (with the calibration's contention table for the options'
+    ``loader_workers`` and its load scale, if it has them) or on ``hardware`` (max-min sharing only)."""
     services = {stage: Empirical(samples) for stage, samples in calibration.services.items()}
     cores = dict(calibration.cores)
     cpu_cores = calibration.cpu_cores
@@ -171,7 +187,15 @@ def model_for(options: Any, calibration: Calibration, hardware: Hardware | None 
             cores["compute"] = 0.0
         if hardware.pcie_gbps is not None and feature_dim is not None:
             services["transfer"] = _pcie_transfer(calibration, hardware, feature_dim)
-    # Loader processes are modelled like loader threads: one core each (the feeder thread only hands batches on).
+    contention = None
+    if hardware is None and calibration.contention is not None:
+        kind = getattr(options, "loader_workers", "thread")
+        contention = calibration.contention.table(kind)
+        scale = calibration.contention.load_scale.get(kind, 1.0)
+        if scale != 1.0:  # a loader process's time per batch (one torch thread, handing the batch over), measured
+            services["load"] = Empirical(calibration.services["load"], scale=scale)
+    # Loader processes take one core each, like loader threads (the feeder thread only hands batches on); their
+    # time per batch is the thread's times the measured load scale, when the calibration has one (above).
     stages = (
         StageModel("load", services["load"], workers=options.batch_loader_threads, cores=cores["load"]),
         StageModel("transfer", services.get("transfer", Fixed(0.0)), workers=options.batch_transfer_threads,
@@ -179,7 +203,8 @@ def model_for(options: Any, calibration: Calibration, hardware: Hardware | None 
         StageModel("compute", services["compute"], workers=1, queue_size=options.batch_device_queue_size,
                    cores=cores["compute"], in_order=options.in_order_compute),
     )
-    return PipelineModel(stages=stages, staleness_bound=options.staleness_bound, cpu_cores=cpu_cores)
+    return PipelineModel(stages=stages, staleness_bound=options.staleness_bound, cpu_cores=cpu_cores,
+                         contention=contention)
 
 
 def summary_of(trace) -> dict[str, float]:

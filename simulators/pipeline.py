@@ -17,6 +17,12 @@ Stages with ``cores = 0`` (a GPU, a DMA engine, a disk) do not take CPU time. ``
 contention off (every stage runs at full speed), which is the textbook pipeline whose epoch time is
 fill + batches x bottleneck time for fixed service times and unbounded queues.
 
+Sharing cores is not all that oversubscription costs (OpenMP barriers of torch's intra-op threads, the GIL,
+memory bandwidth): a model's ``contention`` (:class:`ContentionModel`, e.g. the table measured on the machine by
+:mod:`simulators.contention`) multiplies each job's max-min rate by a factor for its stage and the stages running
+beside it, capped at 1. It is consulted only while the running jobs want more cores than there are; otherwise
+every factor is 1, so without oversubscription (and for ``contention = None``) the rates are plain max-min sharing.
+
 Outputs use the real system's record schema (:class:`systems.batch.Batch` stamps, :class:`systems.pipeline.
 PipelineTrace`): per-batch admission, per-stage start/end/worker, staleness (optimizer steps are counted where
 the ``compute`` stage finishes a batch), queue occupancy after every put and get, busy time per stage, and the
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -105,6 +111,13 @@ class LogNormal:
 
 
 # ---------------------------------------------------------------------------------------------- model
+class ContentionModel(Protocol):
+    """Slowdown, beyond max-min sharing, of a job of stage ``kind`` while ``running`` (CPU jobs per stage name,
+    itself included) run and oversubscribe the cores; 1.0 = none (:class:`simulators.contention.ContentionTable`)."""
+
+    def factor(self, kind: str, running: Mapping[str, int]) -> float: ...
+
+
 @dataclass(frozen=True)
 class StageModel:
     """One simulated stage.
@@ -128,12 +141,14 @@ class StageModel:
 
 @dataclass(frozen=True)
 class PipelineModel:
-    """A simulated pipeline: stages, the staleness bound, and the machine's CPU cores (None: no contention)."""
+    """A simulated pipeline: stages, the staleness bound, the machine's CPU cores (None: no contention) and the
+    slowdown of oversubscribed jobs beyond sharing the cores (None: none, plain max-min sharing)."""
 
     stages: tuple[StageModel, ...]
     staleness_bound: int
     cpu_cores: float | None = None
     steps_at: str = "compute"
+    contention: ContentionModel | None = None
 
     def __post_init__(self) -> None:
         if self.staleness_bound < 1:
@@ -151,6 +166,7 @@ class _Job:
     demand: float
     done: simpy.Event
     rate: float = 0.0
+    kind: str = ""
 
 
 class SharedCpu:
@@ -158,23 +174,27 @@ class SharedCpu:
 
     A job that wants ``demand`` cores and gets ``a`` of them progresses at rate ``a / demand`` (1.0 = as fast as
     alone). Rates change only when a job starts or ends; one timeout is pending at any time, for the next end.
+    With a ``contention`` model, while the running jobs want more than ``cores`` cores in all, each rate is then
+    multiplied by ``contention.factor(kind, running)`` and capped at 1.
     """
 
-    def __init__(self, env: simpy.Environment, cores: float):
+    def __init__(self, env: simpy.Environment, cores: float, contention: ContentionModel | None = None):
         self.env = env
         self.cores = cores
+        self.contention = contention
         self.jobs: list[_Job] = []
         self._updated = 0.0
         self._version = 0
 
-    def execute(self, work: float, demand: float):
-        """A SimPy process body: run ``work`` seconds (alone) of a job wanting ``demand`` cores."""
+    def execute(self, work: float, demand: float, kind: str = ""):
+        """A SimPy process body: run ``work`` seconds (alone) of a job of stage ``kind`` wanting ``demand``
+        cores."""
         if work <= 0:
             return
         if demand <= 0:
             yield self.env.timeout(work)
             return
-        job = _Job(remaining=work, demand=demand, done=self.env.event())
+        job = _Job(remaining=work, demand=demand, done=self.env.event(), kind=kind)
         self._advance()
         self.jobs.append(job)
         self._reschedule()
@@ -202,6 +222,12 @@ class SharedCpu:
             granted = min(job.demand, share)
             job.rate = granted / job.demand
             left -= granted
+        if self.contention is not None and sum(job.demand for job in self.jobs) > self.cores * (1 + 1e-12):
+            running: dict[str, int] = defaultdict(int)
+            for job in self.jobs:
+                running[job.kind] += 1
+            for job in self.jobs:
+                job.rate = min(1.0, job.rate * self.contention.factor(job.kind, running))
 
     def _wake(self, delay: float, version: int):
         yield self.env.timeout(delay)
@@ -254,7 +280,7 @@ def simulate(model: PipelineModel, num_batches: int, *, seed: int = 0, epoch: in
     run = _Run(
         env=env, model=model, rng=np.random.default_rng(seed),
         batches=[Batch(epoch=epoch, index=i, roots=_NO_ROOTS) for i in range(num_batches)],
-        cpu=SharedCpu(env, model.cpu_cores) if model.cpu_cores else None,
+        cpu=SharedCpu(env, model.cpu_cores, model.contention) if model.cpu_cores else None,
         tokens=simpy.Container(env, capacity=model.staleness_bound, init=model.staleness_bound),
         queues=[None] + [simpy.Store(env, capacity=stage.queue_size) for stage in model.stages[1:]],
     )
@@ -285,7 +311,7 @@ def _worker(run: _Run, position: int, worker: int):
         started = env.now
         work = stage.service.draw(run.rng, batch.index)
         if run.cpu is not None:
-            yield from run.cpu.execute(work, stage.cores)
+            yield from run.cpu.execute(work, stage.cores, stage.name)
         else:
             yield env.timeout(work)
         if stage.name == run.model.steps_at:
@@ -322,5 +348,5 @@ def closed_form_epoch_time(service_s: Sequence[float], num_batches: int) -> floa
     return sum(service_s) + (num_batches - 1) * max(service_s)
 
 
-__all__ = ["Empirical", "Fixed", "LogNormal", "PipelineModel", "ServiceTime", "SharedCpu", "StageModel",
-           "closed_form_epoch_time", "simulate"]
+__all__ = ["ContentionModel", "Empirical", "Fixed", "LogNormal", "PipelineModel", "ServiceTime", "SharedCpu",
+           "StageModel", "closed_form_epoch_time", "simulate"]

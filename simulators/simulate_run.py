@@ -8,6 +8,11 @@ has the real layout (``config.yaml``, ``records.jsonl`` with ``epoch``, ``batch`
 says ``"simulated": true`` with the calibration run and the hardware, and has no accuracy (nothing is trained).
 Its run id is the spec's with ``-sim`` (and the profile) appended to the label, so it never overwrites the
 measured run, and what-ifs on different hardware never overwrite each other.
+
+``--contention measure`` measures, on this machine, what oversubscribing its cores costs beyond sharing them
+(:mod:`simulators.contention`, a microbenchmark of the calibration run's workload) and simulates with it;
+``--contention FILE`` reads such a measurement (JSON of :meth:`simulators.contention.Contention.to_dict`); the
+default is max-min sharing only. The summary says which (``contention``). What-ifs on other hardware never use it.
 """
 
 from __future__ import annotations
@@ -48,9 +53,11 @@ def batches_per_epoch(spec: RunSpec, override: int | None) -> int:
 
 
 def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, profile: str | None = None,
-                 batches: int | None = None, seed: int | None = None) -> dict[str, Any]:
-    """Simulate ``spec``'s epochs and record them under ``out``; return the summary."""
+                 batches: int | None = None, seed: int | None = None, contention: str | None = None) -> dict[str, Any]:
+    """Simulate ``spec``'s epochs and record them under ``out``; return the summary. ``contention``: None (max-min
+    sharing only), ``"measure"`` (measure it here for the calibration run's workload) or a stored measurement."""
     from simulators.calibrate import HARDWARE, calibrate, model_for, summary_of
+    from simulators.contention import load_contention, measure_for_run
     from simulators.pipeline import simulate
 
     if spec.system.name != "pipelined":
@@ -59,7 +66,17 @@ def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, 
     if profile is not None and profile not in HARDWARE:
         raise ConfigError(f"--profile: unknown hardware {profile!r} (known: {', '.join(sorted(HARDWARE))})")
     hardware = HARDWARE.get(profile) if profile else None
-    calibration = calibrate(calibrate_from)
+    measured = None
+    if contention == "measure":
+        measured = measure_for_run(calibrate_from, max_loaders=max(1, options.batch_loader_threads))
+    elif contention is not None:
+        if not Path(contention).is_file():
+            raise ConfigError(f"--contention: {contention}: expected 'measure' or a stored measurement (JSON file)")
+        try:
+            measured = load_contention(contention, calibrate_from)
+        except (ValueError, KeyError) as error:
+            raise ConfigError(f"--contention: {error}") from None
+    calibration = calibrate(calibrate_from, contention=measured)
     calibration_summary = read_summary(calibrate_from) or {}
     feature_dim = (calibration_summary.get("dataset_info") or {}).get("feature_dim")
     if feature_dim is None and hardware is not None:  # summaries before feature_dim was recorded
@@ -87,6 +104,8 @@ def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, 
     train_s = sum(e["epoch_time_s"] for e in epochs)
     return recorder.finish({
         "simulated": True, "calibrated_from": str(calibrate_from),
+        "contention": (measured.describe() if measured is not None and hardware is None
+                       else "none (max-min sharing only)"),
         "hardware": (hardware.__dict__ if hardware else {"name": "recorded machine",
                                                           "cpu_cores": calibration.cpu_cores}),
         "system": spec.system.name, "dataset": spec.dataset.preset or spec.dataset.name,
@@ -107,7 +126,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if not Path(args.calibrate_from).is_dir():
         raise ConfigError(f"--calibrate-from: {args.calibrate_from}: not a run folder")
     summary = simulate_run(spec, args.calibrate_from, args.out, profile=args.profile, batches=args.batches,
-                           seed=args.seed)
+                           seed=args.seed, contention=args.contention)
     times = ", ".join(f"{t:.2f}" for t in summary["epoch_time_s"])
     print(f"{summary['run_dir']}: simulated epochs {times} s, compute utilization "
           f"{summary['compute_utilization']:.3f}, staleness max {summary['staleness']['max']}")
@@ -124,6 +143,9 @@ def add_command(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--batches", type=int, help="batches per epoch (default: from the spec and dataset)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a spec field")
     parser.add_argument("--seed", type=int, help="simulation seed (default: the spec's)")
+    parser.add_argument("--contention", metavar="measure|FILE",
+                        help="slowdown of oversubscribed stages beyond sharing the cores: 'measure' it here "
+                             "(simulators.contention microbenchmark) or read a stored measurement (default: none)")
     parser.add_argument("--out", default="results/simulated", help="results folder (default results/simulated)")
     parser.set_defaults(func=_cmd_simulate)
 

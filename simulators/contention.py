@@ -1,0 +1,628 @@
+"""What co-running stages cost on a shared CPU beyond sharing its cores: measured here, applied in the simulator.
+
+Why. :class:`simulators.pipeline.SharedCpu` shares the cores max-min fairly: jobs that want more cores than the
+machine has lose exactly the cores they do not get, and no more. Pipelined runs on a CPU lose more than that: the
+compute stage's torch intra-op (OpenMP) threads meet at a barrier after every operator, so one of them preempted
+to let a loader run stalls all of them; loader threads and the compute thread take turns holding the GIL; the
+loaders' feature gathers and the compute's kernels share the memory bandwidth. Max-min sharing alone therefore
+predicts pipelined runs optimistically.
+
+What. A :class:`ContentionTable` gives, per *state* of the shared CPU (whether a compute job is running, and how
+many load jobs are) and per stage *kind* (``compute``, ``load``), a slowdown factor: the progress rate of that kind
+measured in that state divided by the rate max-min sharing gives it (:func:`max_min_rates`). The simulator
+multiplies the max-min rates by these factors, capped at 1 (a job never runs faster than alone), **only while the
+running jobs want more cores than there are**; with as many cores as wanted every factor is 1 by construction
+(the model is neutral), so fixed times, closed forms and plain processor sharing stay exact. Kinds the table does
+not know (``transfer``, a GPU compute) get 1; a state with more loaders than measured gets the most loaders
+measured (with or without compute, as the state).
+
+How it is measured (:func:`measure_contention`): a microbenchmark of the calibration run's own kinds of work, on
+a synthetic random graph with the dataset's mean degree and feature width (``max_nodes`` nodes at most), whose
+batch takes as many roots as sample about as many input nodes as the calibration run's batches did:
+
+- compute: the run's model (registered encoder, its dimensions) and optimizer, training steps (forward,
+  cross-entropy, backward, step) on one fixed pre-sampled batch, in the main thread with torch's intra-op threads;
+- load: the run's sampler (its fanouts) sampling one fixed set of roots with a fixed generator and gathering
+  their features and labels (the same work every time), in ``k`` loader threads of this process, or in ``k``
+  loader processes (a forked ``torch.utils.data.DataLoader``, one torch thread per worker, drained by a feeder
+  thread of this process), as :mod:`systems.pipelined` runs its loaders.
+
+Each kind is timed alone, then in every state that oversubscribes the cores: compute beside ``k = 1..K`` busy
+loaders, and ``k`` busy loaders without compute for ``k`` over the cores. Compute's rate = time of a fixed number of
+steps alone / the same steps in the state; load's rate = median load alone / median load in the state (loads
+entirely inside the timed window). Factor = rate / max-min rate of that kind in that state; the table keeps the
+median over ``repeats``. A second measured figure, :attr:`Contention.load_scale`: a calibration run records its
+loads in a thread, but a loader *process* spends longer per batch (one torch thread, then handing the batch over
+through shared memory); the scale is the time from one load's start to the next in one busy loader process,
+alone, over the median load in a loader thread, alone. The machine may be shared: before each measurement the
+benchmark waits for other processes to leave the cores idle, measures again if they did not during it, and
+records their load for every attempt.
+
+Nothing of the runs to be predicted enters: only the calibration run's spec (sampler, model, batch size,
+optimizer), its dataset's shape (nodes, edges, feature width, from its summary) and its batches' mean input nodes.
+The result keeps its provenance (machine, torch threads, load of other processes, date, every raw time;
+:meth:`Contention.to_dict`), so a table can be stored and reused (:meth:`Contention.from_dict`,
+:func:`load_contention`) and its origin checked. The factors belong to the machine they were measured on:
+what-if simulation on other hardware does not use them.
+
+:class:`UniformSlowdown` is the one-parameter alternative (one factor for every oversubscribed job), which
+``experiments/pipeline_validation.py --contention loo`` fits leave-one-out on held-out runs, for comparison.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import statistics
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+COMPUTE, LOAD = "compute", "load"
+LOADER_KINDS = ("thread", "process")
+
+
+# ---------------------------------------------------------------------------------------------- the model
+def max_min_rates(demands: Sequence[float], cores: float) -> list[float]:
+    """Progress rates (1.0 = as fast as alone) of jobs wanting ``demands`` cores on ``cores`` cores, shared max-min
+    fairly (water-filling), in the order given: the allocation :class:`simulators.pipeline.SharedCpu` makes."""
+    rates = [0.0] * len(demands)
+    left = float(cores)
+    pending = sorted(range(len(demands)), key=lambda i: demands[i])
+    while pending:
+        share = left / len(pending)
+        i = pending.pop(0)
+        granted = min(demands[i], share)
+        rates[i] = granted / demands[i] if demands[i] > 0 else 1.0
+        left -= granted
+    return rates
+
+
+@dataclass(frozen=True)
+class ContentionTable:
+    """Slowdown factors relative to max-min sharing, per state and stage kind (see the module docstring).
+
+    Attributes:
+        factors: ``{(compute_running, loaders_running): {kind: factor}}``.
+        loader_kind: ``thread`` or ``process``: how the loaders ran when measured.
+        compute_kind / load_kind: the stage names the states count.
+    """
+
+    factors: Mapping[tuple[bool, int], Mapping[str, float]]
+    loader_kind: str = "thread"
+    compute_kind: str = COMPUTE
+    load_kind: str = LOAD
+
+    def __post_init__(self) -> None:
+        bad = [(state, kind, value) for state, row in self.factors.items() for kind, value in row.items()
+               if not (value > 0 and math.isfinite(value))]
+        if bad:
+            raise ValueError(f"contention factors must be positive and finite, got {bad}")
+
+    def factor(self, kind: str, running: Mapping[str, int]) -> float:
+        """The factor of a job of stage ``kind`` while ``running`` (jobs per stage kind, itself included) run.
+
+        Only called while the jobs oversubscribe the cores (the caller keeps 1 otherwise)."""
+        if kind not in (self.compute_kind, self.load_kind):
+            return 1.0
+        state = (running.get(self.compute_kind, 0) > 0, running.get(self.load_kind, 0))
+        row = self.factors.get(state)
+        if row is None:
+            measured = [k for compute, k in self.factors if compute == state[0]]
+            below = [k for k in measured if k <= state[1]]
+            if not below:
+                return 1.0
+            row = self.factors[(state[0], max(below))]
+        return float(row.get(kind, 1.0))
+
+
+@dataclass(frozen=True)
+class UniformSlowdown:
+    """One factor for every CPU job while the cores are oversubscribed: the one-parameter model that
+    ``experiments/pipeline_validation.py --contention loo`` fits leave-one-out (never on the run it predicts)."""
+
+    value: float
+
+    def __post_init__(self) -> None:
+        if not (self.value > 0 and math.isfinite(self.value)):
+            raise ValueError(f"a slowdown factor must be positive and finite, got {self.value}")
+
+    def factor(self, kind: str, running: Mapping[str, int]) -> float:
+        """``value``, whatever the kind and state."""
+        return self.value
+
+
+@dataclass(frozen=True)
+class Contention:
+    """A contention measurement: one table per loader kind, and where it comes from.
+
+    Attributes:
+        tables: ``{"thread": ContentionTable, "process": ContentionTable}`` (the kinds measured).
+        cores: the cores the factors were measured on (max-min rates use them).
+        compute_cores: cores a compute job wants (torch's intra-op threads, at most ``cores``).
+        provenance: machine, torch threads, date, load averages, workload and every raw time.
+        load_scale: per loader kind, the time a loader of that kind spends per batch, alone, over a load in a
+            thread (which is what a calibration run records): 1 for threads; for processes the load with one
+            torch thread plus handing the batch over (``thread`` = 1 when absent).
+    """
+
+    tables: Mapping[str, ContentionTable]
+    cores: float
+    compute_cores: float
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    load_scale: Mapping[str, float] = field(default_factory=dict)
+
+    def table(self, loader_kind: str) -> ContentionTable | None:
+        """The table for loaders run as ``loader_kind`` (``thread`` or ``process``), or None if not measured."""
+        return self.tables.get(loader_kind)
+
+    def describe(self) -> str:
+        """One line saying how the factors were obtained (for tables and summaries)."""
+        p = self.provenance
+        return (f"microbenchmark ({p.get('method', 'simulators.contention.measure_contention')}) on "
+                f"{p.get('machine', {}).get('cpu_model', '?')} x{self.cores:g} cores, "
+                f"{p.get('measured_at', '?')}; not fitted on predicted runs")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able form (states as rows)."""
+        return {
+            "cores": self.cores, "compute_cores": self.compute_cores, "load_scale": dict(self.load_scale),
+            "tables": {kind: [{"compute_running": c, "loaders_running": k, **dict(row)}
+                              for (c, k), row in sorted(t.factors.items())] for kind, t in self.tables.items()},
+            "provenance": dict(self.provenance),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Contention":
+        """The inverse of :meth:`to_dict`."""
+        tables = {}
+        for kind, rows in data["tables"].items():
+            factors = {(bool(r["compute_running"]), int(r["loaders_running"])):
+                       {k: float(r[k]) for k in (COMPUTE, LOAD) if k in r} for r in rows}
+            tables[kind] = ContentionTable(factors, loader_kind=kind)
+        return cls(tables=tables, cores=float(data["cores"]), compute_cores=float(data["compute_cores"]),
+                   provenance=dict(data.get("provenance") or {}),
+                   load_scale={k: float(v) for k, v in (data.get("load_scale") or {}).items()})
+
+
+def load_contention(path: str | os.PathLike, run: str | os.PathLike | None = None) -> Contention:
+    """A :class:`Contention` stored as JSON by :meth:`Contention.to_dict`, or one of those stored per calibration
+    run (``{"tables": {run folder name: ...}}``, as ``experiments/pipeline_validation.py`` writes them): the one of
+    ``run``'s folder name, or the only one."""
+    import json
+    from pathlib import Path
+
+    data = json.loads(Path(path).read_text())
+    if "cores" in data:
+        return Contention.from_dict(data)
+    stored = data.get("tables") or {}
+    name = Path(run).name if run is not None else None
+    if name in stored:
+        return Contention.from_dict(stored[name])
+    if len(stored) == 1 and name is None:
+        return Contention.from_dict(next(iter(stored.values())))
+    raise ValueError(f"{path}: no contention measurement for {name or 'an unnamed run'} "
+                     f"(it has {', '.join(sorted(stored)) or 'none'})")
+
+
+# ---------------------------------------------------------------------------------------------- measuring
+@dataclass
+class _Workload:
+    """The benchmark's fixed work: a graph, features, a sampler, one batch's roots, a model and its optimizer."""
+
+    sampler: Any
+    features: Any
+    labels: Any
+    roots: Any
+    model: Any
+    optimizer: Any
+    x: Any = None
+    y: Any = None
+    sample: Any = None
+    seed: int = 0
+
+    def load(self):
+        """Sample the fixed roots with a fixed generator and gather features and labels (one load)."""
+        import torch
+
+        sample = self.sampler.sample(self.roots, torch.Generator().manual_seed(self.seed))
+        return sample, self.features.index_select(0, sample.input_nodes), self.labels[self.roots]
+
+    def steps(self, count: int) -> None:
+        """``count`` training steps on the fixed batch."""
+        from torch.nn import functional as F
+
+        for _ in range(count):
+            loss = F.cross_entropy(self.model(self.x, self.sample), self.y)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            float(loss.detach())
+
+
+def _workload(spec, num_nodes: int, num_edges: int, feature_dim: int, num_classes: int, max_nodes: int,
+              seed: int, input_nodes: float | None = None) -> _Workload:
+    import torch
+
+    from suite.plugins import load_plugins
+    from suite.registry import MODELS, SAMPLERS
+    from systems.sampling.base import SamplingGraph
+    from systems.tasks.node_classification import make_optimizer
+
+    load_plugins()
+    generator = torch.Generator().manual_seed(seed)
+    nodes = max(1, min(int(num_nodes), int(max_nodes)))
+    degree = max(1, round(num_edges / max(num_nodes, 1)))
+    indptr = torch.arange(0, nodes * degree + 1, degree, dtype=torch.int64)
+    indices = torch.randint(nodes, (nodes * degree,), generator=generator, dtype=torch.int64)
+    sampler = SAMPLERS.get(spec.sampler.name)(SamplingGraph(indptr, indices), spec.model.fanouts,
+                                              replace=spec.sampler.replace)
+    features = torch.randn(nodes, feature_dim, generator=generator)
+    labels = torch.randint(num_classes, (nodes,), generator=generator)
+    order = torch.randperm(nodes, generator=generator)
+    roots = order[: spec.training.batch_size]
+    for _ in range(4 if input_nodes else 0):  # as many roots as give the recorded batches' input nodes
+        got = len(sampler.sample(roots, torch.Generator().manual_seed(seed)).input_nodes)
+        if abs(got - input_nodes) <= 0.05 * input_nodes:
+            break
+        roots = order[: max(1, min(nodes, round(len(roots) * input_nodes / max(got, 1))))]
+    torch.manual_seed(seed)
+    model = MODELS.get(spec.model.encoder)(spec.model, feature_dim, num_classes)
+    model.train()
+    optimizer = make_optimizer(spec.training.optimizer, model.parameters(), spec.training.learning_rate,
+                               spec.training.weight_decay)
+    work = _Workload(sampler, features, labels, roots, model, optimizer, seed=seed)
+    work.sample, work.x, work.y = work.load()
+    return work
+
+
+class _LoadAgain:
+    """A map-style dataset whose every item is the same load, stamped by the worker that ran it."""
+
+    def __init__(self, work: _Workload):
+        self.work = work
+
+    def __len__(self) -> int:
+        return 1 << 30
+
+    def __getitem__(self, index: int):
+        started = time.perf_counter()
+        sample, x, y = self.work.load()
+        return started, time.perf_counter(), sample, x, y
+
+
+def _first(item):
+    return item
+
+
+class _Loaders:
+    """``count`` busy loaders (threads, or processes drained by a feeder thread), each load stamped."""
+
+    def __init__(self, work: _Workload, kind: str, count: int):
+        self.work, self.kind, self.count = work, kind, count
+        self.stop = threading.Event()
+        self.stamps: list[tuple[float, float]] = []
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._iterator = None
+
+    def __enter__(self) -> "_Loaders":
+        if self.count == 0:
+            return self
+        if self.kind == "thread":
+            self._threads = [threading.Thread(target=self._thread_loop, daemon=True) for _ in range(self.count)]
+        else:
+            import torch
+
+            loader = torch.utils.data.DataLoader(_LoadAgain(self.work), batch_size=None, collate_fn=_first,
+                                                 num_workers=self.count, prefetch_factor=2,
+                                                 multiprocessing_context="fork")
+            self._iterator = iter(loader)  # the workers fork here, from this (the main) thread
+            self._threads = [threading.Thread(target=self._feeder_loop, daemon=True)]
+        for thread in self._threads:
+            thread.start()
+        deadline = time.perf_counter() + 60.0
+        while len(self.stamps) < self.count and self.error is None and time.perf_counter() < deadline:
+            time.sleep(0.005)  # every loader has loaded once
+        self.check()
+        if len(self.stamps) < self.count:
+            self.__exit__(None, None, None)
+            raise RuntimeError(f"{self.count} {self.kind} loader(s) did not load within 60 s")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        for thread in self._threads:
+            thread.join()
+        shutdown = getattr(self._iterator, "_shutdown_workers", None)  # torch's own clean shutdown
+        if shutdown is not None:
+            shutdown()
+        self._iterator = None
+
+    def check(self) -> None:
+        """Raise if a loader failed (e.g. a worker process died): the state must be measured again."""
+        if self.error is not None:
+            raise RuntimeError(f"a {self.kind} loader failed: {self.error!r}") from self.error
+
+    def _thread_loop(self) -> None:
+        try:
+            while not self.stop.is_set():
+                started = time.perf_counter()
+                self.work.load()
+                ended = time.perf_counter()
+                with self._lock:
+                    self.stamps.append((started, ended))
+        except BaseException as error:  # noqa: BLE001 - reported by check()
+            self.error = error
+
+    def _feeder_loop(self) -> None:
+        try:
+            for started, ended, *_ in self._iterator:
+                with self._lock:
+                    self.stamps.append((started, ended))
+                if self.stop.is_set():
+                    break
+        except BaseException as error:  # noqa: BLE001 - reported by check()
+            self.error = error
+
+    def inside(self, start: float, end: float) -> list[float]:
+        """Durations of the loads that ran entirely within ``[start, end]``."""
+        with self._lock:
+            return [e - s for s, e in self.stamps if s >= start and e <= end]
+
+    def cycles_inside(self, start: float, end: float) -> list[float]:
+        """With one loader: the times from the start of one load to the start of the next, for loads entirely
+        within ``[start, end]`` (a load plus what the loader does before the next: for a process, handing the
+        batch over)."""
+        with self._lock:
+            starts = sorted(s for s, e in self.stamps if s >= start and e <= end)
+        return [b - a for a, b in zip(starts, starts[1:])] if self.count == 1 else []
+
+
+def _busy_cpu_s() -> tuple[float, float]:
+    """CPU seconds spent so far by the whole machine (all cores, from ``/proc/stat``) and by this process and its
+    children (live ones too): their difference over a span is what other processes took."""
+    import psutil
+
+    machine = math.nan
+    try:
+        with open("/proc/stat") as stat:
+            fields = [float(v) for v in stat.readline().split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
+        machine = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        pass
+    own = os.times()
+    total = own.user + own.system + own.children_user + own.children_system
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+            total += times.user + times.system
+        except psutil.Error:
+            pass
+    return machine, total
+
+
+def _other_cores(before: tuple[float, float], after: tuple[float, float], span_s: float) -> float:
+    """Mean cores other processes kept busy between two :func:`_busy_cpu_s` (NaN where unknown)."""
+    return max(0.0, ((after[0] - before[0]) - (after[1] - before[1])) / span_s) if span_s > 0 else math.nan
+
+
+def _quiet(max_other_cores: float, wait_s: float, probe_s: float = 0.5) -> float:
+    """Wait (at most ``wait_s``) until other processes keep fewer than ``max_other_cores`` cores busy over a
+    ``probe_s`` probe; return the last probe's value."""
+    deadline = time.perf_counter() + wait_s
+    while True:
+        before = _busy_cpu_s()
+        time.sleep(probe_s)
+        other = _other_cores(before, _busy_cpu_s(), probe_s)
+        if not other > max_other_cores or time.perf_counter() >= deadline:  # NaN (unknown): do not wait
+            return other
+
+
+def _state(work: _Workload, kind: str, loaders: int, compute_steps: int, window_s: float,
+           min_loads: int = 3) -> dict[str, Any]:
+    """Run one state: ``loaders`` busy loaders and, if ``compute_steps``, that many training steps (else a
+    window of at least ``window_s`` seconds that holds ``min_loads`` whole loads, or 30 times as long at most);
+    return the window and the loads inside it."""
+    with _Loaders(work, kind, loaders) as running:
+        started, busy = time.perf_counter(), _busy_cpu_s()
+        if compute_steps:
+            work.steps(compute_steps)
+        else:
+            while True:
+                time.sleep(0.02)
+                now = time.perf_counter()
+                if now - started >= window_s and len(running.inside(started, now)) >= min_loads or \
+                        now - started >= 30 * window_s:
+                    break
+        ended = time.perf_counter()
+        other = _other_cores(busy, _busy_cpu_s(), ended - started)
+        running.check()
+        loads, cycles = running.inside(started, ended), running.cycles_inside(started, ended)
+    return {"window_s": ended - started, "loads_s": loads, "cycles_s": cycles, "other_cores": other}
+
+
+def _compute_alone(work: _Workload, steps: int) -> dict[str, Any]:
+    started, busy = time.perf_counter(), _busy_cpu_s()
+    work.steps(steps)
+    ended = time.perf_counter()
+    return {"window_s": ended - started, "other_cores": _other_cores(busy, _busy_cpu_s(), ended - started)}
+
+
+def _steady(measure, max_other_cores: float, attempts: int, wait_s: float) -> dict[str, Any]:
+    """``measure()`` after waiting for the machine to be quiet, again (up to ``attempts`` times in all) while
+    other processes kept more than ``max_other_cores`` cores busy during it; the quietest attempt, with the
+    background of every attempt."""
+    tried, failures = [], []
+    for _ in range(attempts + 2):  # a failed attempt (a loader died) does not count, twice at most
+        if len(tried) >= attempts:
+            break
+        _quiet(max_other_cores, wait_s)
+        try:
+            tried.append(measure())
+        except RuntimeError as error:
+            failures.append(repr(error))
+            continue
+        if not tried[-1]["other_cores"] > max_other_cores:
+            break
+    if not tried:
+        raise RuntimeError(f"contention: every attempt failed: {failures}")
+    best = min(tried, key=lambda r: r["other_cores"] if math.isfinite(r["other_cores"]) else 0.0)
+    return {**best, "attempts_other_cores": [r["other_cores"] for r in tried], "failed_attempts": failures}
+
+
+def measure_contention(spec, *, num_nodes: int, num_edges: int, feature_dim: int, num_classes: int = 40,
+                       input_nodes: float | None = None, max_loaders: int = 4,
+                       loader_kinds: Sequence[str] = LOADER_KINDS, cores: float | None = None,
+                       threads: int | None = None, window_s: float = 1.0, repeats: int = 2,
+                       max_other_cores: float = 0.25, attempts: int = 3, quiet_wait_s: float = 20.0,
+                       max_nodes: int = 1_000_000, seed: int = 0) -> Contention:
+    """Measure the slowdown factors on this machine for the workload of ``spec`` (see the module docstring).
+
+    Args:
+        spec: the calibration run's spec (sampler, model, batch size, optimizer).
+        num_nodes / num_edges / feature_dim / num_classes: the shape of its dataset (synthetic graph of the same
+            mean degree and feature width, at most ``max_nodes`` nodes).
+        input_nodes: the recorded batches' mean input nodes: the benchmark's batch takes as many roots as sample
+            about as many (default: ``batch_size`` roots).
+        max_loaders: measure states with up to this many busy loaders.
+        loader_kinds: ``thread`` and/or ``process``.
+        cores: the machine's cores (default: ``os.cpu_count()``).
+        threads: torch intra-op threads of the compute (default: torch's current setting); restored afterwards.
+        window_s: about how long each state runs (at least two training steps).
+        repeats: times every state is measured (each repeat times compute and load alone again); the factors
+            are the medians over the repeats.
+        max_other_cores / attempts / quiet_wait_s: the machine may be shared. Before each measurement, wait (up
+            to ``quiet_wait_s``) until other processes keep fewer than ``max_other_cores`` cores busy; measure
+            again (``attempts`` in all) if they kept more busy during it, and keep the quietest attempt. Every
+            attempt's background load is in the provenance.
+
+    Returns:
+        The :class:`Contention` with one table per loader kind and the raw measurements in its provenance.
+    """
+    import warnings
+
+    import torch
+
+    from suite.provenance import machine_info
+
+    cores = float(cores or os.cpu_count() or 1)
+    previous_threads = torch.get_num_threads()
+    threads = int(threads or previous_threads)
+    compute_cores = float(min(threads, cores))
+    load_before, began, busy_before = os.getloadavg(), time.perf_counter(), _busy_cpu_s()
+    states = [(compute, k) for compute in (True, False) for k in range(1, max_loaders + 1)
+              if k + (compute_cores if compute else 0.0) > cores]  # only oversubscribed states: else neutral
+    samples: dict[str, dict[tuple[bool, int], dict[str, list[float]]]] = {
+        kind: {state: {COMPUTE: [], LOAD: []} for state in states} for kind in loader_kinds}
+    raw: dict[str, Any] = {"repeats": []}
+    scales: dict[str, list[float]] = {kind: [] for kind in loader_kinds}
+    torch.set_num_threads(threads)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*DataLoader will create.*")
+            work = _workload(spec, num_nodes, num_edges, feature_dim, num_classes, max_nodes, seed, input_nodes)
+            work.steps(1)  # warm up (allocator, lazy initialisation)
+            timed = time.perf_counter()
+            work.steps(1)
+            steps = max(2, math.ceil(window_s / max(time.perf_counter() - timed, 1e-6)))
+            steady = lambda measure: _steady(measure, max_other_cores, attempts, quiet_wait_s)  # noqa: E731
+            for _ in range(repeats):
+                alone_compute = steady(lambda: _compute_alone(work, steps))
+                compute_alone = alone_compute["window_s"]
+                record: dict[str, Any] = {"compute_steps": steps, "compute_alone": alone_compute, "kinds": {}}
+                thread_load = None
+                for kind in loader_kinds:
+                    alone_load = steady(lambda: _state(work, kind, 1, 0, window_s))
+                    load_alone = statistics.median(alone_load["loads_s"])
+                    if kind == "thread":
+                        thread_load = load_alone
+                    elif thread_load is not None and alone_load["cycles_s"]:
+                        scales[kind].append(statistics.median(alone_load["cycles_s"]) / thread_load)
+                    rows = []
+                    for compute, k in states:
+                        measured = steady(lambda: _state(work, kind, k, steps if compute else 0, window_s))
+                        demands = [1.0] * k + ([compute_cores] if compute else [])
+                        rates = max_min_rates(demands, cores)
+                        row: dict[str, float] = {}
+                        if measured["loads_s"]:
+                            row[LOAD] = (load_alone / statistics.median(measured["loads_s"])) / rates[0]
+                        if compute:
+                            row[COMPUTE] = (compute_alone / measured["window_s"]) / rates[-1]
+                        for stage, value in row.items():
+                            samples[kind][(compute, k)][stage].append(value)
+                        rows.append({"compute_running": compute, "loaders_running": k, **measured,
+                                     "max_min_rates": {COMPUTE: rates[-1] if compute else None, LOAD: rates[0]},
+                                     "factors": row})
+                    record["kinds"][kind] = {"load_alone": alone_load, "states": rows}
+                raw["repeats"].append(record)
+    finally:
+        torch.set_num_threads(previous_threads)
+    tables = {kind: ContentionTable({state: {stage: statistics.median(values)
+                                             for stage, values in by_stage.items() if values}
+                                     for state, by_stage in by_state.items()}, loader_kind=kind)
+              for kind, by_state in samples.items()}
+    elapsed = time.perf_counter() - began
+    other_cores = _other_cores(busy_before, _busy_cpu_s(), elapsed)
+    provenance = {
+        "method": "simulators.contention.measure_contention",
+        "measured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_info(), "torch_threads": threads,
+        "load_average_before": list(load_before), "load_average_after": list(os.getloadavg()),
+        "duration_s": elapsed,
+        "other_processes_cores": other_cores,  # mean cores other processes kept busy meanwhile (noise)
+        "quiet": {"max_other_cores": max_other_cores, "attempts": attempts, "wait_s": quiet_wait_s},
+        "workload": {"sampler": spec.sampler.name, "fanouts": list(spec.model.fanouts),
+                     "encoder": spec.model.encoder, "hidden_dim": spec.model.hidden_dim,
+                     "num_layers": spec.model.num_layers, "batch_size": spec.training.batch_size,
+                     "optimizer": spec.training.optimizer, "feature_dim": feature_dim, "num_classes": num_classes,
+                     "graph_nodes": len(work.features), "mean_degree": max(1, round(num_edges / max(num_nodes, 1))),
+                     "roots": len(work.roots), "input_nodes": len(work.sample.input_nodes),
+                     "target_input_nodes": input_nodes, "sampled_edges": work.sample.num_sampled_edges,
+                     "seed": seed},
+        "raw": raw,
+    }
+    load_scale = {kind: statistics.median(values) for kind, values in scales.items() if values}
+    if "thread" in loader_kinds:
+        load_scale["thread"] = 1.0
+    return Contention(tables=tables, cores=cores, compute_cores=compute_cores, provenance=provenance,
+                      load_scale=load_scale)
+
+
+def measure_for_run(run_dir: str | os.PathLike, **options) -> Contention:
+    """:func:`measure_contention` for the workload of the recorded run ``run_dir``: its spec, and from its
+    records its dataset's shape, its batches' mean input nodes and the machine's torch threads."""
+    from pathlib import Path
+
+    from simulators.calibrate import calibrate
+    from suite.errors import DataError
+    from suite.recorder import read_summary
+
+    run_dir = Path(run_dir)
+    summary = read_summary(run_dir) or {}
+    info = summary.get("dataset_info") or {}
+    if not {"num_nodes", "num_edges", "feature_dim"} <= set(info):
+        raise DataError(f"{run_dir}: the summary has no dataset_info (nodes, edges, feature_dim) to mimic")
+    calibration = calibrate(run_dir)
+    machine = summary.get("machine") or {}
+    options.setdefault("threads", machine.get("torch_threads"))
+    options.setdefault("input_nodes", (sum(calibration.input_nodes) / len(calibration.input_nodes))
+                       if any(calibration.input_nodes) else None)
+    contention = measure_contention(calibration.spec, num_nodes=info["num_nodes"], num_edges=info["num_edges"],
+                                    feature_dim=info["feature_dim"], **options)
+    recorded = {k: machine.get(k) for k in ("cpu_model", "cpu_cores", "torch_threads")}
+    here = {k: contention.provenance["machine"].get(k) for k in ("cpu_model", "cpu_cores")}
+    here["torch_threads"] = contention.provenance["torch_threads"]
+    provenance = {**contention.provenance, "calibration_run": str(run_dir), "calibration_machine": recorded,
+                  "same_machine_kind": recorded == here}
+    return Contention(tables=contention.tables, cores=contention.cores, compute_cores=contention.compute_cores,
+                      load_scale=contention.load_scale, provenance=provenance)
+
+
+__all__ = ["COMPUTE", "Contention", "ContentionTable", "LOAD", "LOADER_KINDS", "UniformSlowdown", "load_contention",
+           "max_min_rates", "measure_contention", "measure_for_run"]
