@@ -163,10 +163,27 @@ def _disk_out_of_core(results: Path) -> Finding:
                 + (f" (dd: {dd / 1e6:.0f} MB/s)" if pd.notna(dd) else "")
                 + f", test accuracy {best['test_accuracy']:.3f} vs in-memory "
                 f"{table[table['system'] == 'in_memory']['test_accuracy'].iloc[0]:.3f}")
-    holds = best["time_ratio_vs_in_memory"] <= 1.3 and best["io_wait_fraction"] <= 0.10
-    partly = best["time_ratio_vs_in_memory"] <= 1.3 or best["io_wait_fraction"] <= 0.10
-    return Finding(measured, f"{best['dataset']}, node classification, c = p/4 where measured",
-                   HOLDS if holds else PARTLY if partly else FAILS)
+    settings = [(f"{best['dataset']} 2-layer NC", best)]
+    extra = []
+    deep_path, lp_path = results / "disk_nc_deep.csv", results / "disk_lp_timing.csv"
+    if deep_path.exists():  # the 3-layer speed comparison, when recorded (full mode)
+        deep = pd.read_csv(deep_path)
+        for _, row in deep[deep["system"] == "disk"].iterrows():
+            settings.append((f"{row['dataset']} 3-layer NC", row))
+    if lp_path.exists():  # link prediction, runs one at a time (full mode)
+        timing = pd.read_csv(lp_path)
+        for _, row in timing[timing["configuration"] != "in_memory"].iterrows():
+            settings.append((f"FB15k-237 {row['model']}", row))
+    for label, row in settings[1:]:
+        extra.append(f"{label} {row['configuration']}: x{row['time_ratio_vs_in_memory']:.2f}, IO wait "
+                     f"{100 * row['io_wait_fraction']:.1f} %")
+    if extra:
+        measured += "; " + "; ".join(extra)
+    meets = [row["time_ratio_vs_in_memory"] <= 1.3 and row["io_wait_fraction"] <= 0.10 for _, row in settings]
+    verdict = HOLDS if all(meets) else PARTLY if any(meets) else FAILS
+    return Finding(measured, f"{best['dataset']}, node classification, c = p/4 where measured"
+                   + ("; and the settings after ';' (goal: epoch x1.3 or less, IO wait 10 % or less)" if extra else ""),
+                   verdict)
 
 
 @claim("comet-accuracy", "COMET keeps in-memory accuracy where BETA loses (MariusGNN: COMET's MRR within about "
