@@ -79,8 +79,24 @@ def measure_contention_tables(measured: pd.DataFrame, **options) -> dict[str, Co
         loaders = max(_options(run_dir).batch_loader_threads for run_dir in others["run_dir"])
         print(f"measuring contention for {dataset}/{sampler} ({Path(calibration_dir).name}), up to {loaders} "
               "loaders ...", flush=True)
-        tables[Path(calibration_dir).name] = measure_for_run(calibration_dir, max_loaders=loaders, **options)
+        name = Path(calibration_dir).name
+        try:
+            tables[name] = measure_for_run(calibration_dir, max_loaders=loaders, **options)
+        except RuntimeError as err:  # e.g. a forked loader process crashed: measure the thread loaders only
+            print(f"contention for {dataset}/{sampler}: {str(err)[:300]}; measuring loader threads only "
+                  "(process loaders then get max-min sharing)", file=sys.stderr, flush=True)
+            try:
+                tables[name] = measure_for_run(calibration_dir, max_loaders=loaders, loader_kinds=("thread",),
+                                               **options)
+            except RuntimeError as again:
+                print(f"contention for {dataset}/{sampler}: {str(again)[:300]}; predicting it with max-min "
+                      "sharing only", file=sys.stderr, flush=True)
+            FAILED_CONTENTION[name] = str(err)[:300]
     return tables
+
+
+FAILED_CONTENTION: dict[str, str] = {}
+"""Calibration runs whose full contention benchmark failed in this process (name -> error), for the summary."""
 
 
 def _predict_one(model, batches: int, seeds: int) -> tuple[float, float, list[dict]]:
@@ -193,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         contention = measure_contention_tables(measured, window_s=args.contention_window,
                                                repeats=args.contention_repeats)
         source = "measured here by simulators.contention (microbenchmark of each calibration run's workload)"
+        if FAILED_CONTENTION:
+            source += f"; loader processes not measured (the benchmark failed) for {', '.join(FAILED_CONTENTION)}"
     elif args.contention == "loo":
         source = ("leave-one-out: one slowdown factor for every oversubscribed CPU job, fitted for each predicted "
                   "run on the other predicted runs only")
@@ -226,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    if contention else source,
             "tables_file": "pipeline_validation_contention.json" if contention else None,
             "other_processes_cores": {k: c.provenance.get("other_processes_cores") for k, c in contention.items()},
+            "failed": dict(FAILED_CONTENTION),
         },
         "median_abs_epoch_time_error_max_min": float(table["epoch_time_error_max_min"].abs().median()),
         "median_abs_utilization_error_points_max_min":
