@@ -146,7 +146,7 @@ def _disk_nc(mode: str, paths: Paths) -> None:
 
 @job("disk_lp", "disk-based link prediction on FB15k-237: MRR, epoch time and IO of BETA, COMET, random and "
      "in-memory", ("disk_lp.csv", "disk_lp_runs.csv", "disk_lp.png"),
-     "about 90 minutes at two runs at a time (24 runs: 2 models x 4 configurations x 3 seeds); FB15k-237 from "
+     "about 30 minutes at two runs at a time (24 runs: 2 models x 4 configurations x 3 seeds); FB15k-237 from "
      "../shared/datasets, under 100 MiB")
 def _disk_lp(mode: str, paths: Paths) -> None:
     from experiments import disk_lp
