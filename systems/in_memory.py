@@ -74,17 +74,7 @@ class InMemorySystem(System):
         task.train()
         for batch in tqdm(batches, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False):
             batch.version_read = task.optimizer_steps
-            with timer.stage("sample"):
-                task.sample(batch)
-            with timer.stage("gather"):
-                task.gather(batch)
-            with timer.stage("transfer"):
-                task.transfer(batch)
-            with timer.stage("compute"):
-                task.compute(batch)
-            if task.has_update:
-                with timer.stage("update"):
-                    task.update(batch)
+            run_stages(task, batch, timer)
         return epoch_stats(batches, timer.snapshot())
 
     def evaluate(self, split: str) -> dict[str, float]:
@@ -94,6 +84,22 @@ class InMemorySystem(System):
     def teardown(self) -> None:
         """Release the task's data (the trained model stays)."""
         self.task.teardown()
+
+
+def run_stages(task, batch: Batch, timer: StageTimer) -> None:
+    """Run ``batch`` through the task's stages one after the other (sample, gather, transfer, compute, and update
+    when the task has one), each timed under its name."""
+    with timer.stage("sample"):
+        task.sample(batch)
+    with timer.stage("gather"):
+        task.gather(batch)
+    with timer.stage("transfer"):
+        task.transfer(batch)
+    with timer.stage("compute"):
+        task.compute(batch)
+    if task.has_update:
+        with timer.stage("update"):
+            task.update(batch)
 
 
 def epoch_stats(batches: list[Batch], stage_busy_s: dict[str, float], **extra) -> EpochStats:
@@ -108,4 +114,4 @@ def epoch_stats(batches: list[Batch], stage_busy_s: dict[str, float], **extra) -
                       stage_busy_s=stage_busy_s, staleness=[b.staleness for b in ordered], extra=extra)
 
 
-__all__ = ["InMemoryOptions", "InMemorySystem", "epoch_stats", "make_optimizer"]
+__all__ = ["InMemoryOptions", "InMemorySystem", "epoch_stats", "make_optimizer", "run_stages"]

@@ -48,7 +48,7 @@ from systems.disk.buffer import FeatureBuffer
 from systems.disk.embeddings import EmbeddingStore
 from systems.disk.policies import BufferPlan, PolicySpec, make_plan
 from systems.disk.system import DISK_TASKS, BufferedGraph, DiskSystem, StateData, partitioned_store
-from systems.in_memory import epoch_stats
+from systems.in_memory import epoch_stats, run_stages
 from systems.models.embeddings import EmbeddingTable
 from systems.sampling.base import SamplingGraph
 from systems.tasks.link_prediction import LinkPredictionTask, check_edge_split
@@ -222,7 +222,7 @@ class DiskLinkPrediction(DiskSystem):
                 if spec.training.limit_batches is not None and len(batches) >= spec.training.limit_batches:
                     break
                 batch = Batch(epoch=epoch, index=len(batches), roots=roots, version_read=task.optimizer_steps)
-                self._run_batch(batch, timer)
+                run_stages(task, batch, timer)
                 batches.append(batch)
         flushed = time.perf_counter()
         for slot in range(self.buffer.capacity):
@@ -241,19 +241,6 @@ class DiskLinkPrediction(DiskSystem):
                            io_write_s=after["write_s"] - counted["write_s"],
                            disk_read_bytes=disk.read_bytes, disk_write_bytes=disk.write_bytes,
                            policy=self.options.policy)
-
-    def _run_batch(self, batch: Batch, timer: StageTimer) -> None:
-        task = self.task
-        with timer.stage("sample"):
-            task.sample(batch)
-        with timer.stage("gather"):
-            task.gather(batch)
-        with timer.stage("transfer"):
-            task.transfer(batch)
-        with timer.stage("compute"):
-            task.compute(batch)
-        with timer.stage("update"):
-            task.update(batch)
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()

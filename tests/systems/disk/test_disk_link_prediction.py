@@ -19,29 +19,16 @@ import torch
 from suite.config import spec_from_dict
 from suite.errors import ConfigError, DataError
 from suite.graph import GraphStore
-from suite.graph.synthetic import PRESETS, generate
 from suite.io import IOCounters
 from suite.recorder import Recorder, read_records, read_summary
 from suite.runner import run_spec
 from systems.disk.embeddings import MANIFEST, EmbeddingStore, crc32
 from systems.disk.link_prediction import EMBEDDINGS_FOLDER, DiskLinkPrediction, EmbeddingBuffer
 from systems.disk.system import DiskSystem
+from tests.systems.disk.test_disk_system import run
+from tests.systems.tasks.test_link_prediction import one_thread, tiny  # noqa: F401  (fixtures: one thread, 300 nodes)
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> GraphStore:
-    """The synthetic ``tiny`` preset: 300 nodes, 3 relation types, held-out valid/test edges."""
-    return generate(PRESETS.get("tiny"), tmp_path_factory.mktemp("disk-lp") / "tiny")
 
 
 def lp_spec(store: GraphStore, options: dict[str, Any], epochs: int = 4, **model: Any):
@@ -57,16 +44,6 @@ def lp_spec(store: GraphStore, options: dict[str, Any], epochs: int = 4, **model
         "evaluation": {"every": 2, "batch_size": 128},
         "seed": 0,
     })
-
-
-def run(spec, store: GraphStore, out: Path):
-    recorder = Recorder(out, spec)
-    system = DiskSystem(spec, store, torch.device("cpu"), recorder)
-    try:
-        outcome = system.run()
-    finally:
-        recorder.close()
-    return outcome, system, recorder
 
 
 BETA = {"policy": "beta", "num_partitions": 6, "buffer_capacity": 2}
