@@ -1,22 +1,26 @@
-"""Disk-based node classification against in-memory training: epoch time, IO, IO wait, accuracy, bandwidth.
+"""Disk-based node classification against in-memory training: epoch time, IO, IO wait, accuracy, bandwidth, timeline.
 
 Usage::
 
-    python experiments/disk.py [--quick] [--out out/disk] [--results results] [--data-dir data] [--no-plot]
+    python experiments/disk.py [--quick | --deep] [--out DIR] [--results DIR] [--data-dir DIR] [--no-plot]
 
 Runs ``experiments/disk_nc.yaml`` through the harness, each run in its own process so that its peak RSS is its
-own (finished runs are skipped): the in-memory system and the
-disk system (p = 16, c = 4 and 8, sequential and dispersed, prefetch on and off) on ``papers-like-s``. Then,
-for the warm (last) epoch of each run: epoch time and its ratio to in-memory, bytes the suite read and bytes
-``/proc/self/io`` says came from storage, states, swaps, IO wait (compute waiting for the buffer) and its
-fraction of the epoch, the achieved read bandwidth (bytes read / seconds inside the reads), test accuracy and
-peak RSS against the size of the store's features (how far out of core the run was). The same file system's
-sequential read bandwidth is measured with ``dd`` (``iflag=direct``) on the partitioned features file, beside.
+own (finished runs are skipped): the in-memory system and the disk system (p = 16, c = 4 = p/4 and 8, sequential
+and dispersed, prefetch on and off, the pipelined disk system) on ``papers-like-s``, seeds 0, 1 and 2, five epochs
+with a test evaluation after each. Then, per run: the warm epochs' mean time (epoch 0 fills the buffer and is
+left out), bytes the suite read and bytes ``/proc/self/io`` says came from storage, states, IO wait (compute
+waiting for the buffer) and its fraction of the epoch, the achieved read bandwidth (bytes read / seconds inside
+the reads; ``dd iflag=direct`` on the same file beside it), test accuracy, peak RSS, the thread budget and the
+machine's foreign load (a run under load is flagged); per configuration: means over seeds with 95 % t intervals,
+the epoch-time ratio and the accuracy difference to in-memory paired by seed.
 
-Outputs: ``results/disk_nc.csv``, ``results/disk_nc.png``. ``--quick``: ``papers-like-s`` shrunk to 200,000 nodes,
-p = 8, c = 2 and 4 (a minute or two). ``--deep``: ``experiments/disk_nc_deep.yaml``, the 3-layer model (15,10,5,
-hidden 256) in memory and sequential p = 16, c = 4, speed only, into ``results/disk_nc_deep.csv`` (epochs long
-enough to hide the buffer's IO, as in MariusGNN's papers100M runs; about 15 minutes).
+Outputs (``--results``, default ``out/disk``: the reference under ``results/full`` is written only when asked):
+``disk_nc.csv`` (per configuration), ``disk_nc_runs.csv`` (per run), ``disk_nc_curve.csv`` (test accuracy after
+every epoch), ``disk_nc_timeline.csv`` (the state timeline of one warm epoch per configuration, seed 0) and the
+figures ``disk_nc.png`` and ``disk_nc_timeline.png``. ``--quick``: ``papers-like-s`` shrunk to 200,000 nodes,
+p = 8, c = 2 and 4, three epochs (a few minutes). ``--deep``: ``experiments/disk_nc_deep.yaml``, the 3-layer model
+(15,10,5, hidden 256) in memory and sequential p = 16, c = 4, speed only, into ``disk_nc_deep.csv`` (about 20
+minutes).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import argparse
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,14 +37,15 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from suite.grid import expand_grid, failures  # noqa: E402
-from suite.results import export, load_epochs, load_runs  # noqa: E402
+from suite.results import export, load_epochs, load_evals, load_runs, load_timeline  # noqa: E402
 
 GRID = REPO_ROOT / "experiments" / "disk_nc.yaml"
 DEEP_GRID = REPO_ROOT / "experiments" / "disk_nc_deep.yaml"
-QUICK = ("dataset.params={num_nodes: 200000}",)
+QUICK = ("dataset.params={num_nodes: 200000}", "training.epochs=3")
 
 
 def _quick_options(specs):
@@ -57,8 +63,6 @@ def _quick_options(specs):
 def run_isolated(specs, out: Path) -> list[dict]:
     """Run each spec not yet complete in its own process (``python -m suite run``), so that every run's peak RSS
     is its own; return the summaries."""
-    import tempfile
-
     from suite.recorder import is_complete, read_summary
 
     summaries = []
@@ -86,47 +90,141 @@ def dd_read_bandwidth(path: Path, block: str = "4M") -> float | None:
     return int(match.group(1)) / float(match.group(2)) if match else None
 
 
-def table(out: Path) -> pd.DataFrame:
-    """One row per completed run: the warm epoch's measures and the run's accuracy and peak RSS."""
+def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the mean of ``values`` and its two-sided t interval (NaN bounds for one value)."""
+    from scipy import stats
+
+    data = np.asarray([v for v in values if pd.notna(v)], dtype=float)
+    if len(data) == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean = float(data.mean())
+    if len(data) < 2:
+        return mean, float("nan"), float("nan")
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(data) - 1) * data.std(ddof=1) / np.sqrt(len(data)))
+    return mean, mean - half, mean + half
+
+
+def configuration(system: str, options: dict) -> str:
+    """A run's label: the system, or for the disk system its policy, p, c and what differs from the default."""
+    if system == "pipelined":
+        return "pipelined " + ("sync" if options.get("sync") else "async")
+    if system != "disk":
+        return system
+    label = f"{options['policy']} p{int(options['num_partitions'])} c{int(options['buffer_capacity'])}"
+    if not options.get("prefetch", True):
+        label += " no-prefetch"
+    if options.get("pipeline") is not None:
+        label += " pipelined"
+    return label
+
+
+def _options(run: pd.Series) -> dict:
+    from suite.config import read_yaml
+
+    return dict(read_yaml(Path(run["run_dir"]) / "config.yaml")["system"].get("options") or {})
+
+
+def run_table(out: Path) -> pd.DataFrame:
+    """One row per completed run: the warm epochs' means (epoch time, IO wait, bytes, bandwidth), the final test
+    accuracy, peak RSS, the thread budget and the foreign load."""
     runs = load_runs(out, include_incomplete=False)
     runs = runs[runs["status"] == "completed"]
     epochs = load_epochs(out)
-    last = epochs.sort_values("epoch").groupby("run_dir").tail(1).set_index("run_dir")
     rows = []
     for _, run in runs.iterrows():
-        epoch = last.loc[run["run_dir"]]
-        options = {k.removeprefix("config.system.options."): v for k, v in run.items()
-                   if k.startswith("config.system.options.") and pd.notna(v)}
-        label = run["system"] if run["system"] not in ("disk", "pipelined") else (
-            "pipelined " + ("sync" if options.get("sync") else "async")) if run["system"] == "pipelined" else (
-            f"{options['policy']} p{int(options['num_partitions'])} c{int(options['buffer_capacity'])}"
-            + ("" if options.get("prefetch", True) else " no-prefetch"))
-        time_s = float(epoch["epoch_time_s"])
-        io_wait = float(epoch.get("io_wait_s", 0.0) or 0.0)
-        read_bytes = float(epoch.get("io_read_bytes", 0.0) or 0.0)
-        read_s = float(epoch.get("io_read_s", 0.0) or 0.0)
+        options = _options(run)
+        mine = epochs[epochs["run_dir"] == run["run_dir"]].sort_values("epoch")
+        warm = mine[mine["epoch"] > 0] if len(mine) > 1 else mine
+        time_s = float(warm["epoch_time_s"].mean())
+        column = lambda name: float(warm[name].fillna(0).mean()) if name in warm else 0.0  # noqa: E731
+        read_s = column("io_read_s")
         rows.append({
-            "dataset": run["dataset"], "configuration": label, "system": run["system"],
-            "policy": options.get("policy"), "num_partitions": options.get("num_partitions"),
-            "buffer_capacity": options.get("buffer_capacity"), "prefetch": options.get("prefetch", True),
-            "epoch_time_s": time_s, "states": epoch.get("states"), "swaps": epoch.get("swaps"),
-            "io_read_bytes": read_bytes, "disk_read_bytes": epoch.get("disk_read_bytes"),
-            "io_wait_s": io_wait, "io_wait_fraction": io_wait / time_s if time_s else None,
-            "read_bandwidth_bytes_per_s": read_bytes / read_s if read_s > 0 else None,
+            "dataset": run["dataset"], "configuration": configuration(run["system"], options),
+            "system": run["system"], "seed": int(run["seed"]), "policy": options.get("policy"),
+            "num_partitions": options.get("num_partitions"), "buffer_capacity": options.get("buffer_capacity"),
+            "prefetch": options.get("prefetch", True), "warm_epochs": len(warm), "epoch_time_s": time_s,
+            "states": column("states"), "partitions_read": column("partitions_read"),
+            "io_read_bytes": column("io_read_bytes"), "disk_read_bytes": column("disk_read_bytes"),
+            "io_wait_s": column("io_wait_s"), "io_wait_fraction": column("io_wait_s") / time_s if time_s else None,
+            "prepare_s": column("prepare_s"),
+            "read_bandwidth_bytes_per_s": column("io_read_bytes") / read_s if read_s > 0 else None,
             "test_accuracy": run.get("metrics.test.accuracy"), "peak_rss_bytes": run.get("peak_rss_bytes"),
-            "run_id": run["run_id"], "git_sha": run.get("versions.git_sha"),
+            "compute_threads": run.get("threads.compute"), "foreign_cores": run.get("machine_load.foreign_cores"),
+            "under_load": bool(run.get("machine_load.under_load", False)),
+            "run_id": run["run_id"], "run_dir": run["run_dir"], "git_sha": run.get("versions.git_sha"),
         })
-    result = pd.DataFrame(rows)
-    base = result[result["system"] == "in_memory"]["epoch_time_s"]
-    result["time_ratio_vs_in_memory"] = result["epoch_time_s"] / (base.iloc[0] if len(base) else float("nan"))
-    return result.sort_values(["system", "configuration"], ascending=[False, True]).reset_index(drop=True)
+    return pd.DataFrame(rows)
+
+
+def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration: means over seeds with 95 % t intervals; epoch-time ratio and accuracy difference to
+    in-memory paired by seed (timings only from runs not under foreign load)."""
+    base = runs[runs["system"] == "in_memory"].set_index("seed")
+    rows = []
+    for label, group in runs.groupby("configuration", sort=False):
+        quiet = group[~group["under_load"]]
+        ratios = [row["epoch_time_s"] / base.loc[row["seed"], "epoch_time_s"] for _, row in quiet.iterrows()
+                  if row["seed"] in base.index and not base.loc[row["seed"], "under_load"]]
+        gaps = [row["test_accuracy"] - base.loc[row["seed"], "test_accuracy"] for _, row in group.iterrows()
+                if row["seed"] in base.index]
+        time_mean, time_low, time_high = t_interval(quiet["epoch_time_s"])
+        ratio, ratio_low, ratio_high = t_interval(ratios)
+        accuracy, accuracy_low, accuracy_high = t_interval(group["test_accuracy"])
+        gap, gap_low, gap_high = t_interval(gaps)
+        first = group.iloc[0]
+        rows.append({
+            "dataset": first["dataset"], "configuration": label, "system": first["system"],
+            "policy": first["policy"], "num_partitions": first["num_partitions"],
+            "buffer_capacity": first["buffer_capacity"], "prefetch": first["prefetch"], "seeds": len(group),
+            "timed_runs": len(quiet), "epoch_time_s": time_mean, "epoch_time_ci_low": time_low,
+            "epoch_time_ci_high": time_high, "time_ratio_vs_in_memory": ratio, "time_ratio_ci_low": ratio_low,
+            "time_ratio_ci_high": ratio_high, "io_wait_s": quiet["io_wait_s"].mean(),
+            "io_wait_fraction": quiet["io_wait_fraction"].mean(), "io_wait_fraction_max": quiet["io_wait_fraction"].max(),
+            "states": first["states"], "partitions_read": group["partitions_read"].mean(),
+            "io_read_bytes": group["io_read_bytes"].mean(), "disk_read_bytes": group["disk_read_bytes"].mean(),
+            "prepare_s": group["prepare_s"].mean(),
+            "read_bandwidth_bytes_per_s": quiet["read_bandwidth_bytes_per_s"].mean(),
+            "test_accuracy": accuracy, "test_accuracy_ci_low": accuracy_low, "test_accuracy_ci_high": accuracy_high,
+            "accuracy_gap_vs_in_memory": gap, "accuracy_gap_ci_low": gap_low, "accuracy_gap_ci_high": gap_high,
+            "peak_rss_bytes": group["peak_rss_bytes"].max(), "compute_threads": first["compute_threads"],
+            "git_sha": first["git_sha"],
+        })
+    return pd.DataFrame(rows)
+
+
+def curve_table(out: Path, runs: pd.DataFrame) -> pd.DataFrame:
+    """Test accuracy after every epoch, per run (``evaluation.test_every``)."""
+    evals = load_evals(out)
+    tests = evals[evals["split"] == "test"][["run_dir", "epoch", "accuracy"]]
+    labels = runs[["run_dir", "configuration", "seed"]]
+    return labels.merge(tests, on="run_dir").drop(columns="run_dir").sort_values(["configuration", "seed", "epoch"])
+
+
+def timeline_table(out: Path, runs: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """The disk runs' state timelines of one warm epoch (the last) for ``seed``, with the evaluations before it
+    (when the prefetch thread reads the epoch's partitions), times from the window's start."""
+    timeline = load_timeline(out)
+    if timeline.empty:
+        return timeline
+    chosen = runs[(runs["system"] == "disk") & (runs["seed"] == seed)]
+    parts = []
+    for _, run in chosen.iterrows():
+        rows = timeline[timeline["run_dir"] == run["run_dir"]]
+        epoch = int(rows["epoch"].max())
+        window = rows[((rows["pass"] == "train") & (rows["epoch"] == epoch))
+                      | ((rows["pass"] != "train") & (rows["epoch"] == epoch - 1))]
+        window = window.assign(start=window["start"] - window["start"].min(), end=window["end"] - window["start"].min(),
+                               configuration=run["configuration"])
+        parts.append(window)
+    table = pd.concat(parts) if parts else timeline.iloc[:0]
+    return table.drop(columns=["run_dir"], errors="ignore")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--results", type=Path, help="where the tables and figures go (default: the run folder)")
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--no-run", action="store_true")
     parser.add_argument("--no-plot", action="store_true")
@@ -138,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--deep has no quick setting")
     name = "disk_nc_deep" if args.deep else "disk_nc"
     out = args.out or REPO_ROOT / ("out/disk-quick" if args.quick else "out/disk-deep" if args.deep else "out/disk")
+    results = args.results or out
     if not args.no_run:
         overrides = list(QUICK) if args.quick else []
         if args.data_dir is not None:
@@ -150,8 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
         if failed:
             return 1
-    result = table(out)
-    runs = load_runs(out, include_incomplete=False)
+    runs = run_table(out)
+    result = summary_table(runs)
     disk_runs = runs[runs["system"] == "disk"]
     if len(disk_runs):
         from suite.graph import GraphStore
@@ -159,15 +258,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = GraphStore.open(_store_path(disk_runs.iloc[0]))
         result["features_bytes"] = store.metadata["files"]["features"]["bytes"]
         result["dd_read_bandwidth_bytes_per_s"] = dd_read_bandwidth(store.file("features"))
-    export(result, args.results / f"{name}.csv")
+        result["bandwidth_vs_dd"] = result["read_bandwidth_bytes_per_s"] / result["dd_read_bandwidth_bytes_per_s"]
+    export(result, results / f"{name}.csv")
+    export(runs.drop(columns=["run_dir"]), results / f"{name}_runs.csv")
+    if not args.deep:
+        export(curve_table(out, runs), results / "disk_nc_curve.csv")
+        export(timeline_table(out, runs), results / "disk_nc_timeline.csv")
     with pd.option_context("display.width", 250, "display.max_columns", 30):
-        print(result[["configuration", "epoch_time_s", "time_ratio_vs_in_memory", "io_wait_fraction", "swaps",
-                      "io_read_bytes", "read_bandwidth_bytes_per_s", "test_accuracy", "peak_rss_bytes"]]
-              .to_string(index=False))
+        print(result[["configuration", "seeds", "epoch_time_s", "time_ratio_vs_in_memory", "time_ratio_ci_low",
+                      "time_ratio_ci_high", "io_wait_fraction", "partitions_read", "read_bandwidth_bytes_per_s",
+                      "test_accuracy", "accuracy_gap_vs_in_memory", "peak_rss_bytes"]].to_string(index=False))
     if not args.no_plot and not args.deep:
-        from experiments.figures import plot_disk_nc
+        from experiments.figures import plot_disk_nc, plot_disk_nc_timeline
 
-        print(f"wrote {plot_disk_nc(args.results / 'disk_nc.csv', args.results / 'disk_nc.png')}")
+        print(f"wrote {plot_disk_nc(results / 'disk_nc.csv', results / 'disk_nc.png')}")
+        print(f"wrote {plot_disk_nc_timeline(results / 'disk_nc_timeline.csv', results / 'disk_nc_timeline.png')}")
     return 0
 
 

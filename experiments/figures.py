@@ -238,6 +238,49 @@ def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
     return save_figure(fig, out_png)
 
 
+_TIMELINE_STYLE = {("read", "features"): ("tab:blue", "read features"),
+                   ("read", "embeddings"): ("tab:blue", "read embeddings"),
+                   ("read", "buckets"): ("tab:cyan", "read edge buckets"),
+                   ("build", None): ("tab:orange", "assemble in-buffer CSR"),
+                   ("wait", None): ("tab:red", "compute waits for the buffer"),
+                   ("compute", None): ("tab:green", "compute (train or evaluate)")}
+
+
+def plot_disk_nc_timeline(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Where one warm epoch's time goes in the disk system (``experiments/disk.py``; MariusGNN's Figure 1
+    argument: IO hidden behind compute): a Gantt chart per configuration with two lanes, the compute thread
+    (waits for the buffer, training, the evaluation before the epoch) and the prefetch thread (partition and
+    bucket reads, the in-buffer CSR assembly); reads done on the compute thread (no prefetch) sit in its lane.
+
+    Reads only ``csv_path`` (:func:`suite.results.load_timeline` rows with a ``configuration`` column, times
+    already relative to the window shown).
+    """
+    table = pd.read_csv(csv_path)
+    configurations = list(dict.fromkeys(table["configuration"]))
+    fig, axes = plt.subplots(len(configurations), 1, figsize=(11.0, 1.25 + 1.05 * len(configurations)),
+                             sharex=True, layout="constrained", squeeze=False)
+    lanes = {"compute": 1, "prefetch": 0}
+    shown = set()
+    for ax, configuration in zip(axes[:, 0], configurations):
+        rows = table[table["configuration"] == configuration]
+        for _, row in rows.iterrows():
+            what = row["what"] if row["activity"] == "read" else None
+            color, label = _TIMELINE_STYLE[(row["activity"], what)]
+            width = max(row["end"] - row["start"], 1e-4)
+            ax.broken_barh([(row["start"], width)], (lanes[row["lane"]] - 0.35, 0.7), facecolors=color,
+                           edgecolor="none", label=None if label in shown else label)
+            shown.add(label)
+        ax.set_yticks([0, 1])
+        ax.set_yticklabels(["prefetch\nthread", "compute\nthread"], fontsize=8)
+        ax.set_ylim(-0.6, 1.6)
+        ax.set_title(configuration, fontsize=9, loc="left")
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[-1, 0].set_xlabel("seconds from the start of the warm epoch's window")
+    fig.legend(loc="outside lower center", ncol=3, fontsize=8)
+    fig.suptitle("Disk-based node classification: one warm epoch per configuration", fontsize=10)
+    return save_figure(fig, out_png)
+
+
 def plot_disk_lp(csv_path: str | Path, out_png: str | Path) -> Path:
     """Disk-based link prediction per policy (``experiments/disk_lp.py``), one row of panels per model: test MRR
     (mean over seeds, error bar one standard deviation, the in-memory mean as a dashed line), warm epoch time with
@@ -359,6 +402,7 @@ FIGURES: dict[str, Callable[[str | Path, str | Path], Path]] = {"sampling": plot
                                                             "pipeline_speed": plot_pipeline_speed,
                                                             "pipeline_validation": plot_pipeline_validation,
                                                             "disk_nc": plot_disk_nc,
+                                                            "disk_nc_timeline": plot_disk_nc_timeline,
                                                             "disk_lp": plot_disk_lp,
                                                             "cost": plot_cost}
 """Figure name -> plot function; by default it reads ``results/<name>.csv`` and writes ``results/<name>.png``."""
@@ -376,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["FIGURES", "plot_cost", "plot_disk_nc", "plot_pipeline_speed", "plot_pipeline_validation", "plot_sampling",
+__all__ = ["FIGURES", "plot_cost", "plot_disk_nc", "plot_disk_nc_timeline", "plot_pipeline_speed", "plot_pipeline_validation", "plot_sampling",
            "save_figure"]
 
 if __name__ == "__main__":

@@ -144,6 +144,8 @@ class EvaluationSpec(_Spec):
     """When and how to evaluate."""
 
     every: int = Field(1, gt=0, description="evaluate on valid every k epochs; test after the last epoch")
+    test_every: int | None = Field(None, gt=0, description="also evaluate on test every k epochs (a test curve); "
+                                                           "None: after the last epoch only")
     splits: tuple[Literal["valid", "test"], ...] = Field(
         ("valid", "test"), strict=False, description="splits evaluated ([] for speed-only runs)")
     batch_size: int = Field(4096, gt=0)

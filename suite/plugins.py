@@ -21,6 +21,8 @@ BUILTIN_MODULES = (
     "systems.disk.policies",
     "systems.pipelined",
     "systems.disk.system",
+    "systems.disk.node_classification",
+    "systems.disk.link_prediction",
 )
 
 __all__ = ["DATASETS", "DECODERS", "MACHINES", "MODELS", "POLICIES", "SAMPLERS", "SYSTEMS", "TASKS", "load_plugins"]

@@ -272,6 +272,32 @@ def load_queue_occupancy(root: str | os.PathLike) -> pd.DataFrame:
     return _frame(rows, (*KEY_FIELDS, "run_dir", "epoch", "queue"))
 
 
+def load_timeline(root: str | os.PathLike) -> pd.DataFrame:
+    """One row per interval of the disk system's state timelines (``state`` records) of every run under ``root``.
+
+    Returns:
+        Columns: the key fields, ``run_dir``, ``pass`` (``train``, ``valid``, ``test``), ``epoch``, ``state``,
+        ``activity`` (``read``, ``build``, ``wait``, ``compute``), ``what`` (for reads: ``features``,
+        ``embeddings`` or ``buckets``; for waits: what compute waited on), ``partition`` (reads of a partition),
+        ``lane`` (``prefetch`` when the prefetch thread did it, else ``compute``), ``start`` and ``end`` (seconds
+        from the run's start) and ``bytes``.
+    """
+    rows = []
+    for record in _records(root, "state", ()):
+        base = {k: record[k] for k in (*KEY_FIELDS, "run_dir", "pass", "epoch", "state") if k in record}
+        for read in record.get("reads", []):
+            rows.append({**base, "activity": "read", "what": read["what"], "partition": read["partition"],
+                         "lane": "prefetch" if read["ahead"] else "compute", "start": read["start"],
+                         "end": read["end"], "bytes": read["bytes"]})
+        rows.append({**base, "activity": "build", "lane": "prefetch" if record["build_ahead"] else "compute",
+                     "start": record["build_start"], "end": record["build_end"], "bytes": 0})
+        rows.append({**base, "activity": "wait", "what": record["waited_on"], "lane": "compute",
+                     "start": record["wait_start"], "end": record["wait_end"], "bytes": 0})
+        rows.append({**base, "activity": "compute", "lane": "compute", "start": record["compute_start"],
+                     "end": record["compute_end"], "bytes": 0})
+    return _frame(rows, (*KEY_FIELDS, "run_dir", "pass", "epoch", "state", "activity"))
+
+
 # ---------------------------------------------------------------------------------------------- files
 def _format(path: Path) -> str:
     suffix = path.suffix.lower()
@@ -333,4 +359,4 @@ def load_table(path: str | os.PathLike) -> pd.DataFrame:
 
 
 __all__ = ["KEY_FIELDS", "export", "flatten", "load_batches", "load_epochs", "load_evals", "load_queue_occupancy",
-           "load_runs", "load_table", "run_dirs"]
+           "load_runs", "load_table", "load_timeline", "run_dirs"]

@@ -21,6 +21,7 @@ from suite.graph import GraphStore
 from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
 from suite.recorder import Recorder, is_complete, read_summary
+from suite.threads import LoadMeter, MachineLoad
 from systems import distributed
 
 
@@ -42,7 +43,8 @@ def _now() -> str:
 
 
 def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: float,
-              gpu_utilization: float | None, process_io: tuple[int, int]) -> dict[str, Any]:
+              gpu_utilization: float | None, process_io: tuple[int, int],
+              machine_load: MachineLoad | None = None) -> dict[str, Any]:
     """The measured part of ``summary.json`` (pure: from the outcome and counters given)."""
     from suite.cost import cost_summary
 
@@ -83,11 +85,14 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: fl
         "process_io_write_bytes": process_io[1],
         "partition_swaps": outcome.partition_swaps,
         "peak_rss_bytes": peak_rss_bytes(),
+        "threads": outcome.threads,
+        "machine_load": machine_load.record() if machine_load is not None else None,
         "metrics": {
             "main": main_metric,
             "valid": valid_curve[-1][1] if valid_curve else {},
             "valid_curve": [{"epoch": epoch, **metrics} for epoch, metrics in valid_curve],
             "test": outcome.test_metrics,
+            "test_curve": [{"epoch": epoch, **metrics} for epoch, metrics in outcome.test_curve],
         },
         "cost_usd": cost_summary(
             spec.machine.profile, spec.machine.hourly_usd, wall_time_s, outcome.epoch_time_s,
@@ -154,16 +159,20 @@ def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch
     io_before = io_counters()
     torch.manual_seed(spec.seed)
     try:
-        with GpuUtilizationSampler(device) as gpu:
+        with GpuUtilizationSampler(device) as gpu, LoadMeter() as load:
             outcome = system_class(spec, store, device, recorder).run(progress=progress)
         io_after = io_counters()
         summary = summarize(spec, store, outcome, wall_time_s=time.perf_counter() - started,
                             gpu_utilization=gpu.mean(),
-                            process_io=(io_after[0] - io_before[0], io_after[1] - io_before[1]))
+                            process_io=(io_after[0] - io_before[0], io_after[1] - io_before[1]),
+                            machine_load=load.result)
     except BaseException as err:
         recorder.fail(err, {"started_at": started_at, "finished_at": _now()})
         raise
-    summary.update(machine=machine_info(), versions=versions(), device=str(device), started_at=started_at,
+    machine = machine_info()
+    if outcome.threads:  # the threads the run computed with (its last epoch's budget), not the process's now
+        machine["torch_threads"] = (outcome.threads.get("per_epoch") or [outcome.threads["compute"]])[-1]
+    summary.update(machine=machine, versions=versions(), device=str(device), started_at=started_at,
                    finished_at=_now(), run_dir=str(run_dir))
     if distributed.current() is not None:
         summary["data_parallel"] = distributed.summarize_ranks(distributed.current(), outcome)

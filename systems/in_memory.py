@@ -13,23 +13,24 @@ from __future__ import annotations
 import torch
 from pydantic import ConfigDict
 
-from suite.config import RunSpec
+from suite.config import RunSpec, validate_system_options
 from suite.errors import ConfigError
 from suite.graph import GraphStore
 from suite.metrics import StageTimer
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS, TASKS
 import systems.tasks  # noqa: F401  (registers the built-in tasks)
-from systems.base import EpochStats, System
+from systems.base import EpochStats, System, SystemOptions
 from systems.batch import Batch
 from systems.distributed import DistributedOptions
 from systems.tasks.base import Task
 from systems.tasks.node_classification import make_optimizer
 
 
-class InMemoryOptions(DistributedOptions):
-    """``system.options`` of ``in_memory``: the data-parallel ones (:mod:`systems.distributed`); any other key is
-    an error naming it (a misspelt option must not be ignored silently)."""
+class InMemoryOptions(DistributedOptions, SystemOptions):
+    """``system.options`` of ``in_memory``: ``compute_threads`` and the data-parallel ones
+    (:mod:`systems.distributed`); any other key is an error naming it (a misspelt option must not be ignored
+    silently)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
@@ -51,6 +52,7 @@ class InMemorySystem(System):
 
     def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device, recorder: Recorder):
         super().__init__(spec, store, device, recorder)
+        self.options = validate_system_options(spec)
         if spec.training.task not in TASKS:
             raise ConfigError(f"training.task: unknown task {spec.training.task!r} (known: {', '.join(TASKS.names())})")
         self.task: Task = TASKS.get(spec.training.task)(spec, store, device)

@@ -40,17 +40,18 @@ load stage's split into sample and gather.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Literal
 
 import torch
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from suite.config import RunSpec, validate_system_options
 from suite.metrics import GpuUtilizationSampler
 from suite.graph import GraphStore
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS
-from systems.base import EpochStats
+from systems.base import EpochStats, SystemOptions
 from systems.batch import Batch, StageStamp
 from systems.distributed import DistributedOptions
 from systems.in_memory import InMemorySystem, epoch_stats
@@ -58,9 +59,10 @@ from systems.tasks.base import Task
 from systems.pipeline import Pipeline, PipelineTrace, Stage
 
 
-class PipelineOptions(DistributedOptions):
-    """``system.options`` of the ``pipelined`` system (Marius's names and defaults; ``world_size``,
-    ``dist_backend`` and ``dist_timeout_s`` for data-parallel training, :mod:`systems.distributed`)."""
+class StageOptions(BaseModel):
+    """The pipeline's own options (Marius's names and defaults): workers, queues, the staleness bound. The
+    ``pipelined`` system takes them at the top of ``system.options``; the ``disk`` system under
+    ``system.options.pipeline``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
@@ -75,6 +77,20 @@ class PipelineOptions(DistributedOptions):
                                                      "guaranteed); false: whichever is ready first")
     record_batches: bool = Field(True, description="write one 'batch' record per batch and a 'queues' record")
 
+    def effective(self):
+        """The options actually used: ``sync`` means one worker per stage and a bound of 1."""
+        if not self.sync:
+            return self
+        return self.model_copy(update={"batch_loader_threads": 1, "batch_transfer_threads": 1,
+                                       "staleness_bound": 1})
+
+
+class PipelineOptions(StageOptions, DistributedOptions, SystemOptions):
+    """``system.options`` of the ``pipelined`` system: :class:`StageOptions`, ``compute_threads``, and
+    ``world_size``, ``dist_backend`` and ``dist_timeout_s`` for data-parallel training (:mod:`systems.distributed`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
     @model_validator(mode="after")
     def _data_parallel_in_order(self) -> "PipelineOptions":
         if self.world_size > 1 and not self.in_order_compute:
@@ -82,12 +98,44 @@ class PipelineOptions(DistributedOptions):
                              "the same order)")
         return self
 
-    def effective(self) -> "PipelineOptions":
-        """The options actually used: ``sync`` means one worker per stage and a bound of 1."""
-        if not self.sync:
-            return self
-        return self.model_copy(update={"batch_loader_threads": 1, "batch_transfer_threads": 1,
-                                       "staleness_bound": 1})
+
+def task_stages(task: Task, options: StageOptions, transfer: Callable[[Batch, int], None],
+                load: Stage | None = None) -> list[Stage]:
+    """The stages of a task's batches: ``load`` (sample + gather, in ``batch_loader_threads`` threads unless
+    ``load`` is given), ``transfer``, ``compute`` (one worker, in admission order unless told otherwise) and,
+    for tasks that have one, ``update``."""
+    if load is None:
+        load = Stage("load", lambda batch, worker: load_batch(task, batch), workers=options.batch_loader_threads)
+    stages = [
+        load,
+        Stage("transfer", transfer, workers=options.batch_transfer_threads, queue_size=options.batch_host_queue_size),
+        Stage("compute", lambda batch, worker: task.compute(batch), workers=1,
+              queue_size=options.batch_device_queue_size, in_order=options.in_order_compute),
+    ]
+    if task.has_update:
+        stages.append(Stage("update", lambda batch, worker: task.update(batch), workers=1,
+                            queue_size=options.batch_device_queue_size))
+    return stages
+
+
+def pipeline_extra(trace: PipelineTrace, options: StageOptions, gpu_utilization: float | None) -> dict:
+    """The pipeline measures of an epoch record (efficiency, bottleneck, utilization, load split, workers)."""
+    busy = trace.busy_s()
+    bottleneck, bottleneck_s = trace.bottleneck()
+    wall = trace.wall_s
+    return {
+        "pipeline_efficiency": trace.efficiency(),
+        "bottleneck_stage": bottleneck,
+        "bottleneck_busy_per_worker_s": bottleneck_s,
+        "pipeline_wall_s": wall,
+        "compute_utilization": busy["compute"] / wall if wall > 0 else None,
+        "gpu_utilization": gpu_utilization,
+        "load_sample_s": sum(b.extra.get("sample_s", 0.0) for b in trace.batches),
+        "load_gather_s": sum(b.extra.get("gather_s", 0.0) for b in trace.batches),
+        "workers": trace.workers,
+        "staleness_bound": options.staleness_bound,
+        "loader_workers": options.loader_workers,
+    }
 
 
 @SYSTEMS.register("pipelined")
@@ -104,6 +152,11 @@ class PipelinedSystem(InMemorySystem):
         self.options = validate_system_options(spec, source="<spec>").effective()
         self._streams: list = []
         self._process_loader: _ProcessLoader | None = None
+
+    def own_threads(self) -> int:
+        """The loader workers, and the update worker of tasks with an update stage (transfer workers only wait
+        on copies)."""
+        return self.options.batch_loader_threads + int(self.task.has_update)
 
     def setup(self) -> None:
         """The in-memory setup, plus CUDA streams for the transfer workers and (optionally) loader processes."""
@@ -131,25 +184,11 @@ class PipelinedSystem(InMemorySystem):
         return self._epoch_stats(trace, gpu.mean())
 
     def stages(self, batches: list[Batch]) -> list[Stage]:
-        """The stages of one epoch: ``load`` (threads, or a feeder of the loader processes), ``transfer``,
-        ``compute`` and, for tasks that have one, ``update``."""
-        options, task = self.options, self.task
+        """The stages of one epoch (:func:`task_stages`), loading in threads or through the loader processes."""
+        load = None
         if self._process_loader is not None:
             load = Stage("load", self._process_loader.epoch(batches), workers=1, self_timed=True)
-        else:
-            load = Stage("load", lambda batch, worker: load_batch(task, batch),
-                         workers=options.batch_loader_threads)
-        stages = [
-            load,
-            Stage("transfer", self._transfer, workers=options.batch_transfer_threads,
-                  queue_size=options.batch_host_queue_size),
-            Stage("compute", lambda batch, worker: task.compute(batch), workers=1,
-                  queue_size=options.batch_device_queue_size, in_order=options.in_order_compute),
-        ]
-        if task.has_update:
-            stages.append(Stage("update", lambda batch, worker: task.update(batch), workers=1,
-                                queue_size=options.batch_device_queue_size))
-        return stages
+        return task_stages(self.task, self.options, self._transfer, load)
 
     def _admit(self, batch: Batch) -> None:
         batch.version_read = self.task.optimizer_steps
@@ -159,37 +198,9 @@ class PipelinedSystem(InMemorySystem):
 
     # ------------------------------------------------------------------ records
     def _epoch_stats(self, trace: PipelineTrace, gpu_utilization: float | None) -> EpochStats:
-        busy = trace.busy_s()
-        bottleneck, bottleneck_s = trace.bottleneck()
-        wall = trace.wall_s
-        extra = {
-            "pipeline_efficiency": trace.efficiency(),
-            "bottleneck_stage": bottleneck,
-            "bottleneck_busy_per_worker_s": bottleneck_s,
-            "pipeline_wall_s": wall,
-            "compute_utilization": busy["compute"] / wall if wall > 0 else None,
-            "gpu_utilization": gpu_utilization,
-            "load_sample_s": sum(b.extra.get("sample_s", 0.0) for b in trace.batches),
-            "load_gather_s": sum(b.extra.get("gather_s", 0.0) for b in trace.batches),
-            "workers": trace.workers,
-            "staleness_bound": self.options.staleness_bound,
-            "loader_workers": self.options.loader_workers,
-        }
         if self.options.record_batches:
-            self._record_trace(trace)
-        return epoch_stats(trace.batches, busy, **extra)
-
-    def _record_trace(self, trace: PipelineTrace) -> None:
-        origin = trace.started
-        for batch in sorted(trace.batches, key=lambda b: b.index):
-            record = batch.record(origin)
-            record.update({k: v for k, v in batch.extra.items() if isinstance(v, (int, float, str))})
-            self.recorder.record("batch", **record)
-        epoch = trace.batches[0].epoch if trace.batches else None
-        self.recorder.record("queues", epoch=epoch, occupancy={
-            name: [[round(t - origin, 6), size] for t, size in samples]
-            for name, samples in trace.queue_occupancy.items()
-        })
+            record_trace(self.recorder, trace)
+        return epoch_stats(trace.batches, trace.busy_s(), **pipeline_extra(trace, self.options, gpu_utilization))
 
     def teardown(self) -> None:
         """Stop the loader processes (if any), then the in-memory teardown."""
@@ -197,6 +208,20 @@ class PipelinedSystem(InMemorySystem):
             self._process_loader.close()
             self._process_loader = None
         super().teardown()
+
+
+def record_trace(recorder: Recorder, trace: PipelineTrace) -> None:
+    """One ``batch`` record per batch of ``trace`` (times from its start) and one ``queues`` record."""
+    origin = trace.started
+    for batch in sorted(trace.batches, key=lambda b: b.index):
+        record = batch.record(origin)
+        record.update({k: v for k, v in batch.extra.items() if isinstance(v, (int, float, str))})
+        recorder.record("batch", **record)
+    epoch = trace.batches[0].epoch if trace.batches else None
+    recorder.record("queues", epoch=epoch, occupancy={
+        name: [[round(t - origin, 6), size] for t, size in samples]
+        for name, samples in trace.queue_occupancy.items()
+    })
 
 
 def load_batch(task: Task, batch: Batch, pin: bool | None = None) -> None:
@@ -307,4 +332,5 @@ class _ProgressHook:
             self._bar.close()
 
 
-__all__ = ["PipelineOptions", "PipelinedSystem"]
+__all__ = ["PipelineOptions", "PipelinedSystem", "StageOptions", "load_batch", "pipeline_extra", "record_trace",
+           "task_stages"]

@@ -119,3 +119,13 @@ def test_simulator_benchmarks_run():
     assert buffer.param_names == ["policy", "num_partitions"] and max(buffer.params[1]) >= 4096
     for policy in buffer.params[0]:
         assert run_benchmark(buffer, None, (policy, 64))["track_bytes_read_tb"] > 0
+
+
+def test_disk_graph_benchmarks_run():
+    from benchmarks import bench_disk_graph
+
+    cls = bench_disk_graph.InBufferCsr
+    assert cls.param_names == ["capacity", "direction"]
+    cache = bench_disk_graph.make_buckets(num_nodes=2_000, avg_degree=5)
+    for params in itertools.product(*cls.params):
+        assert run_benchmark(cls, cache, params)["track_edges_per_s"] > 0

@@ -1,4 +1,6 @@
-"""Disk-based training: partition-buffer policies (plans) and, later, the layout, buffer and disk system.
+"""Disk-based training: partition-buffer policies (plans), the partition buffer and the in-buffer graph, and the
+disk system with its task variants (node classification, link prediction).
 
-Importing :mod:`systems.disk.policies` registers the built-in policies in :data:`suite.registry.POLICIES`.
+Importing :mod:`systems.disk.policies` registers the built-in policies in :data:`suite.registry.POLICIES`; the
+variants register in :data:`systems.disk.system.DISK_TASKS` when :mod:`suite.plugins` loads them.
 """

@@ -1,4 +1,4 @@
-"""The partition buffer: ``c`` preallocated slots in memory, filled with whole partitions by positional reads.
+"""The partition buffer: preallocated frames in memory, filled with whole partitions by positional reads.
 
 A partitioned store (:mod:`suite.graph.partition`) keeps every node array partition-contiguous: partition ``i``
 is rows ``partition_offsets[i]:partition_offsets[i+1]``. :class:`PartitionArray` reads such a row range of a
@@ -8,9 +8,9 @@ disk again, and counts the bytes (:class:`suite.io.IOCounters`). Kernel read-ahe
 (``POSIX_FADV_RANDOM``): it would cache the pages after each read, and the next partition would not come from
 the disk.
 
-:class:`FeatureBuffer` holds ``capacity`` slots of ``max_rows`` rows each and the map from a global node id to its
-buffer row (``slot * max_rows + row``, or -1 when its partition is not in the buffer). Loading into a slot can
-read directly, or copy a partition a prefetch thread read earlier into a staging tensor.
+:class:`FeatureBuffer` holds frames of ``max_rows`` rows each (the ``capacity`` partitions of a state, plus room to
+read the next state's partitions ahead) and the map from a global node id to its buffer row
+(``frame * max_rows + row``, or -1 when its partition is not resident).
 """
 
 from __future__ import annotations
@@ -96,42 +96,45 @@ class PartitionArray:
 
 
 class FeatureBuffer:
-    """``capacity`` slots of node rows (features) and the global-id -> buffer-row map.
+    """``frames`` partition-sized frames of node rows (features) and the global-id -> buffer-row map.
+
+    A buffer state holds at most ``capacity`` partitions; the frames beyond that are where the next state's
+    partitions are read while the current state computes (prefetch), so entering a state copies nothing: a read
+    partition's frame simply becomes resident. Buffer row ``frame * max_rows + r`` holds row ``r`` of the frame's
+    partition.
 
     Args:
         source: the partition-contiguous rows on disk.
         partition_offsets: ``(p + 1,)`` row offsets of the partitions.
-        capacity: slots.
+        capacity: partitions a state holds.
+        frames: frames (at least ``capacity``; default ``capacity``: no room to read ahead).
         checksums: the CRC-32 of every partition's rows; each read is checked against it (None: unchecked).
     """
 
     def __init__(self, source: PartitionArray, partition_offsets: np.ndarray, capacity: int,
-                 checksums: list[int] | None = None):
+                 frames: int | None = None, checksums: list[int] | None = None):
         self.source = source
         self.checksums = checksums
         self.offsets = np.asarray(partition_offsets, dtype=np.int64)
         self.capacity = capacity
+        self.num_frames = max(capacity, frames or capacity)
         self.max_rows = int(np.diff(self.offsets).max())
         dtype = torch.from_numpy(np.empty(0, dtype=source.dtype)).dtype
-        self.slots = torch.empty((capacity, self.max_rows, *source.shape[1:]), dtype=dtype)
-        self.slot_partition = np.full(capacity, -1, dtype=np.int64)
+        self.frames = torch.empty((self.num_frames, self.max_rows, *source.shape[1:]), dtype=dtype)
+        self.frame_partition = np.full(self.num_frames, -1, dtype=np.int64)
         self.node_row = torch.full((int(self.offsets[-1]),), -1, dtype=torch.int64)
 
     @property
     def rows(self) -> torch.Tensor:
-        """All slots as one ``(capacity * max_rows, ...)`` view (indexed by buffer rows)."""
-        return self.slots.view(self.capacity * self.max_rows, *self.slots.shape[2:])
+        """All frames as one ``(frames * max_rows, ...)`` view (indexed by buffer rows)."""
+        return self.frames.view(self.num_frames * self.max_rows, *self.frames.shape[2:])
 
     def partition_rows(self, partition: int) -> tuple[int, int]:
         """The global row range ``(start, stop)`` of ``partition``."""
         return int(self.offsets[partition]), int(self.offsets[partition + 1])
 
-    def staging(self, count: int) -> torch.Tensor:
-        """A tensor for ``count`` partitions read ahead of their state (same shape as ``count`` slots)."""
-        return torch.empty((max(count, 1), *self.slots.shape[1:]), dtype=self.slots.dtype)
-
     def read(self, partition: int, out: torch.Tensor) -> int:
-        """Read ``partition``'s rows from disk into ``out`` (a slot or a staging row block); return bytes."""
+        """Read ``partition``'s rows from disk into ``out`` (a frame); return bytes."""
         start, stop = self.partition_rows(partition)
         nbytes = self.source.read_rows(start, stop, out)
         if self.checksums is not None:
@@ -141,30 +144,36 @@ class FeatureBuffer:
                                 f"check (corrupted)")
         return nbytes
 
-    def install(self, slot: int, partition: int, staged: torch.Tensor | None = None) -> None:
-        """Put ``partition`` into ``slot`` (evicting what was there): copy ``staged`` or read it now."""
-        self.evict(slot)
+    def install(self, frame: int, partition: int, read: bool = True) -> None:
+        """Make ``partition`` resident in ``frame`` (evicting what was there): read it now, or (``read=False``)
+        it was read into the frame ahead."""
+        self.evict(frame)
         if partition < 0:
             return
         start, stop = self.partition_rows(partition)
-        if staged is not None:
-            self.slots[slot, : stop - start].copy_(staged[: stop - start])
-        else:
-            self.read(partition, self.slots[slot])
-        self.slot_partition[slot] = partition
-        self.node_row[start:stop] = torch.arange(stop - start) + slot * self.max_rows
+        if read:
+            self.read(partition, self.frames[frame])
+        self.frame_partition[frame] = partition
+        self.node_row[start:stop] = torch.arange(stop - start) + frame * self.max_rows
 
-    def evict(self, slot: int) -> None:
-        """Empty ``slot`` (its partition's nodes map to -1 again)."""
-        partition = int(self.slot_partition[slot])
+    def evict(self, frame: int) -> None:
+        """Empty ``frame`` (its partition's nodes map to -1 again)."""
+        partition = int(self.frame_partition[frame])
         if partition >= 0:
             start, stop = self.partition_rows(partition)
             self.node_row[start:stop] = -1
-            self.slot_partition[slot] = -1
+            self.frame_partition[frame] = -1
 
     def resident(self) -> list[int]:
-        """The partitions in the buffer, by slot (-1: empty)."""
-        return [int(p) for p in self.slot_partition]
+        """The partition in each frame (-1: empty)."""
+        return [int(p) for p in self.frame_partition]
+
+    def resident_rows(self) -> torch.Tensor:
+        """The buffer rows that hold a node (padding rows of shorter partitions and empty frames excluded)."""
+        parts = [torch.arange(stop - start) + frame * self.max_rows
+                 for frame, partition in enumerate(self.frame_partition.tolist()) if partition >= 0
+                 for start, stop in [self.partition_rows(partition)]]
+        return torch.cat(parts) if parts else torch.empty(0, dtype=torch.int64)
 
 
 __all__ = ["FeatureBuffer", "PartitionArray"]

@@ -47,7 +47,8 @@ from systems.batch import Batch, batch_seed
 from systems.disk.buffer import FeatureBuffer
 from systems.disk.embeddings import EmbeddingStore
 from systems.disk.policies import BufferPlan, PolicySpec, make_plan
-from systems.disk.system import DISK_TASKS, BufferedGraph, DiskSystem, StateData, partitioned_store
+from systems.disk.graph import BufferedGraph
+from systems.disk.system import DISK_TASKS, DiskSystem, PassKey, StateData, Step, partitioned_store
 from systems.in_memory import epoch_stats, run_stages
 from systems.models.embeddings import EmbeddingTable
 from systems.sampling.base import SamplingGraph
@@ -59,40 +60,41 @@ EMBEDDINGS_FOLDER = "disk-embeddings"
 
 
 class EmbeddingBuffer(FeatureBuffer):
-    """Buffer slots of ``[weight | Adagrad state]`` rows read from, and written back to, an
-    :class:`~systems.disk.embeddings.EmbeddingStore`; evicting a slot writes its partition back."""
+    """Buffer frames of ``[weight | Adagrad state]`` rows read from, and written back to, an
+    :class:`~systems.disk.embeddings.EmbeddingStore`; evicting a frame writes its partition back."""
 
-    def __init__(self, store: EmbeddingStore, capacity: int):
+    def __init__(self, store: EmbeddingStore, capacity: int, frames: int | None = None):
         self.store = store
         self.offsets = store.offsets
         self.capacity = capacity
+        self.num_frames = max(capacity, frames or capacity)
         self.max_rows = int(np.diff(self.offsets).max())
-        self.slots = torch.zeros((capacity, self.max_rows, store.width), dtype=torch.float32)
-        self.slot_partition = np.full(capacity, -1, dtype=np.int64)
+        self.frames = torch.zeros((self.num_frames, self.max_rows, store.width), dtype=torch.float32)
+        self.frame_partition = np.full(self.num_frames, -1, dtype=np.int64)
         self.node_row = torch.full((int(self.offsets[-1]),), -1, dtype=torch.int64)
 
     def read(self, partition: int, out: torch.Tensor) -> int:
         """Read ``partition``'s latest rows (checked) into ``out``."""
         return self.store.read(partition, out)
 
-    def evict(self, slot: int) -> None:
-        """Write the slot's partition back (asynchronously, from a copy), then empty the slot."""
-        partition = int(self.slot_partition[slot])
+    def evict(self, frame: int) -> None:
+        """Write the frame's partition back (asynchronously, from a copy), then empty the frame."""
+        partition = int(self.frame_partition[frame])
         if partition >= 0:
             start, stop = self.partition_rows(partition)
-            self.store.write_async(partition, self.slots[slot, : stop - start].clone())
-        super().evict(slot)
-
-    def resident_rows(self) -> torch.Tensor:
-        """The buffer rows that hold a node (padding rows of shorter partitions and empty slots excluded)."""
-        parts = [torch.arange(stop - start) + slot * self.max_rows
-                 for slot, partition in enumerate(self.slot_partition.tolist()) if partition >= 0
-                 for start, stop in [self.partition_rows(partition)]]
-        return torch.cat(parts) if parts else torch.empty(0, dtype=torch.int64)
+            self.store.write_async(partition, self.frames[frame, : stop - start].clone())
+        super().evict(frame)
 
 
 class DiskLinkPrediction(DiskSystem):
-    """Link prediction from disk (see the module docstring); options: :class:`~systems.disk.system.DiskOptions`."""
+    """Link prediction from disk (see the module docstring); options: :class:`~systems.disk.system.DiskOptions`.
+
+    Every epoch starts from an empty buffer (its partitions were written back to the committed generation), so a
+    resumed run enters each epoch as an uninterrupted one does.
+    """
+
+    keeps_resident = False
+    read_kind = "embeddings"
 
     def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device, recorder: Recorder):
         super().__init__(spec, store, device, recorder)
@@ -124,12 +126,13 @@ class DiskLinkPrediction(DiskSystem):
         if self.resumed and len(self.embedding_store.history) >= spec.training.epochs:
             self.embedding_store.reset(self._initial_rows)  # a finished run run again: start over
             self.resumed = False
-        self.buffer = EmbeddingBuffer(self.embedding_store, options.buffer_capacity)
-        self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, options.evict_page_cache)
+        self.buffer = EmbeddingBuffer(self.embedding_store, options.buffer_capacity, options.frames)
         task = LinkPredictionTask(spec, self.pstore, self.device)
         task.optimizer_steps = 0
         encoder = task.build_model(dim)
         self.needs_graph = getattr(encoder, "uses_neighbours", True)
+        self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, options.evict_page_cache,
+                                   pieces=self.needs_graph)
         rows = self.buffer.rows
         task.embeddings = EmbeddingTable.wrap(rows[:, :dim], rows[:, dim:],
                                               spec.training.embedding_learning_rate or spec.training.learning_rate)
@@ -179,12 +182,17 @@ class DiskLinkPrediction(DiskSystem):
                           task="link_prediction", fine_to_coarse_ratio=options.fine_to_coarse_ratio)
         return make_plan(options.policy, spec, seed=self.spec.seed, epoch=epoch)
 
+    def pass_plan(self, key: PassKey, layout: np.ndarray) -> BufferPlan:
+        """A training epoch's plan (evaluation reads the whole table and walks no plan)."""
+        return self.plan(key[1])
+
     # ------------------------------------------------------------------ training
-    def _state_examples(self, plan: BufferPlan, k: int, layout: np.ndarray) -> torch.Tensor:
-        """The edges of state ``k``'s buckets as buffer rows of ``layout`` (taken while its buckets are held:
-        the prefetch of the next state drops some of them)."""
+    def state_examples(self, plan: BufferPlan, step: Step) -> torch.Tensor:
+        """The edges of the state's buckets as buffer rows of its layout (taken while its buckets are held: the
+        prefetch of the next state drops some of them)."""
         ids, offsets = plan.examples_by_state()
-        return self.edges.bucket_edges(ids[offsets[k]:offsets[k + 1]], layout, self.buffer.max_rows)
+        k = step.index
+        return self.edges.bucket_edges(ids[offsets[k]:offsets[k + 1]], step.layout, self.buffer.max_rows)
 
     def _use_state(self, data: StateData, edges: torch.Tensor) -> None:
         """Point the task at the state: its edges (buffer rows), negatives from the buffer, a sampler over it."""
@@ -204,43 +212,45 @@ class DiskLinkPrediction(DiskSystem):
         """One pass of the plan: per state, swap partitions (writing evicted ones back), train on its buckets'
         edges; then write every partition back and flush the new generation."""
         task, spec, store = self.task, self.spec, self.embedding_store
-        plan = self.plan(epoch)
-        plan.examples_by_state()  # computed here, before the prefetch thread uses it
-        timer = StageTimer(self.device)
         counted, disk_before = self.counters.snapshot(), process_io_bytes()
         store.begin_epoch()
+        plan, steps, first = self.begin_pass(("train", epoch))
+        plan.examples_by_state()  # computed here, before the prefetch thread uses it
+        timer = StageTimer(self.device)
         task.train()
         batches: list[Batch] = []
-        io_wait = prepare = 0.0
-        for k, data, waited in self._states(plan):
-            io_wait += waited
-            prepare += data.read_s
+        timelines = []
+        for data, timeline in self.walk(("train", epoch), plan, steps, first):
+            k = data.step.index
             edges = data.examples
             generator = torch.Generator().manual_seed(batch_seed(spec.seed, epoch, -2 - k))
             self._use_state(data, edges[torch.randperm(len(edges), generator=generator)])
+            started = time.perf_counter()
+            state_batches = 0
             for roots in torch.arange(len(edges)).split(spec.training.batch_size):
                 if spec.training.limit_batches is not None and len(batches) >= spec.training.limit_batches:
                     break
                 batch = Batch(epoch=epoch, index=len(batches), roots=roots, version_read=task.optimizer_steps)
                 run_stages(task, batch, timer)
                 batches.append(batch)
+                state_batches += 1
+            timeline.compute, timeline.batches = (started, time.perf_counter()), state_batches
+            self.record_state(timeline)
+            timelines.append(timeline)
         flushed = time.perf_counter()
-        for slot in range(self.buffer.capacity):
-            self.buffer.evict(slot)
+        for frame in range(self.buffer.num_frames):
+            self.buffer.evict(frame)
         store.finish_epoch()
         flush_s = time.perf_counter() - flushed
         self.edges.clear()
         task.train_edges = task.negative_sampler = task.train_sampler = None
-        after, disk = self.counters.snapshot(), process_io_bytes() - disk_before
+        io = self.pass_io(timelines, disk_before)
+        after = self.counters.snapshot()
+        io.update(io_wait_s=io["io_wait_s"] + flush_s, flush_s=flush_s,
+                  io_write_bytes=after["bytes_written"] - counted["bytes_written"],
+                  io_write_s=after["write_s"] - counted["write_s"])
         return epoch_stats(batches, timer.snapshot(), states=plan.num_states, swaps=plan.swaps,
-                           partitions_read=plan.partitions_loaded, io_wait_s=io_wait + flush_s, flush_s=flush_s,
-                           prepare_s=prepare,
-                           io_read_bytes=after["bytes_read"] - counted["bytes_read"],
-                           io_read_s=after["read_s"] - counted["read_s"], io_reads=after["reads"] - counted["reads"],
-                           io_write_bytes=after["bytes_written"] - counted["bytes_written"],
-                           io_write_s=after["write_s"] - counted["write_s"],
-                           disk_read_bytes=disk.read_bytes, disk_write_bytes=disk.write_bytes,
-                           policy=self.options.policy)
+                           policy=self.options.policy, **io)
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
@@ -260,20 +270,15 @@ class DiskLinkPrediction(DiskSystem):
         finally:
             task.embeddings, task.eval_sampler = in_buffer, None
 
-    def collect_io(self, outcome) -> None:
-        """Bytes read and written by the suite over the run, and partitions swapped in training."""
-        snapshot = self.counters.snapshot()
-        outcome.io_read_bytes = snapshot["bytes_read"]
-        outcome.io_write_bytes = snapshot["bytes_written"]
-        outcome.partition_swaps = sum(int(stats.extra.get("swaps", 0)) for stats in outcome.epochs)
+    def own_threads(self) -> int:
+        """The prefetch thread (when on) and the write-back thread."""
+        return super().own_threads() + 1
 
-    def teardown(self) -> None:
-        """Stop the prefetch and writer threads and close the files."""
-        self._reader.shutdown(wait=True)
+    def close_files(self) -> None:
+        """Stop the writer thread and close the embedding and bucket files."""
         if getattr(self, "embedding_store", None) is not None:
             self.embedding_store.close()
-        if getattr(self, "edges", None) is not None:
-            self.edges.close()
+        super().close_files()
 
 
 DISK_TASKS.register("link_prediction", DiskLinkPrediction)

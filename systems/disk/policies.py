@@ -64,8 +64,13 @@ Policies
 ``in_memory``
     One state holding all ``p`` partitions (the plan's capacity is ``p``, whatever ``spec.capacity`` is).
 ``sequential`` (node classification)
-    MariusGNN: the partitions holding training nodes (with a train-first node order, the first ones) stay
-    in the buffer, the other ``c - t`` slots are filled with random other partitions: one state per epoch.
+    MariusGNN: the partitions holding the examples (training nodes; with a train-first or labeled-first node
+    order, the first ones) stay in the buffer, the other ``w = c - t`` slots rotate through the remaining
+    ``n = p - t`` partitions across epochs: one state per epoch. The rotation is a permutation of the remaining
+    partitions drawn once from ``default_rng(seed)``; epoch ``e`` takes its ``w`` entries from position ``e * w``
+    on (cyclically), so every partition has been in the buffer after ``ceil(n / w)`` epochs and sampling has seen
+    every neighbourhood. With ``PolicySpec.resident`` given (an evaluation pass), the slots are filled first with
+    partitions already resident, so a pass over nodes in the kept partitions reads nothing.
 ``dispersed`` (node classification)
     MariusGNN: logical partitions as in COMET; start with ``c / r`` random logical partitions and replace one
     random slot per state by the next logical partition on disk until every one has been in the buffer
@@ -77,6 +82,7 @@ Every policy also accepts node classification (nodes then follow the policy's ru
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -126,6 +132,9 @@ class PolicySpec:
         fine_to_coarse_ratio: ``r``, physical partitions per logical partition (``comet``, ``dispersed``);
             ``p`` and ``c`` must be multiples of it.
         train_partitions: node classification: the partition of every training node (int array).
+        resident: partitions in the buffer before the pass (``sequential`` fills its slots with them first).
+        seed / epoch: the run's seed and the epoch planned (set by :func:`make_plan`; ``sequential`` rotates by
+            them).
     """
 
     num_partitions: int
@@ -133,6 +142,9 @@ class PolicySpec:
     task: str = "link_prediction"
     fine_to_coarse_ratio: int = 1
     train_partitions: np.ndarray | None = None
+    resident: np.ndarray | None = None
+    seed: int = 0
+    epoch: int = 0
 
     def __post_init__(self) -> None:
         for name in ("num_partitions", "capacity", "fine_to_coarse_ratio"):
@@ -794,11 +806,25 @@ class SequentialPolicy(PartitionPolicy):
                               f"nodes in the buffer, more than its capacity {c} (use 'dispersed' or a "
                               "train-first node order)")
         others = np.setdiff1d(np.arange(p), train)
-        fill = rng.choice(others, size=min(c, p) - len(train), replace=False) if len(others) else others
+        fill = rotation_window(others, min(c, p) - len(train), spec.seed, spec.epoch, spec.resident)
         members = np.concatenate([train, fill]).astype(np.int32)
         n = len(members)
         walk = (np.array([0, n], dtype=np.int64), np.arange(n, dtype=np.int32), members)
         return _build(self.name, spec, np.arange(p, dtype=np.int32)[:, None], min(p, c), c, walk, "first", rng)
+
+
+def rotation_window(others: np.ndarray, width: int, seed: int, epoch: int,
+                    resident: np.ndarray | None = None) -> np.ndarray:
+    """The ``width`` partitions of ``others`` that fill the free slots in ``epoch``: partitions in ``resident``
+    first (ascending), then the rotation's window (a permutation of ``others`` from ``default_rng(seed)``,
+    entries ``epoch * width ...`` cyclically) until ``width`` are chosen."""
+    if width <= 0 or not len(others):
+        return np.empty(0, dtype=np.int64)
+    order = np.random.default_rng(seed).permutation(others)
+    window = order[(epoch * width + np.arange(len(others))) % len(others)]
+    kept = np.intersect1d(others, resident) if resident is not None else np.empty(0, dtype=np.int64)
+    rest = window[~np.isin(window, kept)]
+    return np.concatenate([kept, rest])[:width].astype(np.int64)
 
 
 @POLICIES.register("dispersed")
@@ -838,11 +864,11 @@ def make_plan(name: str, spec: PolicySpec, seed: int = 0, epoch: int = 0, **opti
         instance = policy(**options)
     except TypeError as err:
         raise ConfigError(f"policy.options: {err}") from None
-    return instance.plan(spec, epoch_generator(seed, epoch))
+    return instance.plan(dataclasses.replace(spec, seed=int(seed), epoch=int(epoch)), epoch_generator(seed, epoch))
 
 
 __all__ = [
     "ASSIGNMENTS", "TASKS", "BetaPolicy", "BufferPlan", "CometPolicy", "DispersedPolicy", "InMemoryPolicy",
     "PartitionPolicy", "PolicySpec", "RandomPolicy", "SequentialPolicy", "Transition", "beta_swaps", "beta_walk",
-    "epoch_generator", "make_plan", "swap_lower_bound",
+    "epoch_generator", "make_plan", "rotation_window", "swap_lower_bound",
 ]

@@ -1,84 +1,86 @@
 """The disk-based system: train from a partitioned store through a buffer of ``c`` partitions (MariusGNN).
 
 Setup partitions the run's store into ``p`` partitions (cached beside the dataset, :func:`partitioned_store`):
-node rows partition-contiguous, edges in ``p x p`` buckets. Per epoch the registered policy
-(:mod:`systems.disk.policies`) gives a plan: a sequence of buffer states and the state of every training node.
-For each state, in order:
+node rows partition-contiguous, edges in ``p x p`` buckets sorted by destination. A run is a sequence of
+*passes* (:func:`systems.base.pass_schedule`: every training epoch, and the evaluations after it); each pass
+follows a plan of the registered policy (:mod:`systems.disk.policies`), a sequence of buffer states. This module
+holds what every task variant shares, the *walk* over a pass's states:
 
-1. the transition's partitions enter their slots (:class:`~systems.disk.buffer.FeatureBuffer`): copied from
-   staging memory where a prefetch thread read them while the previous state computed (``prefetch: true``), or
-   read now; evicted partitions are dropped (features are read-only: nothing to write back);
-2. the in-buffer subgraph is the CSR of every edge bucket ``(i, j)`` with both partitions in the buffer, over
-   buffer rows (``slot * max_rows + row``); buckets stay in memory while both their partitions are resident, so a
-   state reads only the buckets of the partitions it loads; the CSR is built in the prefetch thread too, so
-   sampling sees only the buffer;
-3. the state's training nodes, shuffled, run through the node-classification task's stages (one batch at a
-   time: the pipeline is drained before the next swap by construction);
-4. the reads of state ``k + 2`` are scheduled.
+1. **Residency.** A state's partitions occupy *frames* of the buffer (:class:`~systems.disk.buffer.FeatureBuffer`:
+   ``c`` frames for a state plus frames to read ahead into). Entering a state reads only the partitions it does
+   not hold yet; with ``keeps_resident`` (node classification) partitions stay resident from one pass to the next,
+   so an evaluation over resident nodes, or an epoch of the same state, reads nothing (:func:`plan_steps`).
+2. **Prefetch.** While state ``k`` computes, the prefetch thread reads state ``k + 1``'s partitions into free
+   frames, reads the buckets between its partitions and assembles its in-buffer CSR
+   (:mod:`systems.disk.graph`: IO and numba code that release the interpreter). At a pass's last state it
+   prepares the next passes the same way (their plans are known ahead: the schedule is fixed), through passes
+   that read nothing, up to the first that does: the next epoch's new partitions are read while this epoch's last
+   state computes, and a warm epoch starts without a fill wait.
+3. **Timeline.** Every state is recorded (``state`` records in ``records.jsonl``, read by
+   :func:`suite.results.load_timeline`): each read (what, start, end, bytes, and whether the prefetch thread did
+   it), the CSR build, how long compute waited and on what, and the compute interval; times in seconds from the
+   start of the run.
 
-Recorded per epoch: states, swaps (partitions read after the initial fill), bytes the suite read (features and
-edge buckets) beside what ``/proc/self/io`` says the process read from storage, IO wait (time the compute waited
-for the buffer: the initial fill, and any prefetch not finished in time) and its fraction of the epoch.
-Evaluation walks the same policy over the split's nodes (its IO is not counted in the epoch's).
-
-This module holds the system's common machinery (options, the partitioned store, the in-buffer graph, the state
-walk with its prefetch thread) and node classification. Link prediction (learnable embedding partitions with
-asynchronous write-back and crash-consistent generations) is :mod:`systems.disk.link_prediction`; the variant is
-looked up by ``training.task`` in :data:`DISK_TASKS` when the system is created.
+Variants by ``training.task`` are registered in :data:`DISK_TASKS` (node classification:
+:mod:`systems.disk.node_classification`; link prediction: :mod:`systems.disk.link_prediction`), and
+``DiskSystem(spec, ...)`` builds the variant. Recorded per epoch: states, swaps (partitions read after a pass's
+first state), bytes read by the suite and what ``/proc/self/io`` says the process read, IO wait (time compute
+waited for the buffer) and the CSR build time.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
-import math
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from suite.config import RunSpec, validate_system_options
-from suite.errors import ConfigError, DataError
+from suite.errors import ConfigError
 from suite.graph import GraphStore
-from suite.io import IOCounters, evict_page_cache, process_io_bytes
-from suite.metrics import StageTimer, accuracy
+from suite.io import IOCounters
 from suite.recorder import Recorder
-from suite.registry import POLICIES, SAMPLERS, SYSTEMS, Registry
+from suite.registry import POLICIES, SYSTEMS, Registry
 import systems.disk.policies  # noqa: F401  (registers the policies)
-from systems.base import EpochStats, System
-from systems.batch import Batch, batch_seed
-from systems.disk.buffer import FeatureBuffer, PartitionArray
-from systems.disk.policies import BufferPlan, PolicySpec, make_plan
-from systems.in_memory import epoch_stats
+from systems.base import PassKey, System, SystemOptions, pass_schedule
+from systems.disk.buffer import FeatureBuffer
+from systems.disk.graph import BufferedGraph, ReadEvent
+from systems.disk.policies import BufferPlan
+from systems.pipelined import StageOptions
 from systems.sampling.base import SamplingGraph
-from systems.tasks.node_classification import NodeClassificationTask, labeled
-
-_EVAL_SEED_OFFSET = 0xE7A1
 
 DISK_TASKS: Registry[type] = Registry("disk-system task")
 """The disk system's variant for each ``training.task``."""
 
 
-class DiskOptions(BaseModel):
+class DiskOptions(SystemOptions):
     """``system.options`` of the ``disk`` system."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     policy: str = Field("sequential", description="registered partition-buffer policy")
     num_partitions: int = Field(16, ge=1, description="p: node partitions on disk")
     buffer_capacity: int = Field(4, ge=1, description="c: partitions held in memory")
     fine_to_coarse_ratio: int = Field(1, ge=1, description="physical partitions per logical one (comet, dispersed)")
-    order: str = Field("train-first", description="node ordering of the partitioning ('random', 'train-first')")
+    order: str = Field("train-first", description="node ordering of the partitioning ('random', 'train-first', "
+                                                  "'labeled-first')")
     prefetch: bool = Field(True, description="read the next state's partitions while the current one computes")
+    read_ahead_frames: int | None = Field(None, ge=1, description="buffer frames beyond c to read ahead into "
+                                                                  "(default c - 1, at least 1)")
     evict_page_cache: bool = Field(True, description="drop every range read from the page cache (reads hit disk)")
-    eval_policy: str | None = Field(None, description="policy of evaluation passes (default: the training "
-                                                      "policy; 'dispersed' for 'sequential')")
+    eval_policy: str | None = Field(None, description="policy of evaluation passes (default: 'sequential' when "
+                                                      "the split's partitions fit in the buffer, else 'dispersed' "
+                                                      "for node classification; the training policy for links)")
     verify_checksums: bool = Field(True, description="check every partition read (features, embeddings) against "
                                                      "its CRC-32 (features: where the partitioned store has them)")
     resume: bool = Field(True, description="link prediction: continue a killed run from its last committed epoch")
+    pipeline: StageOptions | None = Field(None, description="run each state's batches through the staged pipeline "
+                                                            "with these options (bounded staleness; drained "
+                                                            "before every swap); None: one batch at a time")
 
     @field_validator("policy", "eval_policy")
     @classmethod
@@ -87,6 +89,19 @@ class DiskOptions(BaseModel):
             raise ValueError(f"unknown policy {value!r} (known: {', '.join(POLICIES.names())})")
         return value
 
+    @field_validator("pipeline")
+    @classmethod
+    def _threads_only(cls, value: StageOptions | None) -> StageOptions | None:
+        if value is not None and value.loader_workers != "thread":
+            raise ValueError("loader_workers: the disk system loads in threads (the buffer changes between states)")
+        return value
+
+    @property
+    def frames(self) -> int:
+        """Buffer frames: ``c`` plus the read-ahead frames (with or without prefetch: where a partition goes, and
+        so every buffer row, must not depend on timing)."""
+        return self.buffer_capacity + (self.read_ahead_frames or max(1, self.buffer_capacity - 1))
+
 
 def partitioned_store_path(store: GraphStore, num_partitions: int, order: str, seed: int) -> Path:
     """Where :func:`partitioned_store` keeps ``store`` partitioned into ``num_partitions`` (next to it)."""
@@ -94,123 +109,156 @@ def partitioned_store_path(store: GraphStore, num_partitions: int, order: str, s
 
 
 def partitioned_store(store: GraphStore, num_partitions: int, order: str, seed: int) -> GraphStore:
-    """The store partitioned into ``num_partitions`` (cached next to it, created once, atomically)."""
-    from suite.graph.partition import partition_store
+    """The store partitioned into ``num_partitions`` (cached next to it, created once, atomically; a cached store
+    of an older layout version is rebuilt)."""
+    from suite.graph.partition import LAYOUT_VERSION, partition_store
 
     path = partitioned_store_path(store, num_partitions, order, seed)
     if path.exists():
-        return GraphStore.open(path)
+        cached = GraphStore.open(path)
+        if cached.metadata.get("partitioning", {}).get("layout_version") == LAYOUT_VERSION:
+            return cached
+        return partition_store(store, path, num_partitions, order=order, seed=seed, overwrite=True)
     return partition_store(store, path, num_partitions, order=order, seed=seed)
+
+
+# ------------------------------------------------------------------------------------------------ the walk
+@dataclass(frozen=True)
+class Step:
+    """Entering one state of a pass, in frames.
+
+    Attributes:
+        index: the state.
+        loads: partitions read for the state (ascending).
+        frames: the frame each load goes to.
+        ahead: per load, whether its frame is free before the state is entered (so it can be read ahead).
+        evicts: frames emptied on entering (their partitions leave).
+        layout: ``(frames,)`` partition per frame once the state is entered (-1: empty).
+    """
+
+    index: int
+    loads: np.ndarray
+    frames: np.ndarray
+    ahead: np.ndarray
+    evicts: np.ndarray
+    layout: np.ndarray
+
+
+def plan_steps(plan: BufferPlan, layout: np.ndarray) -> list[Step]:
+    """The frame-level steps of ``plan`` starting from ``layout`` (partition per frame, -1 empty).
+
+    A state reads the partitions it needs that are not resident; the ones it no longer needs leave. A read goes
+    to the lowest frame that is empty before the state (readable ahead while the previous state computes), or,
+    when there is none, to the lowest frame the state empties (read on entering). Frames depend only on the plan
+    and the starting layout, never on timing.
+    """
+    layout = np.asarray(layout, dtype=np.int64).copy()
+    steps = []
+    held: set[int] = {int(p) for p in layout if p >= 0}
+    for k, transition in enumerate(plan.iter_transitions()):
+        wanted = set(transition.partitions_loaded.tolist())  # the plan's state 0 is a fill
+        if k > 0:
+            wanted |= held - set(transition.partitions_evicted.tolist())
+        loads = np.array(sorted(wanted - held), dtype=np.int64)
+        leaving = held - wanted
+        evicts = np.flatnonzero(np.isin(layout, list(leaving))) if leaving else np.empty(0, dtype=np.int64)
+        free = np.flatnonzero(layout < 0)
+        frames = np.concatenate([free, evicts])[:len(loads)]
+        if len(frames) < len(loads):
+            raise ConfigError(f"plan {plan.policy}: state {k} holds more partitions than the buffer has frames")
+        ahead = np.arange(len(loads)) < len(free)
+        layout[evicts] = -1
+        layout[frames] = loads
+        held = wanted
+        steps.append(Step(k, loads, frames.astype(np.int64), ahead, evicts.astype(np.int64), layout.copy()))
+    return steps
 
 
 @dataclass
 class StateData:
-    """Everything one buffer state needs besides the resident partitions, prepared ahead.
+    """What entering a state needs besides the resident partitions, prepared ahead (or on entering).
 
     Attributes:
-        index: the state.
-        slots / partitions: where each loaded partition goes; ``staged[j]`` holds partition ``partitions[j]``.
-        staged: the loaded partitions' rows (None: not read ahead; read at install time).
-        graph: the in-buffer CSR over buffer rows (None when the model reads no neighbours).
-        read_s: seconds spent reading and building.
-        examples: what the variant took from the state's in-buffer data (link prediction: its edges).
+        step: the state's step.
+        graph: its in-buffer CSR (None when the model reads no neighbours).
+        examples: what the variant takes from the state's in-buffer data (link prediction: its edges).
+        reads: the reads done while preparing (partitions read ahead, buckets).
+        build: ``(start, end)`` of the CSR assembly (or of holding the buckets).
+        ahead: whether the prefetch thread prepared it.
+        in_buffer_edges: edges in the held buckets.
     """
 
-    index: int
-    slots: np.ndarray
-    partitions: np.ndarray
-    staged: torch.Tensor | None
+    step: Step
     graph: SamplingGraph | None
-    read_s: float
-    examples: torch.Tensor | None = None
+    examples: torch.Tensor | None
+    reads: list[ReadEvent]
+    build: tuple[float, float]
+    ahead: bool
+    in_buffer_edges: int = 0
 
 
-class BufferedGraph:
-    """Reads edge buckets and builds the in-buffer CSR of a state (over buffer rows).
+@dataclass
+class StateTimeline:
+    """One state's timeline (``state`` record): reads, build, wait, compute; ``perf_counter`` times."""
 
-    Args:
-        store: the partitioned store.
-        direction: ``in`` (a node's neighbours are its in-edges' sources), ``out`` or ``both``.
-        counters: where read bytes are counted.
-        evict: drop read ranges from the page cache.
-    """
+    key: PassKey
+    step: Step
+    reads: list[tuple[ReadEvent, bool]]
+    build: tuple[float, float]
+    build_ahead: bool
+    wait: tuple[float, float]
+    waited_on: str
+    compute: tuple[float, float] = (0.0, 0.0)
+    batches: int = 0
+    in_buffer_edges: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
 
-    def __init__(self, store: GraphStore, direction: str, counters: IOCounters, evict: bool):
-        self.edges = PartitionArray(store.file("bucket_edges"), counters, evict=evict)
-        self.bucket_offsets = store.array("bucket_offsets").astype(np.int64)
-        self.partition_offsets = store.array("partition_offsets").astype(np.int64)
-        self.p = len(self.partition_offsets) - 1
-        self.direction = direction
-        self.cache: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+    def record(self, origin: float) -> dict[str, Any]:
+        """The fields of the ``state`` record, times in seconds from ``origin``."""
+        def at(t: float) -> float:
+            return round(t - origin, 6)
 
-    def load(self, slot_partition: np.ndarray) -> dict[int, int]:
-        """Hold every bucket inside the buffer ``slot_partition`` (reading only those not held yet, dropping those
-        with a partition outside it); return ``{partition: slot}``."""
-        resident = {int(part): slot for slot, part in enumerate(slot_partition) if part >= 0}
-        needed = {(i, j) for i in resident for j in resident}
-        for key in [key for key in self.cache if key not in needed]:
-            del self.cache[key]
-        for i, j in sorted(needed - self.cache.keys()):
-            start, stop = int(self.bucket_offsets[i * self.p + j]), int(self.bucket_offsets[i * self.p + j + 1])
-            block = torch.empty((stop - start, 3), dtype=torch.int64)
-            if stop > start:
-                self.edges.read_rows(start, stop, block)
-            self.cache[(i, j)] = (block[:, 0] - int(self.partition_offsets[i]), block[:, 1],
-                                  block[:, 2] - int(self.partition_offsets[j]))
-        return resident
+        return {
+            "pass": self.key[0], "epoch": self.key[1], "state": self.step.index,
+            "loads": self.step.loads.tolist(), "evicted_frames": self.step.evicts.tolist(),
+            "reads": [{"what": event.kind, "partition": event.partition, "start": at(event.start),
+                       "end": at(event.end), "bytes": event.bytes, "ahead": ahead} for event, ahead in self.reads],
+            "build_start": at(self.build[0]), "build_end": at(self.build[1]), "build_ahead": self.build_ahead,
+            "wait_start": at(self.wait[0]), "wait_end": at(self.wait[1]), "waited_on": self.waited_on,
+            "compute_start": at(self.compute[0]), "compute_end": at(self.compute[1]),
+            "batches": self.batches, "in_buffer_edges": self.in_buffer_edges, **self.extra,
+        }
 
-    def build(self, slot_partition: np.ndarray, max_rows: int) -> SamplingGraph:
-        """The CSR over ``len(slot_partition) * max_rows`` buffer rows of every bucket inside the buffer.
 
-        Buckets stay in memory while both their partitions are resident: a state reads only the buckets of the
-        partitions it loads (those with a partition it evicts are dropped).
-        """
-        resident = self.load(slot_partition)
-        src_parts, dst_parts = [], []
-        for (i, j), (src, _, dst) in self.cache.items():
-            src_parts.append(src + resident[i] * max_rows)
-            dst_parts.append(dst + resident[j] * max_rows)
-        rows = len(slot_partition) * max_rows
-        src = torch.cat(src_parts) if src_parts else torch.empty(0, dtype=torch.int64)
-        dst = torch.cat(dst_parts) if dst_parts else torch.empty(0, dtype=torch.int64)
-        pairs = {"in": [(dst, src)], "out": [(src, dst)], "both": [(dst, src), (src, dst)]}[self.direction]
-        key = torch.cat([k for k, _ in pairs])
-        value = torch.cat([v for _, v in pairs])
-        order = torch.argsort(key, stable=True)
-        indptr = torch.zeros(rows + 1, dtype=torch.int64)
-        torch.cumsum(torch.bincount(key, minlength=rows), 0, out=indptr[1:])
-        return SamplingGraph(indptr, value[order])
+@dataclass
+class _Carried:
+    """A pass prepared ahead: its plan, steps and the prepare of its first state (None: not submitted)."""
 
-    def bucket_edges(self, buckets: np.ndarray, slot_partition: np.ndarray, max_rows: int) -> torch.Tensor:
-        """``(k, 3)`` ``(src, rel, dst)`` rows of the held ``buckets`` (ids ``i * p + j``), endpoints as buffer rows
-        of the layout ``slot_partition``."""
-        slot_of = {int(part): slot for slot, part in enumerate(slot_partition) if part >= 0}
-        parts = []
-        for bucket in buckets.tolist():
-            i, j = divmod(bucket, self.p)
-            src, rel, dst = self.cache[(i, j)]
-            parts.append(torch.stack([src + slot_of[i] * max_rows, rel, dst + slot_of[j] * max_rows], dim=1))
-        return torch.cat(parts) if parts else torch.empty((0, 3), dtype=torch.int64)
-
-    def clear(self) -> None:
-        """Forget the cached buckets (the buffer was emptied)."""
-        self.cache.clear()
-
-    def close(self) -> None:
-        """Close the bucket file."""
-        self.edges.close()
+    key: PassKey
+    plan: BufferPlan
+    steps: list[Step]
+    first: concurrent.futures.Future | None
 
 
 @SYSTEMS.register("disk")
 class DiskSystem(System):
-    """Training from disk through a partition buffer (options: :class:`DiskOptions`): node classification here,
-    other tasks by the variant :data:`DISK_TASKS` registers for ``training.task``."""
+    """Training from disk through a partition buffer (options: :class:`DiskOptions`); the variant for
+    ``training.task`` comes from :data:`DISK_TASKS`.
+
+    A variant sets up ``self.buffer`` (frames), ``self.edges`` (:class:`BufferedGraph`), ``self.pstore`` and its
+    task in :meth:`setup`, and provides :meth:`pass_plan`; it walks a pass with :meth:`begin_pass` and
+    :meth:`walk`.
+    """
 
     options_model = DiskOptions
     needs_graph = True  # whether states build the in-buffer CSR (a variant turns it off for models without hops)
+    keeps_resident = True  # whether partitions stay in the buffer from one pass to the next
 
     def __new__(cls, spec: RunSpec, *args, **kwargs):
         if cls is DiskSystem:
+            from suite.plugins import load_plugins
+
+            load_plugins()  # registers the built-in variants (and any plugin's)
             try:
                 cls = DISK_TASKS.get(spec.training.task)
             except ConfigError as err:
@@ -225,229 +273,182 @@ class DiskSystem(System):
             raise ConfigError(f"system.options.buffer_capacity: {options.buffer_capacity} exceeds num_partitions "
                               f"{options.num_partitions}")
         self.counters = IOCounters()
-        self.task: NodeClassificationTask | None = None
+        self.task = None
+        self.buffer: FeatureBuffer | None = None
+        self.edges: BufferedGraph | None = None
         self._reader = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="disk-prefetch")
+        self._carried: list[_Carried] = []
+        self._origin = time.perf_counter()
+        self._schedule = pass_schedule(spec)
+        self._last_graph: tuple[tuple[int, ...], SamplingGraph] | None = None
 
     @property
     def model(self) -> torch.nn.Module | None:
         """The task's model."""
         return self.task.model if self.task else None
 
-    # ------------------------------------------------------------------ setup
-    def setup(self) -> None:
-        """Partition the store (cached), open the feature and bucket files, build the model; no feature is read."""
-        spec, options = self.spec, self.options
-        self.pstore = partitioned_store(self.store, options.num_partitions, options.order, spec.seed)
-        for key in ("features", "labels", "train_nodes", "bucket_edges"):
-            if not self.pstore.has(key):
-                raise DataError(f"{self.pstore.path}: store has no '{key}'; the disk system needs it")
-        evict = options.evict_page_cache
-        if evict:  # start cold: flush (the store may be freshly written) and drop the files from the page cache
-            for key in ("features", "bucket_edges"):
-                evict_page_cache(self.pstore.file(key), sync=True)
-        checksums = (self.pstore.metadata.get("partitioning", {}).get("feature_crc32")
-                     if options.verify_checksums else None)
-        self.buffer = FeatureBuffer(PartitionArray(self.pstore.file("features"), self.counters, evict),
-                                    self.pstore.array("partition_offsets"), options.buffer_capacity, checksums)
-        self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, evict)
-        task = NodeClassificationTask(spec, self.pstore, self.device)
-        task.labels = self.pstore.labels.to(torch.int64, copy=True)
-        task.train_nodes = labeled(self.pstore.split("train").to(torch.int64), task.labels)
-        if len(task.train_nodes) == 0:
-            raise DataError(f"{self.pstore.path}: the train split has no labeled node")
-        torch.manual_seed(spec.seed)
-        out_dim = self.pstore.num_classes or int(task.labels.max()) + 1
-        task.build_model(self.pstore.feature_dim, out_dim)
-        self.task = task
-        self.node_partition = np.searchsorted(self.buffer.offsets, np.arange(self.pstore.num_nodes),
-                                              side="right") - 1
+    def own_threads(self) -> int:
+        """The prefetch thread (when on) and the pipeline's loader threads (when pipelined)."""
+        pipeline = self.options.pipeline
+        return int(self.options.prefetch) + (pipeline.effective().batch_loader_threads if pipeline else 0)
 
-    def plan(self, nodes: torch.Tensor, epoch: int, evaluation: bool = False) -> BufferPlan:
-        """The policy's plan for one pass over ``nodes`` (training nodes, or an evaluation split).
+    # ------------------------------------------------------------------ passes
+    def pass_plan(self, key: PassKey, layout: np.ndarray) -> BufferPlan:
+        """The plan of pass ``key`` when the buffer holds ``layout`` before it (the variant's)."""
+        raise NotImplementedError
 
-        Sequential keeps the training nodes' partitions resident, which an evaluation split spread over the
-        graph may not fit in: evaluation passes use ``eval_policy`` (default ``dispersed`` then).
-        """
-        options = self.options
-        policy = options.policy
-        if evaluation:
-            policy = options.eval_policy or ("dispersed" if policy == "sequential" else policy)
-        spec = PolicySpec(num_partitions=options.num_partitions, capacity=options.buffer_capacity,
-                          task="node_classification", fine_to_coarse_ratio=options.fine_to_coarse_ratio,
-                          train_partitions=self.node_partition[nodes.numpy()])
-        seed = self.spec.seed + (_EVAL_SEED_OFFSET if evaluation else 0)
-        return make_plan(policy, spec, seed=seed, epoch=epoch)
+    def begin_pass(self, key: PassKey) -> tuple[BufferPlan, list[Step], concurrent.futures.Future | None]:
+        """The plan and steps of pass ``key``, and its first state's prepare if it was submitted ahead."""
+        layout = self._starting_layout()
+        while self._carried:
+            carried = self._carried.pop(0)
+            if carried.key == key:
+                return carried.plan, carried.steps, carried.first
+            if carried.first is not None:
+                carried.first.result()  # it read only into free frames: let it finish, then forget it
+        self._carried.clear()
+        plan = self.pass_plan(key, layout)
+        return plan, plan_steps(plan, layout), None
 
-    # ------------------------------------------------------------------ states
-    def _prepare(self, plan: BufferPlan, k: int, stage: bool) -> StateData:
-        """Read state ``k``'s new partitions (into staging if ``stage``) and build its in-buffer CSR."""
-        started = time.perf_counter()
-        transition = plan.transition(k)
-        loaded = transition.loaded >= 0
-        slots, partitions = transition.slots[loaded], transition.loaded[loaded]
-        staged = None
-        if stage and len(partitions):
-            staged = self.buffer.staging(len(partitions))
-            for j, partition in enumerate(partitions):
-                self.buffer.read(int(partition), staged[j])
-        layout = self.buffer.slot_partition.copy()
-        layout[transition.slots] = transition.loaded
-        if self.needs_graph:
-            graph = self.edges.build(layout, self.buffer.max_rows)
-        else:  # the model reads no neighbours: hold the buckets (the examples), build no CSR
-            self.edges.load(layout)
-            graph = None
-        examples = self._state_examples(plan, k, layout)
-        return StateData(k, slots, partitions, staged, graph, time.perf_counter() - started, examples)
-
-    def _state_examples(self, plan: BufferPlan, k: int, layout: np.ndarray) -> torch.Tensor | None:
-        """What a variant takes from the in-buffer data of state ``k`` while it is prepared (with the buckets
-        of its ``layout`` held): nothing for node classification."""
-        return None
-
-    def _install(self, plan: BufferPlan, data: StateData) -> None:
-        transition = plan.transition(data.index)
-        for slot in transition.slots[transition.loaded < 0]:
-            self.buffer.evict(int(slot))
-        for j, (slot, partition) in enumerate(zip(data.slots, data.partitions)):
-            staged = data.staged[j] if data.staged is not None else None
-            self.buffer.install(int(slot), int(partition), staged)
-
-    def _states(self, plan: BufferPlan):
-        """Yield ``(k, StateData, io_wait_s)`` with the buffer holding state ``k``; prefetches one state ahead."""
-        prefetch = self.options.prefetch
-        pending = None
-        for slot in range(self.buffer.capacity):  # a plan starts from an empty buffer (its state 0 is a fill)
-            self.buffer.evict(slot)
+    def _starting_layout(self) -> np.ndarray:
+        if self.keeps_resident:
+            return self.buffer.frame_partition.copy()
+        for frame in range(self.buffer.num_frames):  # start from an empty buffer
+            self.buffer.evict(frame)
         self.edges.clear()
-        for k in range(plan.num_states):
+        return self.buffer.frame_partition.copy()
+
+    def walk(self, key: PassKey, plan: BufferPlan, steps: list[Step],
+             first: concurrent.futures.Future | None = None) -> Iterator[tuple[StateData, StateTimeline]]:
+        """Enter every state of the pass in turn (the buffer holds it while the caller computes), prefetching
+        the next; yield its data and its timeline (the caller fills in ``compute`` and records it with
+        :meth:`record_state`)."""
+        pending = first
+        prefetch = self.options.prefetch
+        for k, step in enumerate(steps):
             waited = time.perf_counter()
-            if pending is not None:
-                data = pending.result()
-            else:
-                data = self._prepare(plan, k, stage=False)  # nothing to overlap: read straight into the slots
-            self._install(plan, data)
-            io_wait = time.perf_counter() - waited
-            pending = (self._reader.submit(self._prepare, plan, k + 1, True)
-                       if prefetch and k + 1 < plan.num_states else None)
+            data = pending.result() if pending is not None else self._prepare(plan, step, ahead=False)
+            pending = None
+            late = self._enter(step, data)
+            entered = time.perf_counter()
+            if prefetch:
+                if k + 1 < len(steps):
+                    pending = self._reader.submit(self._prepare, plan, steps[k + 1], True)
+                else:
+                    self._carry(key, step.layout)
+            timeline = StateTimeline(
+                key, step, [(event, data.ahead) for event in data.reads] + [(event, False) for event in late],
+                data.build, data.ahead, (waited, entered),
+                "prefetch" if data.ahead else ("read" if len(step.loads) else "none"),
+                in_buffer_edges=data.in_buffer_edges)
             try:
-                yield k, data, io_wait
+                yield data, timeline
             except GeneratorExit:
                 if pending is not None:
                     pending.result()
                 raise
 
-    def _use_state(self, data: StateData, fanouts: tuple[int, ...]) -> None:
-        """Point the task at the buffer: its graph, rows and labels by buffer row; a sampler over it."""
-        task = self.task
-        task.graph = data.graph
-        task.features = self.buffer.rows
-        sampler_cls = SAMPLERS.get(self.spec.sampler.name)
-        if not getattr(task.model, "uses_neighbours", True):
-            fanouts = ()
-        task.train_sampler = sampler_cls(data.graph, fanouts, replace=self.spec.sampler.replace)
+    def record_state(self, timeline: StateTimeline) -> None:
+        """Write the state's timeline as a ``state`` record."""
+        self.recorder.record("state", **timeline.record(self._origin))
 
-    def _local(self, nodes: torch.Tensor) -> torch.Tensor:
-        rows = self.buffer.node_row[nodes]
-        if (rows < 0).any():
-            raise RuntimeError("a node of the state is not in the buffer (the plan and the buffer disagree)")
-        return rows
+    def _prepare(self, plan: BufferPlan, step: Step, ahead: bool) -> StateData:
+        """Read the step's loads whose frames are free (when ``ahead``), hold its buckets and build its CSR."""
+        reads = []
+        if ahead:
+            for partition, frame, free in zip(step.loads, step.frames, step.ahead):
+                if free:
+                    reads.append(self._read_partition(int(partition), int(frame)))
+        started = time.perf_counter()
+        reads.extend(self.edges.hold(step.layout))
+        graph = self._graph(step.layout) if self.needs_graph else None
+        examples = self.state_examples(plan, step)
+        return StateData(step, graph, examples, reads, (started, time.perf_counter()), ahead, self.edges.held_edges)
 
-    # ------------------------------------------------------------------ training
-    def train_epoch(self, epoch: int, progress: bool = False) -> EpochStats:
-        """One pass of the policy's plan: per state, swap partitions in, then train on the state's nodes."""
-        task, spec = self.task, self.spec
-        plan = self.plan(task.train_nodes, epoch)
-        ids, offsets = plan.examples_by_state()
-        timer = StageTimer(self.device)
-        counted, disk_before = self.counters.snapshot(), process_io_bytes()
-        task.train()
-        batches: list[Batch] = []
-        io_wait = rebuild = 0.0
-        labels_by_row = torch.full((self.buffer.rows.shape[0],), -1, dtype=torch.int64)
-        for k, data, waited in self._states(plan):
-            io_wait += waited
-            rebuild += data.read_s
-            self._use_state(data, spec.model.fanouts)
-            nodes = task.train_nodes[torch.from_numpy(ids[offsets[k]:offsets[k + 1]])]
-            order = torch.randperm(len(nodes), generator=torch.Generator().manual_seed(batch_seed(spec.seed, epoch,
-                                                                                                    -2 - k)))
-            local = self._local(nodes[order])
-            labels_by_row.fill_(-1)
-            labels_by_row[local] = task.labels[nodes[order]]
-            self._labels_by_row = labels_by_row
-            for roots in local.split(spec.training.batch_size):
-                if spec.training.limit_batches is not None and len(batches) >= spec.training.limit_batches:
-                    break
-                batch = Batch(epoch=epoch, index=len(batches), roots=roots, version_read=task.optimizer_steps)
-                self._run_batch(batch, timer)
-                batches.append(batch)
-        counted_after, disk_after = self.counters.snapshot(), process_io_bytes()
-        disk = disk_after - disk_before
-        return epoch_stats(batches, timer.snapshot(), states=plan.num_states, swaps=plan.swaps,
-                           partitions_read=plan.partitions_loaded, io_wait_s=io_wait, prepare_s=rebuild,
-                           io_read_bytes=counted_after["bytes_read"] - counted["bytes_read"],
-                           io_read_s=counted_after["read_s"] - counted["read_s"],
-                           io_reads=counted_after["reads"] - counted["reads"],
-                           disk_read_bytes=disk.read_bytes, disk_rchar=disk.rchar, policy=self.options.policy)
+    def _graph(self, layout: np.ndarray) -> SamplingGraph:
+        """The in-buffer CSR of ``layout`` (the last one again when the layout is the same)."""
+        key = tuple(int(p) for p in layout)
+        if self._last_graph is None or self._last_graph[0] != key:
+            self._last_graph = (key, self.edges.build(layout, self.buffer.max_rows))
+        return self._last_graph[1]
 
-    def _run_batch(self, batch: Batch, timer: StageTimer) -> None:
-        task = self.task
-        with timer.stage("sample"):
-            task.sample(batch)
-        with timer.stage("gather"):
-            nodes = batch.sample.input_nodes
-            batch.x = self.buffer.rows.index_select(0, nodes).to(torch.float32)
-            batch.y = self._labels_by_row[batch.roots]
-        with timer.stage("transfer"):
-            task.transfer(batch)
-        with timer.stage("compute"):
-            task.compute(batch)
+    def _read_partition(self, partition: int, frame: int) -> ReadEvent:
+        started = time.perf_counter()
+        nbytes = self.buffer.read(partition, self.buffer.frames[frame])
+        return ReadEvent(self.read_kind, partition, started, time.perf_counter(), nbytes)
 
-    # ------------------------------------------------------------------ evaluation
-    @torch.no_grad()
-    def evaluate(self, split: str) -> dict[str, float]:
-        """Accuracy on ``split``: the same policy walks the split's nodes, each predicted in its state."""
-        task = self.task
-        nodes = self.pstore.split(split)
-        if nodes is None:
-            return {"accuracy": math.nan}
-        nodes = labeled(nodes.to(torch.int64), task.labels)
-        if len(nodes) == 0:
-            return {"accuracy": math.nan}
-        task.model.eval()
-        plan = self.plan(nodes, epoch=0, evaluation=True)
-        ids, offsets = plan.examples_by_state()
-        fanouts = self.spec.evaluation.fanouts or self.spec.model.fanouts
-        predicted = torch.empty(len(nodes), dtype=torch.int64)
-        generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET)
-        with contextlib.closing(self._states(plan)) as states:
-            for k, data, _ in states:
-                self._use_state(data, fanouts)
-                chosen = torch.from_numpy(ids[offsets[k]:offsets[k + 1]])
-                local = self._local(nodes[chosen])
-                for part, roots in zip(chosen.split(self.spec.evaluation.batch_size),
-                                       local.split(self.spec.evaluation.batch_size)):
-                    sample = task.train_sampler.sample(roots, generator)
-                    x = self.buffer.rows.index_select(0, sample.input_nodes).to(torch.float32).to(self.device)
-                    predicted[part] = task.model(x, sample.to(self.device)).argmax(dim=-1).cpu()
-        return {"accuracy": accuracy(predicted, task.labels[nodes])}
+    read_kind = "features"
+
+    def _enter(self, step: Step, data: StateData) -> list[ReadEvent]:
+        """Make the step's layout resident: empty the frames it evicts, read what was not read ahead."""
+        for frame in step.evicts:
+            self.buffer.evict(int(frame))
+        late = []
+        for partition, frame, free in zip(step.loads, step.frames, step.ahead):
+            read_ahead = data.ahead and free
+            if not read_ahead:
+                late.append(self._read_partition(int(partition), int(frame)))
+            self.buffer.install(int(frame), int(partition), read=False)
+        return late
+
+    def _carry(self, key: PassKey, layout: np.ndarray) -> None:
+        """Prepare the passes after ``key`` ahead: each single-state pass that reads nothing, then the first pass
+        that reads (its first state), whose reads then overlap this state's compute."""
+        position = self._schedule.index(key) if key in self._schedule else len(self._schedule)
+        for next_key in self._schedule[position + 1:position + 4]:
+            if not self.keeps_resident:
+                return
+            plan = self.pass_plan(next_key, layout)
+            steps = plan_steps(plan, layout)
+            first = self._reader.submit(self._prepare, plan, steps[0], True)
+            self._carried.append(_Carried(next_key, plan, steps, first))
+            if len(steps) > 1 or len(steps[0].loads):
+                return
+            layout = steps[0].layout
+
+    def state_examples(self, plan: BufferPlan, step: Step) -> torch.Tensor | None:
+        """What a variant takes from the in-buffer data of a state while it is prepared (with its buckets held):
+        nothing by default."""
+        return None
+
+    # ------------------------------------------------------------------ measures
+    def pass_io(self, timelines: list[StateTimeline], before: Any) -> dict[str, Any]:
+        """A pass's reads: bytes, seconds and count of the reads its states needed (whenever the prefetch thread
+        did them, so a read ahead for the next pass counts there), IO wait and build time; and what
+        ``/proc/self/io`` says the process read and wrote since ``before`` (:func:`suite.io.process_io_bytes`,
+        a window that includes reads ahead for the next pass)."""
+        from suite.io import process_io_bytes
+
+        reads = [event for timeline in timelines for event, _ in timeline.reads]
+        disk = process_io_bytes() - before
+        return {"io_read_bytes": sum(event.bytes for event in reads),
+                "io_read_s": sum(event.end - event.start for event in reads), "io_reads": len(reads),
+                "io_wait_s": sum(t.wait[1] - t.wait[0] for t in timelines),
+                "prepare_s": sum(t.build[1] - t.build[0] for t in timelines),
+                "partitions_read": sum(len(t.step.loads) for t in timelines),
+                "disk_read_bytes": disk.read_bytes, "disk_write_bytes": disk.write_bytes, "disk_rchar": disk.rchar}
 
     def collect_io(self, outcome) -> None:
-        """Bytes read by the suite over the run (training and evaluation) and partitions swapped in training."""
-        outcome.io_read_bytes = self.counters.snapshot()["bytes_read"]
+        """Bytes read and written by the suite over the run, and partitions swapped in training."""
+        snapshot = self.counters.snapshot()
+        outcome.io_read_bytes = snapshot["bytes_read"]
+        outcome.io_write_bytes = snapshot["bytes_written"]
         outcome.partition_swaps = sum(int(stats.extra.get("swaps", 0)) for stats in outcome.epochs)
 
     def teardown(self) -> None:
-        """Stop the prefetch thread and close the files."""
+        """Finish what the prefetch thread was doing and stop it; close the files."""
+        for carried in self._carried:
+            if carried.first is not None:
+                carried.first.result()
+        self._carried.clear()
         self._reader.shutdown(wait=True)
-        if getattr(self, "buffer", None) is not None:
-            self.buffer.source.close()
+        self.close_files()
+
+    def close_files(self) -> None:
+        """Close the variant's files (the bucket file here)."""
+        if self.edges is not None:
             self.edges.close()
 
 
-DISK_TASKS.register("node_classification", DiskSystem)
-import systems.disk.link_prediction  # noqa: E402,F401  (registers the link-prediction variant)
-
-__all__ = ["DISK_TASKS", "BufferedGraph", "DiskOptions", "DiskSystem", "StateData", "partitioned_store",
-           "partitioned_store_path"]
+__all__ = ["DISK_TASKS", "DiskOptions", "DiskSystem", "PassKey", "StateData", "StateTimeline", "Step",
+           "partitioned_store", "partitioned_store_path", "plan_steps"]

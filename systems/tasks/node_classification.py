@@ -123,6 +123,7 @@ class NodeClassificationTask(Task):
         else:
             batch.x = self.features.index_select(0, nodes)
             batch.y = self.labels[batch.roots]
+        batch.x = batch.x.float()  # stores may hold float16 rows (the disk system gathers them as they are)
 
     def compute(self, batch: Batch) -> None:
         """Forward, cross-entropy loss, backward and one optimizer step; sets ``loss`` and ``version_applied``."""
@@ -157,7 +158,7 @@ class NodeClassificationTask(Task):
 
     def _predict(self, roots: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         sample = self.eval_sampler.sample(roots, generator)
-        x = self.features[sample.input_nodes].to(self.device)
+        x = self.features.index_select(0, sample.input_nodes).float().to(self.device)
         return self.model(x, sample.to(self.device)).argmax(dim=-1).cpu()
 
     def teardown(self) -> None:

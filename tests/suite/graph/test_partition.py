@@ -178,9 +178,9 @@ def test_link_prediction_buckets_hold_train_edges_with_relations(tmp_path):
         assert out.array("partition_offsets").tolist() == [0, 3, 5]
         assert out.array("bucket_offsets").tolist() == [0, 3, 4, 4, 6]
         assert out.array("bucket_edges").tolist() == [
-            [0, 1, 2], [1, 0, 0], [2, 1, 1],  # (0, 0)
+            [1, 0, 0], [2, 1, 1], [0, 1, 2],  # (0, 0), by destination
             [2, 0, 3],                        # (0, 1)
-            [3, 0, 4], [4, 0, 3],             # (1, 1)
+            [4, 0, 3], [3, 0, 4],             # (1, 1)
         ]
         assert out.array("train_edges").tolist() == [[2, 1, 1], [3, 0, 4], [0, 1, 2], [1, 0, 0], [4, 0, 3],
                                                      [2, 0, 3]]
@@ -333,7 +333,7 @@ def test_interruption_leaves_no_store(store6, order_file, tmp_path, monkeypatch)
 
 @pytest.mark.parametrize(("swap", "message"), [
     ([0, 1], "bucket_edges.npy: row 0 lies in bucket 1 but its edge belongs to bucket 2"),  # (0,1) <-> (0,2)
-    ([1, 2], r"bucket_edges.npy: rows 1 and 2 are not sorted by \(bucket, src, dst, rel\)"),  # inside (0,2)
+    ([1, 2], r"bucket_edges.npy: rows 1 and 2 are not sorted by \(bucket, dst, src, rel\)"),  # inside (0,2)
 ])
 def test_verify_partitioning_detects_a_bad_layout(store6, order_file, tmp_path, swap, message):
     out = partition_store(store6, tmp_path / "out", 3, order=order_file)

@@ -109,11 +109,12 @@ def test_negatives_and_positives_come_from_the_buffer(tiny, tmp_path):
     system = DiskSystem(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
     system.setup()
     try:
-        plan = system.plan(epoch=0)
-        plan.examples_by_state()
         system.embedding_store.begin_epoch()
+        plan, steps, first = system.begin_pass(("train", 0))
+        plan.examples_by_state()
         seen = 0
-        for k, data, _ in system._states(plan):
+        for data, _ in system.walk(("train", 0), plan, steps, first):
+            k = data.step.index
             resident = set(system.buffer.resident_rows().tolist())
             edges = data.examples
             seen += len(edges)
@@ -216,7 +217,7 @@ def test_embedding_buffer_writes_back_on_eviction(tmp_path):
     store.begin_epoch()
     buffer = EmbeddingBuffer(store, capacity=2)
     buffer.install(0, 2)
-    buffer.slots[0, :3] += 1.0
+    buffer.frames[0, :3] += 1.0
     buffer.install(0, 1)  # evicts partition 2: written back from a copy
     store.wait_writes()
     out = torch.empty(3, 4)

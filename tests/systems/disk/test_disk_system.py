@@ -100,12 +100,12 @@ def test_sampling_sees_only_the_buffer(store, tmp_path):
     system = DiskSystem(spec, store, torch.device("cpu"), recorder)
     system.setup()
     try:
-        plan = system.plan(system.task.train_nodes, epoch=0)
+        plan, steps, first = system.begin_pass(("train", 0))
         checked = 0
-        for k, data, _ in system._states(plan):
-            resident = system.buffer.slot_partition
-            slots = torch.unique(data.graph.indices // system.buffer.max_rows)
-            assert all(resident[int(s)] >= 0 for s in slots)
+        for data, _ in system.walk(("train", 0), plan, steps, first):
+            resident = system.buffer.frame_partition
+            frames = torch.unique(data.graph.indices // system.buffer.max_rows)
+            assert all(resident[int(f)] >= 0 for f in frames)
             # every in-buffer edge is a real edge between resident partitions, mapped back to global ids
             rows = torch.arange(len(data.graph.indptr) - 1)
             dst_rows = torch.repeat_interleave(rows, data.graph.indptr[1:] - data.graph.indptr[:-1])
@@ -206,3 +206,73 @@ def test_the_buffer_simulator_prices_the_same_plan_to_the_byte(store, tmp_path):
         assert result.swaps == stats.extra["swaps"]
         assert result.bytes_read == stats.extra["io_read_bytes"], policy
         assert result.bytes_written == 0
+
+
+# ---------------------------------------------------------------------------------------------- residency
+@pytest.fixture(scope="module")
+def few_labels(tmp_path_factory) -> GraphStore:
+    """600 nodes, 75 of them labeled (30 train, 15 valid, 30 test): with p = 8 and a labeled-first order every
+    labeled node is in partition 0, as MariusGNN lays out papers100M."""
+    graph = planted_partition(num_nodes=600, num_classes=3, signal=0.4, seed=5)
+    order = np.random.default_rng(0).permutation(600)
+    splits = {"train": np.sort(order[:30]), "valid": np.sort(order[30:45]), "test": np.sort(order[45:75])}
+    return write_node_store(tmp_path_factory.mktemp("few") / "store", graph.src, graph.dst, graph.features,
+                            graph.labels, splits, name="few-labels")
+
+
+SEQUENTIAL_LABELED_FIRST = {"policy": "sequential", "num_partitions": 8, "buffer_capacity": 4,
+                            "order": "labeled-first"}
+
+
+def test_resident_partitions_are_not_read_again_and_the_rotation_is_read_ahead(few_labels, tmp_path):
+    spec = make_spec(few_labels, SEQUENTIAL_LABELED_FIRST, epochs=3).model_copy(deep=True)
+    spec = spec.model_copy(update={"evaluation": spec.evaluation.model_copy(update={"every": 1})})
+    outcome, system, recorder = run(spec, few_labels, tmp_path)
+    # epoch 0 fills the buffer (partition 0 + 3 others); later epochs read only the 3 rotated partitions
+    assert [stats.extra["partitions_read"] for stats in outcome.epochs] == [4, 3, 3]
+    records = read_records(recorder.run_dir)
+    states = [r for r in records if r["kind"] == "state"]
+    evaluations = [r for r in states if r["pass"] != "train"]
+    assert len(evaluations) == 4 and all(not r["loads"] and not r["reads"] for r in evaluations)
+    warm = [r for r in states if r["pass"] == "train" and r["epoch"] > 0]
+    for record in warm:  # read by the prefetch thread while the evaluation before it computed
+        assert record["waited_on"] == "prefetch" and record["reads"]
+        assert all(read["ahead"] for read in record["reads"])
+        assert all(read["end"] <= record["compute_start"] for read in record["reads"])
+    assert {r["pass"] for r in records if r["kind"] == "pass_io"} == {"valid", "test"}
+    assert 0.0 <= outcome.test_metrics["accuracy"] <= 1.0
+
+
+def test_the_timeline_reads_as_a_table(few_labels, tmp_path):
+    from suite.results import load_timeline
+
+    run(make_spec(few_labels, SEQUENTIAL_LABELED_FIRST, epochs=2), few_labels, tmp_path)
+    table = load_timeline(tmp_path)
+    assert {"run_dir", "pass", "epoch", "state", "activity", "lane", "start", "end", "bytes"} <= set(table.columns)
+    assert {"read", "build", "wait", "compute"} <= set(table["activity"])
+    assert (table["end"] >= table["start"]).all()
+    reads = table[table["activity"] == "read"]
+    assert set(reads["lane"]) <= {"prefetch", "compute"} and (reads["bytes"] > 0).all()
+
+
+def test_the_pipelined_disk_system_trains_within_its_staleness_bound(few_labels, store, tmp_path):
+    base = {"policy": "comet", "num_partitions": 8, "buffer_capacity": 4, "fine_to_coarse_ratio": 2}
+    piped = {**base, "pipeline": {"batch_loader_threads": 2, "staleness_bound": 4}}
+    outcome, _, recorder = run(make_spec(store, piped), store, tmp_path / "a")
+    assert outcome.test_metrics["accuracy"] > 0.6
+    assert all(0 <= s < 4 for stats in outcome.epochs for s in stats.staleness)
+    assert any(r["kind"] == "batch" for r in read_records(recorder.run_dir))
+    synchronous, _, _ = run(make_spec(store, base, epochs=2), store, tmp_path / "b")
+    in_sync, _, _ = run(make_spec(store, {**base, "pipeline": {"sync": True}}, epochs=2), store, tmp_path / "c")
+    assert [s.loss for s in in_sync.epochs] == [s.loss for s in synchronous.epochs]
+
+
+def test_the_thread_budget_leaves_a_core_to_the_prefetch_thread(store, tmp_path):
+    from suite.threads import usable_cores
+
+    options = {"policy": "beta", "num_partitions": 8, "buffer_capacity": 4}
+    outcome, _, _ = run(make_spec(store, options, epochs=1), store, tmp_path / "a")
+    assert outcome.threads["own_threads"] == 1 and outcome.threads["source"] == "default"
+    assert outcome.threads["compute"] == max(1, usable_cores() - 1)
+    pinned, _, _ = run(make_spec(store, {**options, "compute_threads": 3}, epochs=1), store, tmp_path / "b")
+    assert pinned.threads["compute"] == 3 and pinned.threads["source"] == "option"

@@ -7,7 +7,8 @@ import pytest
 
 from suite.errors import ConfigError, DataError
 from suite.plugins import POLICIES
-from systems.disk.policies import BufferPlan, PolicySpec, beta_swaps, beta_walk, make_plan, swap_lower_bound
+from systems.disk.policies import (BufferPlan, PolicySpec, beta_swaps, beta_walk, make_plan, rotation_window,
+                                   swap_lower_bound)
 
 LP_POLICIES = ("beta", "comet", "random", "in_memory")
 NC_POLICIES = ("beta", "comet", "random", "in_memory", "sequential", "dispersed")
@@ -222,3 +223,24 @@ def test_hyperlink_scale_plans_are_fast():
         assert plan.state_bucket_counts().sum() == 8192 ** 2
         assert time.perf_counter() - started < 30, name
     assert make_plan("beta", PolicySpec(8192, 1024)).swaps == beta_swaps(8192, 1024)
+
+
+def test_sequential_rotates_the_free_slots_through_every_other_partition():
+    """p = 16, c = 4, training nodes in partition 0: w = 3 free slots, n = 15 others, so every other partition has
+    been in the buffer after ceil(15 / 3) = 5 epochs, each epoch taking the next 3 of one seeded permutation."""
+    spec = _nc_spec(p=16, c=4, high=1)
+    states = [make_plan("sequential", spec, seed=7, epoch=epoch).state(0).tolist() for epoch in range(6)]
+    assert all(state[0] == 0 and len(set(state)) == 4 for state in states)
+    fills = [state[1:] for state in states]
+    assert sorted(sum(fills[:5], [])) == list(range(1, 16))  # each other partition exactly once in 5 epochs
+    assert fills[5] == fills[0]  # then the rotation starts over
+    assert states == [make_plan("sequential", spec, seed=7, epoch=epoch).state(0).tolist() for epoch in range(6)]
+    assert states != [make_plan("sequential", spec, seed=8, epoch=epoch).state(0).tolist() for epoch in range(6)]
+
+
+def test_rotation_window_prefers_resident_partitions():
+    others = np.arange(1, 16)
+    assert rotation_window(others, 3, seed=0, epoch=0, resident=np.array([0, 9, 4, -1, 12])).tolist() == [4, 9, 12]
+    partly = rotation_window(others, 3, seed=0, epoch=0, resident=np.array([0, 9]))
+    assert partly[0] == 9 and len(set(partly.tolist())) == 3 and 0 not in partly
+    assert rotation_window(others, 0, seed=0, epoch=0).size == 0

@@ -1,0 +1,59 @@
+"""Thread budgets and the foreign-load meter: sizing by hand, giving way to foreign load, and a real busy process
+measured as foreign (while this process's own threads and children are not)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import torch
+
+from suite.threads import (LoadMeter, MachineLoad, adapt_budget, apply_budget, budget_applied, own_cpu_seconds,
+                           plan_budget, usable_cores)
+
+SPIN = "import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"
+
+
+def test_budgets_by_hand():
+    assert plan_budget(0, cores=2).compute == 2
+    assert plan_budget(1, cores=2).compute == 1
+    assert plan_budget(4, cores=2).compute == 1  # never below one thread
+    assert plan_budget(1, cores=8, foreign_cores=2.6).compute == 4  # 3 cores busy elsewhere
+    assert plan_budget(0, cores=2, foreign_cores=0.4).compute == 2  # light load is not a core
+    pinned = plan_budget(0, requested=3, cores=2)
+    assert (pinned.compute, pinned.source) == (3, "option")
+
+
+def test_a_budget_gives_way_to_foreign_load_measured_long_enough():
+    budget = plan_budget(0, cores=2)
+    busy = MachineLoad(wall_s=2.0, foreign_cpu_s=1.6, foreign_cores=0.8, under_load=True)
+    assert adapt_budget(budget, busy).compute == 1
+    assert adapt_budget(adapt_budget(budget, busy), MachineLoad(2.0, 0.0, 0.0, False)).compute == 2
+    assert adapt_budget(budget, MachineLoad(0.1, 0.08, 0.8, True)).compute == 2  # too short to tell
+    pinned = plan_budget(0, requested=2, cores=2)
+    assert adapt_budget(pinned, busy) is pinned
+
+
+def test_applying_a_budget_sizes_torch_and_restores_it():
+    before = torch.get_num_threads()
+    with budget_applied(plan_budget(0, requested=1)) as applied:
+        assert torch.get_num_threads() == 1 and applied.compute == 1
+    assert torch.get_num_threads() == before
+    assert apply_budget(plan_budget(0, requested=before)).compute == before
+
+
+def test_a_busy_foreign_process_is_measured_and_our_own_child_is_not():
+    # A spinning grandchild of a detached shell is no descendant of ours once the shell exits: it is foreign.
+    detached = subprocess.Popen(["sh", "-c", f"{sys.executable} -c '{SPIN.format(seconds=1.3)}' &"])
+    detached.wait()
+    with LoadMeter() as meter:
+        time.sleep(1.0)
+    assert meter.result.wall_s >= 1.0
+    assert meter.result.foreign_cores >= 0.5 and meter.result.under_load
+    time.sleep(0.4)  # the foreign spinner has ended
+    # A child's CPU time is our own (whatever else the machine is doing meanwhile).
+    before = own_cpu_seconds()
+    subprocess.run([sys.executable, "-c", SPIN.format(seconds=1.0)], check=True)
+    assert own_cpu_seconds() - before >= 0.8
+    assert usable_cores() >= 1

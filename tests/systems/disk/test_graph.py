@@ -1,0 +1,128 @@
+"""The in-buffer graph: CSR pieces of destination-sorted buckets assembled over buffer frames, checked against the
+store's own CSR restricted to the resident partitions; and the frame-level steps of a plan."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from suite.io import IOCounters
+from systems.disk.graph import BufferedGraph, _counting_order, assemble_csr, pieces_of, Bucket
+from systems.disk.policies import PolicySpec, make_plan
+from systems.disk.system import partitioned_store, plan_steps
+from tests.systems.conftest import planted_partition, write_node_store
+
+
+@pytest.fixture(scope="module")
+def pstore(tmp_path_factory):
+    graph = planted_partition(num_nodes=300, num_classes=3, seed=1)
+    store = write_node_store(tmp_path_factory.mktemp("graph") / "store", graph.src, graph.dst, graph.features,
+                             graph.labels, graph.splits, directed=True)
+    return partitioned_store(store, 6, "random", 0)
+
+
+def test_pieces_by_hand():
+    """Bucket (0, 1) of partitions of sizes 3 and 2: edges 0->1, 2->0, 1->1 (local ids), sorted by destination."""
+    bucket = Bucket(np.array([2, 0, 1]), np.zeros(3, dtype=np.int64), np.array([0, 1, 1]))
+    sizes = np.array([3, 2])
+    into, out = pieces_of(0, 1, bucket, sizes, "both")
+    assert (into.row_partition, into.nbr_partition, into.kind) == (1, 0, 0)
+    assert into.counts.tolist() == [1, 2] and into.nbrs.tolist() == [2, 0, 1]  # row 0 <- 2; row 1 <- 0, 1
+    assert (out.row_partition, out.nbr_partition, out.kind) == (0, 1, 1)
+    assert out.counts.tolist() == [1, 1, 1] and out.nbrs.tolist() == [1, 1, 0]  # 0 -> 1; 1 -> 1; 2 -> 0
+    # partition 1 in frame 0 and partition 0 in frame 2, frames of 4 rows: rows 0-1 and 8-10
+    graph = assemble_csr([into, out], {1: 0, 0: 2}, frames=3, max_rows=4)
+    neighbours = {r: graph.indices[graph.indptr[r]:graph.indptr[r + 1]].tolist() for r in range(12)}
+    assert neighbours[0] == [10] and neighbours[1] == [8, 9]
+    assert neighbours[8] == [1] and neighbours[9] == [1] and neighbours[10] == [0]
+    assert sum(len(v) for v in neighbours.values()) == 6
+
+
+def test_counting_order_is_stable():
+    keys = np.array([2, 0, 2, 1, 0, 2])
+    assert _counting_order(keys, 3).tolist() == [1, 4, 3, 0, 2, 5]
+
+
+@pytest.mark.parametrize("direction", ["in", "out", "both"])
+def test_assembled_csr_is_the_graph_restricted_to_the_buffer(pstore, direction):
+    graph = BufferedGraph(pstore, direction, IOCounters(), evict=False)
+    offsets = pstore.array("partition_offsets")
+    max_rows = int(np.diff(offsets).max())
+    layout = np.array([4, -1, 1, 0, -1])  # partition 4 in frame 0, 1 in frame 2, 0 in frame 3
+    graph.hold(layout)
+    csr = graph.build(layout, max_rows)
+    to_global = {}
+    for frame, part in enumerate(layout):
+        if part >= 0:
+            for r in range(int(offsets[part + 1] - offsets[part])):
+                to_global[frame * max_rows + r] = int(offsets[part]) + r
+    resident = lambda v: any(offsets[p] <= v < offsets[p + 1] for p in (4, 1, 0))  # noqa: E731
+    stores = {"in": [pstore.csr("in")], "out": [pstore.csr("out")], "both": [pstore.csr("in"), pstore.csr("out")]}
+    for row in range(len(csr.indptr) - 1):
+        got = [to_global[int(v)] for v in csr.indices[csr.indptr[row]:csr.indptr[row + 1]]]
+        if row not in to_global:
+            assert got == []
+            continue
+        node = to_global[row]
+        expected = []
+        for store_csr in stores[direction]:
+            part = [int(v) for v in store_csr.indices[store_csr.indptr[node]:store_csr.indptr[node + 1]]]
+            expected.extend(sorted(v for v in part if resident(v)))
+        # same multiset, and within each direction ordered by (neighbour partition, id): ids are sorted here
+        assert sorted(got) == sorted(expected), (direction, node)
+        if direction != "both":
+            assert got == sorted(got)
+
+
+def test_a_held_bucket_is_not_read_again(pstore):
+    counters = IOCounters()
+    graph = BufferedGraph(pstore, "in", counters, evict=False)
+    graph.hold(np.array([0, 1]))
+    first = counters.snapshot()["bytes_read"]
+    graph.hold(np.array([0, 1, 2]))  # reads only the buckets with partition 2
+    bucket_rows = np.diff(pstore.array("bucket_offsets")).reshape(6, 6)
+    new = bucket_rows[2, [0, 1, 2]].sum() + bucket_rows[[0, 1], 2].sum()
+    assert counters.snapshot()["bytes_read"] - first == new * 3 * 8
+    graph.hold(np.array([2]))  # drops the others, reads nothing
+    assert set(graph.cache) == {(2, 2)} and counters.snapshot()["bytes_read"] - first == new * 3 * 8
+    graph.close()
+
+
+def test_the_csr_does_not_depend_on_the_frames(pstore):
+    graph = BufferedGraph(pstore, "in", IOCounters(), evict=False)
+    offsets = pstore.array("partition_offsets")
+    max_rows = int(np.diff(offsets).max())
+    lists = []
+    for layout in (np.array([0, 3, 5, -1]), np.array([-1, 5, 0, 3])):
+        graph.hold(layout)
+        csr = graph.build(layout, max_rows)
+        frame_of = {int(p): f for f, p in enumerate(layout) if p >= 0}
+        by_node = {}
+        for part in (0, 3, 5):
+            for r in range(int(offsets[part + 1] - offsets[part])):
+                row = frame_of[part] * max_rows + r
+                nbrs = csr.indices[csr.indptr[row]:csr.indptr[row + 1]]
+                by_node[int(offsets[part]) + r] = [int(layout[int(v) // max_rows]) * 10_000 + int(v) % max_rows
+                                                   for v in nbrs]
+        lists.append(by_node)
+    assert lists[0] == lists[1]  # same neighbour lists, in the same order, as (partition, row) pairs
+
+
+def test_plan_steps_keep_residents_and_read_into_free_frames():
+    spec = PolicySpec(8, 3)
+    plan = make_plan("beta", spec, randomize=False)
+    # the canonical BETA p=8, c=3 starts with {0, 1, 2}; partitions 1 and 6 are resident in frames 0 and 3
+    steps = plan_steps(plan, np.array([1, -1, -1, 6, -1]))
+    first = steps[0]
+    assert sorted(plan.state(0).tolist()) == [0, 1, 2]
+    assert first.loads.tolist() == [0, 2] and first.frames.tolist() == [1, 2] and first.ahead.all()
+    assert first.evicts.tolist() == [3] and sorted(first.layout.tolist()) == [-1, -1, 0, 1, 2]
+    for k, step in enumerate(steps):
+        assert sorted(p for p in step.layout.tolist() if p >= 0) == sorted(plan.state(k).tolist())
+        if k:
+            assert len(step.loads) == len(plan.transition(k).partitions_loaded)
+            assert step.ahead.all()  # 5 frames for 3 partitions: every read has a free frame
+    tight = plan_steps(plan, np.full(3, -1))  # no spare frame: each swap reuses the evicted frame
+    assert all(not step.ahead.any() for step in tight[1:])
+    assert all(set(step.frames.tolist()) <= set(step.evicts.tolist()) for step in tight[1:])
