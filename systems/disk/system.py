@@ -394,10 +394,10 @@ class DiskSystem(System):
     def _carry(self, key: PassKey, layout: np.ndarray) -> None:
         """Prepare the passes after ``key`` ahead: each single-state pass that reads nothing, then the first pass
         that reads (its first state), whose reads then overlap this state's compute."""
+        if self._carried or not self.keeps_resident:  # the passes ahead are prepared already (or start empty)
+            return
         position = self._schedule.index(key) if key in self._schedule else len(self._schedule)
         for next_key in self._schedule[position + 1:position + 4]:
-            if not self.keeps_resident:
-                return
             plan = self.pass_plan(next_key, layout)
             steps = plan_steps(plan, layout)
             first = self._reader.submit(self._prepare, plan, steps[0], True)
@@ -436,10 +436,9 @@ class DiskSystem(System):
         outcome.partition_swaps = sum(int(stats.extra.get("swaps", 0)) for stats in outcome.epochs)
 
     def teardown(self) -> None:
-        """Finish what the prefetch thread was doing and stop it; close the files."""
-        for carried in self._carried:
-            if carried.first is not None:
-                carried.first.result()
+        """Let what the prefetch thread was doing finish (its errors belong to passes that never ran), stop it, and
+        close the files."""
+        concurrent.futures.wait([c.first for c in self._carried if c.first is not None])
         self._carried.clear()
         self._reader.shutdown(wait=True)
         self.close_files()

@@ -239,7 +239,11 @@ def test_resident_partitions_are_not_read_again_and_the_rotation_is_read_ahead(f
         assert record["waited_on"] == "prefetch" and record["reads"]
         assert all(read["ahead"] for read in record["reads"])
         assert all(read["end"] <= record["compute_start"] for read in record["reads"])
-    assert {r["pass"] for r in records if r["kind"] == "pass_io"} == {"valid", "test"}
+    passes = [r for r in records if r["kind"] == "pass_io"]
+    assert {r["pass"] for r in passes} == {"valid", "test"}
+    # nothing is read that no state needed (a pass prepared ahead twice would read its partitions twice)
+    needed = sum(stats.extra["io_read_bytes"] for stats in outcome.epochs) + sum(r["io_read_bytes"] for r in passes)
+    assert needed == outcome.io_read_bytes
     assert 0.0 <= outcome.test_metrics["accuracy"] <= 1.0
 
 
