@@ -3,23 +3,24 @@
 The disk system's variant for ``training.task: link_prediction`` (registered in
 :data:`systems.disk.system.DISK_TASKS`). Every node's embedding and Adagrad state live on disk in generations
 (:class:`~systems.disk.embeddings.EmbeddingStore`, in the run's folder under ``disk-embeddings/``); the buffer's
-``c`` slots hold whole partitions of ``[weight | state]`` rows. Per epoch the policy's plan (``beta``, ``comet``,
-``random`` or ``in_memory``; examples are the ``p x p`` edge buckets of the training edges) gives the states; for
-each state, in order:
+frames hold whole partitions of ``[weight | state]`` rows, ``c`` of them at a time. Per epoch the policy's plan
+(``beta``, ``comet``, ``random`` or ``in_memory``; examples are the ``p x p`` edge buckets of the training edges)
+gives the states, walked by :meth:`systems.disk.system.DiskSystem.walk`; for each state, in order:
 
-1. the transition's partitions enter their slots: an evicted partition is copied out of its slot and written back
-   to the epoch's new generation by the writer thread (asynchronously); the loaded ones come from staging memory
-   the prefetch thread filled while the previous state computed (reading the latest generation, after a pending
+1. the state's new partitions become resident: an evicted partition is copied out of its frame and written back
+   to the epoch's new generation by the writer thread (asynchronously); the loaded ones were read into free frames
+   by the prefetch thread while the previous state computed (reading the latest generation, after a pending
    write-back of the same partition finished), or are read now;
 2. the edge buckets inside the buffer are held (read when a partition they need arrives), and with a GNN encoder
    their CSR over buffer rows is built: sampling sees only the buffer;
 3. the state's buckets' edges, shuffled together, train in batches through the link-prediction task's stages
    (:class:`~systems.tasks.link_prediction.LinkPredictionTask`), with node ids being buffer rows: the embedding
    table is a view of the buffer (:meth:`~systems.models.embeddings.EmbeddingTable.wrap`), so sparse Adagrad
-   updates the slots in place; negatives are drawn uniformly from the nodes in the buffer (and by degree from the
+   updates the frames in place; negatives are drawn uniformly from the nodes in the buffer (and by degree from the
    state's edges): *negative sampling sees only the buffer*.
 
-At the end of the epoch every resident partition is written back and the new generation is flushed; after the
+At the end of the epoch every resident partition is written back and the new generation is flushed (so every epoch
+starts from an empty buffer, as a resumed run does); after the
 validation the harness's checkpoint commits it (dense state, then manifest, atomically). A killed run resumes
 after its last committed epoch (``resume``), replaying the recorded epochs into its records.
 
