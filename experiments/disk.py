@@ -201,8 +201,9 @@ def curve_table(out: Path, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def timeline_table(out: Path, runs: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
-    """The disk runs' state timelines of one warm epoch (the last) for ``seed``, with the evaluations before it
-    (when the prefetch thread reads the epoch's partitions), times from the window's start."""
+    """The disk runs' state timelines of one warm epoch (the last) for ``seed``, with what precedes it: the last
+    state of the epoch before and the evaluations after that one (while they compute, the prefetch thread reads
+    the warm epoch's partitions); times from the window's start."""
     timeline = load_timeline(out)
     if timeline.empty:
         return timeline
@@ -211,9 +212,15 @@ def timeline_table(out: Path, runs: pd.DataFrame, seed: int = 0) -> pd.DataFrame
     for _, run in chosen.iterrows():
         rows = timeline[timeline["run_dir"] == run["run_dir"]]
         epoch = int(rows["epoch"].max())
+        before = rows[(rows["pass"] == "train") & (rows["epoch"] == epoch - 1)]
         window = rows[((rows["pass"] == "train") & (rows["epoch"] == epoch))
-                      | ((rows["pass"] != "train") & (rows["epoch"] == epoch - 1))]
-        window = window.assign(start=window["start"] - window["start"].min(), end=window["end"] - window["start"].min(),
+                      | ((rows["pass"] != "train") & (rows["epoch"] == epoch - 1))
+                      | (before["state"].max() == rows["state"]) & (rows["pass"] == "train")
+                      & (rows["epoch"] == epoch - 1)]
+        computes = window[window["activity"] == "compute"]
+        origin = computes["start"].min() if len(before) else window["start"].min()  # the last state before
+        window = window[window["end"] >= origin]  # (its own reads were done during the epoch before it)
+        window = window.assign(start=(window["start"] - origin).clip(lower=0.0), end=window["end"] - origin,
                                configuration=run["configuration"])
         parts.append(window)
     table = pd.concat(parts) if parts else timeline.iloc[:0]
