@@ -359,8 +359,8 @@ class DiskSystem(System):
             for partition, frame, free in zip(step.loads, step.frames, step.ahead):
                 if free:
                     reads.append(self._read_partition(int(partition), int(frame)))
-        started = time.perf_counter()
         reads.extend(self.edges.hold(step.layout))
+        started = time.perf_counter()
         graph = self._graph(step.layout) if self.needs_graph else None
         examples = self.state_examples(plan, step)
         return StateData(step, graph, examples, reads, (started, time.perf_counter()), ahead, self.edges.held_edges)
