@@ -3,6 +3,7 @@
 Usage::
 
     python experiments/disk.py [--quick | --deep] [--out DIR] [--results DIR] [--data-dir DIR] [--no-plot]
+        [--rerun-under-load]
 
 Runs ``experiments/disk_nc.yaml`` through the harness, each run in its own process so that its peak RSS is its
 own (finished runs are skipped): the in-memory system and the disk system (p = 16, c = 4 = p/4 and 8, sequential
@@ -60,19 +61,22 @@ def _quick_options(specs):
     return out
 
 
-def run_isolated(specs, out: Path) -> list[dict]:
+def run_isolated(specs, out: Path, rerun_under_load: bool = False) -> list[dict]:
     """Run each spec not yet complete in its own process (``python -m suite run``), so that every run's peak RSS
-    is its own; return the summaries."""
+    is its own; with ``rerun_under_load``, also redo a complete run measured under foreign load. Return the
+    summaries."""
     from suite.recorder import is_complete, read_summary
 
     summaries = []
     for spec in specs:
         run_dir = out / spec.run_id
-        if not is_complete(run_dir):
+        loaded = rerun_under_load and is_complete(run_dir) and \
+            bool(((read_summary(run_dir) or {}).get("machine_load") or {}).get("under_load"))
+        if not is_complete(run_dir) or loaded:
             with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
                 handle.write(spec.to_yaml())
-            subprocess.run([sys.executable, "-m", "suite", "run", handle.name, "--out", str(out), "--quiet"],
-                           check=False)
+            subprocess.run([sys.executable, "-m", "suite", "run", handle.name, "--out", str(out), "--quiet",
+                            *(["--overwrite"] if loaded else [])], check=False)
             Path(handle.name).unlink()
         summaries.append(read_summary(run_dir) or {"run_id": spec.run_id, "status": "failed",
                                                      "error": "the run's process left no summary"})
@@ -238,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--deep", action="store_true", help="the 3-layer speed comparison (disk_nc_deep.yaml), "
                                                             "into disk_nc_deep.csv, no figure")
+    parser.add_argument("--rerun-under-load", action="store_true",
+                        help="redo finished runs that were measured under foreign load")
     args = parser.parse_args(argv)
     if args.deep and args.quick:
         parser.error("--deep has no quick setting")
@@ -251,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         specs = expand_grid(DEEP_GRID if args.deep else GRID, overrides)
         if args.quick:
             specs = _quick_options(specs)
-        failed = failures(run_isolated(specs, out))
+        failed = failures(run_isolated(specs, out, args.rerun_under_load))
         for summary in failed:
             print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
         if failed:
