@@ -214,6 +214,27 @@ def test_train_first_puts_training_nodes_in_the_first_partitions(tmp_path):
     assert "train-first" in ORDERINGS and "random" in ORDERINGS
 
 
+def test_labeled_first_puts_training_then_evaluated_nodes_first(store6, tmp_path):
+    # train {0, 4, 5}, valid {1}, test {2, 3}: with 6 nodes everything is labeled, so check the groups' order
+    out = partition_store(store6, tmp_path / "out", 3, order="labeled-first", seed=1)
+    node_map = np.asarray(out.array("node_map")).tolist()
+    assert set(node_map[:3]) == {0, 4, 5} and set(node_map[3:]) == {1, 2, 3}
+    assert sorted(out.array("train_nodes").tolist()) == [0, 1, 2]
+    assert sorted(out.array("valid_nodes").tolist() + out.array("test_nodes").tolist()) == [3, 4, 5]
+    assert out.metadata["partitioning"]["layout_version"] == 2
+
+
+def test_labeled_first_leaves_unlabeled_nodes_last(tmp_path):
+    store = random_store(tmp_path / "g", n=120)
+    train = set(np.asarray(store.array("train_nodes")).tolist())
+    out = partition_store(store, tmp_path / "out", 6, order="labeled-first", seed=3)
+    node_map = np.asarray(out.array("node_map")).tolist()
+    evaluated = {int(v) for key in ("valid_nodes", "test_nodes") if store.has(key)
+                 for v in np.asarray(store.array(key))} - train
+    assert set(node_map[:len(train)]) == train
+    assert set(node_map[len(train):len(train) + len(evaluated)]) == evaluated
+
+
 def test_train_first_needs_a_training_split(tmp_path):
     store = build_store(tmp_path / "g", 3, [0], [1])
     with pytest.raises(ConfigError, match="train-first"):
