@@ -225,14 +225,18 @@ def test_labeled_first_puts_training_then_evaluated_nodes_first(store6, tmp_path
 
 
 def test_labeled_first_leaves_unlabeled_nodes_last(tmp_path):
-    store = random_store(tmp_path / "g", n=120)
-    train = set(np.asarray(store.array("train_nodes")).tolist())
+    rng = np.random.default_rng(4)
+    order = rng.permutation(120)
+    train, valid, test = order[:10], order[10:15], order[15:25]  # 25 labeled of 120, 20 per partition
+    store = build_store(tmp_path / "g", 120, rng.integers(0, 120, 500), rng.integers(0, 120, 500),
+                        features=rng.standard_normal((120, 3)).astype(np.float32),
+                        arrays={"train_nodes": train, "valid_nodes": valid, "test_nodes": test})
     out = partition_store(store, tmp_path / "out", 6, order="labeled-first", seed=3)
     node_map = np.asarray(out.array("node_map")).tolist()
-    evaluated = {int(v) for key in ("valid_nodes", "test_nodes") if store.has(key)
-                 for v in np.asarray(store.array(key))} - train
-    assert set(node_map[:len(train)]) == train
-    assert set(node_map[len(train):len(train) + len(evaluated)]) == evaluated
+    assert set(node_map[:10]) == set(train.tolist())
+    assert set(node_map[10:25]) == set(valid.tolist()) | set(test.tolist())
+    # every labeled node is in the first two partitions
+    assert max(out.array("valid_nodes").max(), out.array("test_nodes").max()) < out.array("partition_offsets")[2]
 
 
 def test_train_first_needs_a_training_split(tmp_path):
