@@ -152,7 +152,8 @@ def run_table(out: Path) -> pd.DataFrame:
             "io_wait_s": column("io_wait_s"), "io_wait_fraction": column("io_wait_s") / time_s if time_s else None,
             "prepare_s": column("prepare_s"),
             "read_bandwidth_bytes_per_s": column("io_read_bytes") / read_s if read_s > 0 else None,
-            "test_accuracy": run.get("metrics.test.accuracy"), "peak_rss_bytes": run.get("peak_rss_bytes"),
+            "test_accuracy": pd.to_numeric(run.get("metrics.test.accuracy"), errors="coerce"),
+            "peak_rss_bytes": run.get("peak_rss_bytes"),
             "compute_threads": run.get("threads.compute"), "foreign_cores": run.get("machine_load.foreign_cores"),
             "under_load": bool(run.get("machine_load.under_load", False)),
             "run_id": run["run_id"], "run_dir": run["run_dir"], "git_sha": run.get("versions.git_sha"),
@@ -170,7 +171,8 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
         ratios = [row["epoch_time_s"] / base.loc[row["seed"], "epoch_time_s"] for _, row in quiet.iterrows()
                   if row["seed"] in base.index and not base.loc[row["seed"], "under_load"]]
         gaps = [row["test_accuracy"] - base.loc[row["seed"], "test_accuracy"] for _, row in group.iterrows()
-                if row["seed"] in base.index]
+                if row["seed"] in base.index and pd.notna(row["test_accuracy"])
+                and pd.notna(base.loc[row["seed"], "test_accuracy"])]
         time_mean, time_low, time_high = t_interval(quiet["epoch_time_s"])
         ratio, ratio_low, ratio_high = t_interval(ratios)
         accuracy, accuracy_low, accuracy_high = t_interval(group["test_accuracy"])
