@@ -223,39 +223,43 @@ class Executor(Protocol):
 
     ``jobs`` is the most runs at once (None: the executor's default). Executors that take options (Ray's address,
     resources per run) also get ``options``, a :class:`suite.executors.ExecutorOptions`, when the caller gave any.
-    Returns the summaries in the order of ``specs``.
+    ``on_note`` takes one-line notes for the user (a retried run). Returns the summaries in the order of ``specs``.
     """
 
     def __call__(self, specs: Sequence[RunSpec], out: Path, *, jobs: int | None, overwrite: bool, progress: bool,
-                 on_result: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]: ...
+                 on_result: Callable[[dict[str, Any]], None],
+                 on_note: Callable[[str], None] | None = None) -> list[dict[str, Any]]: ...
 
 
 EXECUTORS: Registry = Registry("executor")
 
 
-def failed_summary(spec: RunSpec, out: str | os.PathLike, error: BaseException) -> dict[str, Any]:
+def failed_summary(spec: RunSpec, out: str | os.PathLike, error: BaseException,
+                   placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The run's ``failed`` summary: the one the runner wrote, or one written now if the run left none.
 
     A run can fail before its folder exists (a dataset that cannot be opened); it is then recorded here, so every
-    failure of a grid has a ``summary.json`` with status ``failed`` and the error.
+    failure of a grid has a ``summary.json`` with status ``failed`` and the error (and ``placement``, when given).
     """
     summary = read_summary(Path(out) / spec.run_id)
     if summary is not None and summary.get("status") == FAILED:
         return summary
-    return Recorder(out, spec).fail(error)
+    return Recorder(out, spec).fail(error, {"placement": dict(placement)} if placement else None)
 
 
-def run_one(spec: RunSpec, out: str | os.PathLike, overwrite: bool = False, progress: bool = False) -> dict[str, Any]:
+def run_one(spec: RunSpec, out: str | os.PathLike, overwrite: bool = False, progress: bool = False,
+            placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run one spec through :func:`suite.runner.run_spec`; never raises for a failed run (returns its summary).
 
-    ``KeyboardInterrupt`` and ``SystemExit`` propagate (after the runner recorded the run as failed).
+    ``placement`` (where the run runs: executor, node, attempt) goes into its summary. ``KeyboardInterrupt`` and
+    ``SystemExit`` propagate (after the runner recorded the run as failed).
     """
     from suite.runner import run_spec
 
     try:
-        return run_spec(spec, out, overwrite=overwrite, progress=progress)
+        return run_spec(spec, out, overwrite=overwrite, progress=progress, placement=placement)
     except Exception as err:  # noqa: BLE001  (any failure of a run is recorded, and the grid goes on)
-        return failed_summary(spec, out, err)
+        return failed_summary(spec, out, err, placement)
 
 
 def _limit_threads(jobs: int) -> None:
@@ -267,9 +271,11 @@ def _limit_threads(jobs: int) -> None:
 
 @EXECUTORS.register("local")
 def local_executor(specs: Sequence[RunSpec], out: Path, *, jobs: int | None, overwrite: bool, progress: bool,
-                   on_result: Callable[[dict[str, Any]], None], options: Any = None) -> list[dict[str, Any]]:
+                   on_result: Callable[[dict[str, Any]], None], options: Any = None,
+                   on_note: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Run the specs here (``jobs`` 1 or None, with per-batch progress bars) or on a pool of ``jobs`` spawned
-    processes, one run per task (no per-batch bars: they would interleave). ``options`` are not used."""
+    processes, one run per task (no per-batch bars: they would interleave). ``options`` and ``on_note`` are not
+    used."""
     jobs = jobs or 1
     results: dict[str, dict[str, Any]] = {}
     if jobs <= 1 or len(specs) <= 1:
@@ -358,8 +364,12 @@ def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int | No
                 bar.set_postfix(failed=failed, refresh=False)
             bar.update(1)
 
+        def on_note(text: str) -> None:
+            bar.write(text, file=sys.stderr)
+
+        # nothing left to run: no executor is started (a Ray instance, Slurm jobs)
         for summary in run(todo, out, jobs=jobs, overwrite=overwrite, progress=progress, on_result=on_result,
-                           **extra):
+                           on_note=on_note, **extra) if todo else []:
             results[summary["run_id"]] = summary
     return [results[spec.run_id] for spec in unique]
 
