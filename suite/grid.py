@@ -37,6 +37,7 @@ it notices.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 import multiprocessing
@@ -223,7 +224,8 @@ class Executor(Protocol):
 
     ``jobs`` is the most runs at once (None: the executor's default). Executors that take options (Ray's address,
     resources per run) also get ``options``, a :class:`suite.executors.ExecutorOptions`, when the caller gave any.
-    ``on_note`` takes one-line notes for the user (a retried run). Returns the summaries in the order of ``specs``.
+    ``on_note`` (optional: passed to executors that take it) takes one-line notes for the user (a retried run).
+    Returns the summaries in the order of ``specs``.
     """
 
     def __call__(self, specs: Sequence[RunSpec], out: Path, *, jobs: int | None, overwrite: bool, progress: bool,
@@ -367,11 +369,18 @@ def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int | No
         def on_note(text: str) -> None:
             bar.write(text, file=sys.stderr)
 
+        if _accepts(run, "on_note"):  # executors registered before notes existed do without them
+            extra["on_note"] = on_note
         # nothing left to run: no executor is started (a Ray instance, Slurm jobs)
         for summary in run(todo, out, jobs=jobs, overwrite=overwrite, progress=progress, on_result=on_result,
-                           on_note=on_note, **extra) if todo else []:
+                           **extra) if todo else []:
             results[summary["run_id"]] = summary
     return [results[spec.run_id] for spec in unique]
+
+
+def _accepts(function: Callable[..., Any], name: str) -> bool:
+    parameters = inspect.signature(function).parameters
+    return name in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def failures(summaries: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

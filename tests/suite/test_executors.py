@@ -394,6 +394,28 @@ def test_resources_per_run(tmp_path: Path):
                           "slurm_setup": ["module load cuda"], "slurm_exclude": "node7"}
 
 
+def test_slurm_settings_reach_the_sbatch_script(tmp_path: Path, monkeypatch):
+    """The README's Slurm settings, through submitit's real Slurm executor, into the sbatch script it would submit
+    (submitit builds that executor only where ``srun`` exists: a stub on PATH, never run)."""
+    submitit = require_engine("submitit")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "srun").write_text("#!/bin/sh\nexit 1\n")
+    (tmp_path / "bin" / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    spec = spec_from_dict({"dataset": {"name": "synthetic", "preset": "tiny"}})
+    options = ExecutorOptions(slurm_partition="gpu", slurm_account="lab", slurm_qos="high", slurm_constraint="a100",
+                              slurm_setup=("module load cuda/12.4",), timeout_min=120)
+    executor = submitit.AutoExecutor(folder=tmp_path / "jobs", cluster="slurm")
+    executor.update_parameters(**slurm_parameters(Resources(cpus=8, gpus=1, memory=32 << 30), options, spec,
+                                                  exclude=["node7"]))
+    script = executor._executor._make_submission_file_text("python -m suite", "uid")
+    for line in ("#SBATCH --partition=gpu", "#SBATCH --account=lab", "#SBATCH --qos=high", "#SBATCH --constraint=a100",
+                 "#SBATCH --cpus-per-task=8", "#SBATCH --gpus-per-node=1", "#SBATCH --mem=32GB", "#SBATCH --time=120",
+                 "#SBATCH --nodes=1", "#SBATCH --ntasks-per-node=1", "#SBATCH --exclude=node7",
+                 f"#SBATCH --job-name=gnnsuite-{spec.run_id}", "module load cuda/12.4"):
+        assert line in script.splitlines(), line
+
+
 def test_missing_ray_is_a_one_line_error(tmp_path: Path, cache_dir: Path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     specs = _specs(write_grid(tmp_path / "grid.yaml", cache_dir, seeds=[0]))
