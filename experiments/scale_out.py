@@ -20,7 +20,10 @@ Two measurements, each through the harness (``gnnsuite run`` / ``gnnsuite grid``
   nodes of 1 CPU each on loopback, ``--address``), and submitit's local executor (Slurm's interface, 2 jobs);
   3 repeats, round robin. Columns: the grid's wall time (median, min, max: the whole command, with start-up and,
   for the local Ray instance, starting and stopping it), the median per-run wall time (from the runs' summaries),
-  the cluster's start-up time (``setup_s``, outside ``wall_s``), and the nodes the runs ran on.
+  the cluster's start-up time (``setup_s``, outside ``wall_s``), and the nodes the runs ran on. The cluster is
+  started once, before the first repeat, and stays up (idle: its GCS, raylets and agents) during the other
+  executors' rows too; on 2 cores that idle load slows them a little. The runs are sub-second, so on this machine
+  the table measures each executor's overhead (start-up, scheduling, process reuse), not a speed-up.
 
 ``--quick``: 5 epochs of Cora and a 2-run grid (seconds to a couple of minutes; for the tests).
 """

@@ -30,7 +30,8 @@ and repeats nothing finished (the run that was cut off starts over). A run that 
 time the grid runs. Executors are registered by name in :data:`EXECUTORS` (``local``: the runs in this process,
 or on a pool of ``jobs`` processes started with ``spawn``, since torch and ``fork`` do not mix; ``ray`` and
 ``slurm`` (submitit), in :mod:`suite.executors`: one task or job per run, with its resource request, writing into the
-same folder, so the resume semantics are the same). To stop a grid running on a pool, signal its whole process
+same folder, so the resume semantics are the same; they also retry, once and within the grid, a run whose worker,
+node or job died, and record where every run ran in its summary's ``placement``). To stop a grid running on a pool, signal its whole process
 group (as Ctrl-C or a job scheduler does): a worker whose parent alone was killed finishes its current run before
 it notices.
 """
