@@ -13,11 +13,14 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	# The CPU build of torch first (pinned), so that nothing pulls a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test]'
+	# The scale-out engines (Ray, submitit) too: the executor tests run for real, never skipped, in `make test`.
+	$(BIN)/pip install --quiet -e '.[test,scale]'
 	touch $@
 
+# GNNSUITE_REQUIRE_ENGINES: the executor tests fail (not skip) when ray or submitit is missing; the run ends with
+# an "executor tests" section naming the executors that ran.
 test: setup
-	$(BIN)/python -m pytest
+	GNNSUITE_REQUIRE_ENGINES=ray,submitit $(BIN)/python -m pytest
 
 test-all: setup
 	$(BIN)/python -m pytest -m ''

@@ -185,8 +185,11 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
     specs = expand_grid(Path(args.grid), args.set)
     options = ExecutorOptions(address=args.address, cpus_per_run=args.cpus_per_run, gpus_per_run=args.gpus_per_run,
-                              memory_per_run=parse_memory(args.memory_per_run), slurm_partition=args.slurm_partition,
-                              timeout_min=args.timeout_min, submitit_cluster=args.submitit_cluster)
+                              memory_per_run=parse_memory(args.memory_per_run), retries=args.retries,
+                              slurm_partition=args.slurm_partition, slurm_account=args.slurm_account,
+                              slurm_qos=args.slurm_qos, slurm_constraint=args.slurm_constraint,
+                              slurm_setup=tuple(args.slurm_setup), timeout_min=args.timeout_min,
+                              submitit_cluster=args.submitit_cluster)
     print(f"{args.grid}: {len(specs)} runs -> {args.out} ({args.executor})", file=sys.stderr)
     summaries = run_grid(specs, Path(args.out), jobs=args.jobs, overwrite=args.overwrite, progress=not args.quiet,
                          executor=args.executor, executor_options=options)
@@ -206,7 +209,8 @@ def _cmd_results(args: argparse.Namespace) -> int:
     runs = load_runs(args.dir, include_incomplete=not args.completed_only)
     columns = [c for c in args.columns.split(",") if c in runs.columns] if args.columns else [
         c for c in ("run_id", "status", "system", "dataset", "model", "sampler", "seed", "metrics.valid.accuracy",
-                    "metrics.test.accuracy", "train_examples_per_s", "compute_utilization", "cost_usd.run")
+                    "metrics.test.accuracy", "train_examples_per_s", "compute_utilization", "cost_usd.run",
+                    "placement.executor", "placement.node_name", "placement.attempt")
         if c in runs.columns
     ]
     with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_colwidth", 60):
@@ -243,7 +247,15 @@ def _runs_parser(commands: argparse._SubParsersAction) -> None:
     scale.add_argument("--gpus-per-run", type=float,
                        help="GPUs per run (default: world_size when system.device is cuda, else 0)")
     scale.add_argument("--memory-per-run", help="memory per run: 8G, 512M or bytes (default: none requested)")
+    scale.add_argument("--retries", type=int, default=1,
+                       help="times a run whose worker, node or job died is submitted again in this grid (default 1)")
     scale.add_argument("--slurm-partition", help="slurm: partition (default: the cluster's)")
+    scale.add_argument("--slurm-account", help="slurm: account to charge (default: yours)")
+    scale.add_argument("--slurm-qos", help="slurm: quality of service (default: the partition's)")
+    scale.add_argument("--slurm-constraint", help="slurm: node features required, e.g. a100")
+    scale.add_argument("--slurm-setup", action="append", default=[], metavar="LINE",
+                       help="slurm: a shell line run in the job before Python (module load ..., source venv); "
+                            "repeatable")
     scale.add_argument("--timeout-min", type=int, default=24 * 60, help="slurm: time limit per run in minutes")
     scale.add_argument("--submitit-cluster", default="slurm", choices=("slurm", "local", "debug"),
                        help="slurm: submit to Slurm (default), or run submitit's jobs on this machine")

@@ -30,13 +30,15 @@ and repeats nothing finished (the run that was cut off starts over). A run that 
 time the grid runs. Executors are registered by name in :data:`EXECUTORS` (``local``: the runs in this process,
 or on a pool of ``jobs`` processes started with ``spawn``, since torch and ``fork`` do not mix; ``ray`` and
 ``slurm`` (submitit), in :mod:`suite.executors`: one task or job per run, with its resource request, writing into the
-same folder, so the resume semantics are the same). To stop a grid running on a pool, signal its whole process
+same folder, so the resume semantics are the same; they also retry, once and within the grid, a run whose worker,
+node or job died, and record where every run ran in its summary's ``placement``). To stop a grid running on a pool, signal its whole process
 group (as Ctrl-C or a job scheduler does): a worker whose parent alone was killed finishes its current run before
 it notices.
 """
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 import multiprocessing
@@ -223,39 +225,44 @@ class Executor(Protocol):
 
     ``jobs`` is the most runs at once (None: the executor's default). Executors that take options (Ray's address,
     resources per run) also get ``options``, a :class:`suite.executors.ExecutorOptions`, when the caller gave any.
+    ``on_note`` (optional: passed to executors that take it) takes one-line notes for the user (a retried run).
     Returns the summaries in the order of ``specs``.
     """
 
     def __call__(self, specs: Sequence[RunSpec], out: Path, *, jobs: int | None, overwrite: bool, progress: bool,
-                 on_result: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]: ...
+                 on_result: Callable[[dict[str, Any]], None],
+                 on_note: Callable[[str], None] | None = None) -> list[dict[str, Any]]: ...
 
 
 EXECUTORS: Registry = Registry("executor")
 
 
-def failed_summary(spec: RunSpec, out: str | os.PathLike, error: BaseException) -> dict[str, Any]:
+def failed_summary(spec: RunSpec, out: str | os.PathLike, error: BaseException,
+                   placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The run's ``failed`` summary: the one the runner wrote, or one written now if the run left none.
 
     A run can fail before its folder exists (a dataset that cannot be opened); it is then recorded here, so every
-    failure of a grid has a ``summary.json`` with status ``failed`` and the error.
+    failure of a grid has a ``summary.json`` with status ``failed`` and the error (and ``placement``, when given).
     """
     summary = read_summary(Path(out) / spec.run_id)
     if summary is not None and summary.get("status") == FAILED:
         return summary
-    return Recorder(out, spec).fail(error)
+    return Recorder(out, spec).fail(error, {"placement": dict(placement)} if placement else None)
 
 
-def run_one(spec: RunSpec, out: str | os.PathLike, overwrite: bool = False, progress: bool = False) -> dict[str, Any]:
+def run_one(spec: RunSpec, out: str | os.PathLike, overwrite: bool = False, progress: bool = False,
+            placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run one spec through :func:`suite.runner.run_spec`; never raises for a failed run (returns its summary).
 
-    ``KeyboardInterrupt`` and ``SystemExit`` propagate (after the runner recorded the run as failed).
+    ``placement`` (where the run runs: executor, node, attempt) goes into its summary. ``KeyboardInterrupt`` and
+    ``SystemExit`` propagate (after the runner recorded the run as failed).
     """
     from suite.runner import run_spec
 
     try:
-        return run_spec(spec, out, overwrite=overwrite, progress=progress)
+        return run_spec(spec, out, overwrite=overwrite, progress=progress, placement=placement)
     except Exception as err:  # noqa: BLE001  (any failure of a run is recorded, and the grid goes on)
-        return failed_summary(spec, out, err)
+        return failed_summary(spec, out, err, placement)
 
 
 def _limit_threads(jobs: int) -> None:
@@ -267,9 +274,11 @@ def _limit_threads(jobs: int) -> None:
 
 @EXECUTORS.register("local")
 def local_executor(specs: Sequence[RunSpec], out: Path, *, jobs: int | None, overwrite: bool, progress: bool,
-                   on_result: Callable[[dict[str, Any]], None], options: Any = None) -> list[dict[str, Any]]:
+                   on_result: Callable[[dict[str, Any]], None], options: Any = None,
+                   on_note: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Run the specs here (``jobs`` 1 or None, with per-batch progress bars) or on a pool of ``jobs`` spawned
-    processes, one run per task (no per-batch bars: they would interleave). ``options`` are not used."""
+    processes, one run per task (no per-batch bars: they would interleave). ``options`` and ``on_note`` are not
+    used."""
     jobs = jobs or 1
     results: dict[str, dict[str, Any]] = {}
     if jobs <= 1 or len(specs) <= 1:
@@ -358,10 +367,21 @@ def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int | No
                 bar.set_postfix(failed=failed, refresh=False)
             bar.update(1)
 
+        def on_note(text: str) -> None:
+            bar.write(text, file=sys.stderr)
+
+        if _accepts(run, "on_note"):  # executors registered before notes existed do without them
+            extra["on_note"] = on_note
+        # nothing left to run: no executor is started (a Ray instance, Slurm jobs)
         for summary in run(todo, out, jobs=jobs, overwrite=overwrite, progress=progress, on_result=on_result,
-                           **extra):
+                           **extra) if todo else []:
             results[summary["run_id"]] = summary
     return [results[spec.run_id] for spec in unique]
+
+
+def _accepts(function: Callable[..., Any], name: str) -> bool:
+    parameters = inspect.signature(function).parameters
+    return name in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def failures(summaries: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -10,6 +10,7 @@ import datetime as _dt
 import os
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -102,12 +103,14 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: fl
 
 
 def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
-             progress: bool = False) -> dict[str, Any]:
+             progress: bool = False, placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run ``spec`` into ``out/<run_id>`` and return its summary.
 
     A run already complete there is not repeated (its summary is returned with ``"skipped": True``) unless
     ``overwrite``. The dataset and device are resolved before the run folder is created, so bad input leaves
     no folder; a failure during training leaves a summary with status ``failed`` (never ``completed``).
+    ``placement`` (where a grid executor runs it: executor, node, attempt) is recorded as the summary's
+    ``placement``.
     """
     import suite.plugins  # noqa: F401  (registers the built-in systems)
     from suite.datasets import open_dataset
@@ -119,19 +122,20 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
     # --- data-parallel runs (systems/distributed.py): spawn the ranks, or run as one of them -----------------
     if distributed.world_size_of(spec) > 1:
         if not distributed.is_rank_process():
-            return distributed.launch(spec, out, overwrite=overwrite, progress=progress)
+            return distributed.launch(spec, out, overwrite=overwrite, progress=progress, placement=placement)
         try:
-            return _run_rank(spec, out, progress)
+            return _run_rank(spec, out, progress, placement)
         finally:
             distributed.shutdown_rank()
     # ---------------------------------------------------------------------------------------------------------
     store = open_dataset(spec.dataset, progress=progress)
     device = resolve_device(spec.system.device)
     system_class = SYSTEMS.get(spec.system.name)
-    return _run(spec, out, store, device, system_class, Recorder(out, spec), progress)
+    return _run(spec, out, store, device, system_class, Recorder(out, spec), progress, placement)
 
 
-def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool) -> dict[str, Any]:
+def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool,
+              placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One rank of a data-parallel run: join the group, open the dataset (rank 0 first: it may generate it),
     run the data-parallel system; only rank 0 records."""
     import torch.distributed as dist
@@ -147,12 +151,12 @@ def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool) -> dict[str
         dist.barrier()
     system_class = distributed.data_parallel(SYSTEMS.get(spec.system.name))
     recorder = Recorder(out, spec) if context.rank == 0 else distributed.NullRecorder(out, spec)
-    summary = _run(spec, out, store, device, system_class, recorder, progress)
+    summary = _run(spec, out, store, device, system_class, recorder, progress, placement)
     return summary if context.rank == 0 else {**summary, "rank": context.rank}
 
 
 def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch.device, system_class: type,
-         recorder: Any, progress: bool) -> dict[str, Any]:
+         recorder: Any, progress: bool, placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Train ``system_class`` on ``store``, summarize, and finish (or fail) the run through ``recorder``."""
     run_dir = Path(out) / spec.run_id
     started_at, started = _now(), time.perf_counter()
@@ -167,13 +171,16 @@ def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch
                             process_io=(io_after[0] - io_before[0], io_after[1] - io_before[1]),
                             machine_load=load.result)
     except BaseException as err:
-        recorder.fail(err, {"started_at": started_at, "finished_at": _now()})
+        recorder.fail(err, {"started_at": started_at, "finished_at": _now(),
+                            **({"placement": dict(placement)} if placement else {})})
         raise
     machine = machine_info()
     if outcome.threads:  # the threads the run computed with (its last epoch's budget), not the process's now
         machine["torch_threads"] = (outcome.threads.get("per_epoch") or [outcome.threads["compute"]])[-1]
     summary.update(machine=machine, versions=versions(), device=str(device), started_at=started_at,
                    finished_at=_now(), run_dir=str(run_dir))
+    if placement:
+        summary["placement"] = dict(placement)
     if distributed.current() is not None:
         summary["data_parallel"] = distributed.summarize_ranks(distributed.current(), outcome)
     return recorder.finish(summary)

@@ -27,7 +27,7 @@ Any system built on the Task contract (``in_memory``, ``pipelined``) runs data-p
 - **Records.** Rank 0 writes the run folder (``config.yaml``, ``records.jsonl``, ``summary.json``); the other ranks
   record nothing themselves. After every epoch each rank's numbers are gathered into rank 0's epoch record:
   ``ranks: [{rank, pid, host, examples, epoch_time_s, stage_busy_s, allreduce_s, allreduce_calls,
-  allreduce_bytes}, ...]``; the epoch's ``examples``, ``sampled_edges`` and ``loss`` are those of the global
+  allreduce_bytes, embedding_exchange_s, embedding_exchange_calls, embedding_exchange_bytes}, ...]``; the epoch's ``examples``, ``sampled_edges`` and ``loss`` are those of the global
   batches (sums, and the example-weighted mean loss); ``stage_busy_s`` stays rank 0's. Every rank evaluates the
   whole split with the same (synchronized) model, so they agree; rank 0's result is recorded.
 - **Failures.** A rank that raises or dies fails the run: the launcher notices the first rank to exit non-zero,
@@ -35,9 +35,25 @@ Any system built on the Task contract (``in_memory``, ``pipelined``) runs data-p
   collective for a peer that is gone fails after at most ``dist_timeout_s``. Ranks die with their launcher
   (``PR_SET_PDEATHSIG``), so killing the driver leaves no orphans and no ``completed`` summary for the cut run.
 
-Not supported (a one-line error): tasks with an ``update`` stage (state outside the model, e.g. learnable
-embedding tables, would diverge between ranks), sparse gradients, and ``in_order_compute: false`` (ranks must
-step their batches in the same order).
+- **Link prediction with a learnable embedding table** (``model.learnable_embeddings``; the task's ``update``
+  stage). Chosen: the table is *replicated* on every rank and its *sparse gradients are all-reduced*
+  (:class:`EmbeddingExchange`), rather than partitioned by rank. Every rank samples the *global* batch (so its
+  chunked negatives are the ones a single rank draws) and keeps whole chunks of it, positives with their negatives
+  (the task's ``shard_sampled``); after the step, each rank's share-weighted gradient rows are gathered by all
+  ranks (one ``all_gather`` of counts, one of ids, one of rows, on a gloo group of their own) and every rank
+  applies the same sparse Adagrad update to the union (duplicate rows summed). Why: the replicas then stay
+  identical and the run equals the 1-rank run up to float rounding (the order in which a row's gradient
+  contributions are summed), evaluation can rank against every entity on any rank, and each batch costs one
+  exchange of the rows it touched (``rows x (dim + 1)`` values per rank), where partitioning by rank would fetch
+  every remote row before the step and send its gradient back after it (two all-to-alls per batch, and a rank
+  reading rows its owner has not updated yet). The price is memory: every rank holds the whole table and its
+  Adagrad state (``2 x num_nodes x dim`` floats); a table that does not fit one process belongs on the disk
+  system. Encoders with neighbours sample the share's nodes again after the cut (the global sample is dropped), so
+  runs with sampled (not full) neighbourhoods draw other neighbours than a single rank does. Per rank, each epoch
+  record holds ``embedding_exchange_s``, ``_calls`` and ``_bytes``.
+
+Not supported (a one-line error): learnable state outside the model other than an embedding table, sparse
+gradients of model parameters, and ``in_order_compute: false`` (ranks must step their batches in the same order).
 """
 
 from __future__ import annotations
@@ -198,17 +214,20 @@ class GradientAllReduce:
         bytes: bytes all-reduced since :meth:`reset`.
     """
 
-    def __init__(self, optimizer: torch.optim.Optimizer, device: torch.device):
+    def __init__(self, optimizer: torch.optim.Optimizer | None, device: torch.device):
         self.optimizer = optimizer
         self.device = device
         self.weight = 1.0
         self.seconds = 0.0
         self.calls = 0
         self.bytes = 0
-        self._handle = optimizer.register_step_pre_hook(self._hook)
+        # no optimizer (a model without dense parameters, e.g. learnable embeddings and a dot decoder): only weights
+        self._handle = optimizer.register_step_pre_hook(self._hook) if optimizer is not None else None
 
     def parameters(self) -> list[torch.Tensor]:
         """The optimizer's parameters, in a fixed order (the same on every rank)."""
+        if self.optimizer is None:
+            return []
         return [p for group in self.optimizer.param_groups for p in group["params"]]
 
     def reset(self) -> None:
@@ -247,7 +266,62 @@ class GradientAllReduce:
 
     def remove(self) -> None:
         """Unregister the hook."""
-        self._handle.remove()
+        if self._handle is not None:
+            self._handle.remove()
+
+
+class EmbeddingExchange:
+    """Sparse-gradient all-reduce of a replicated embedding table (:class:`~systems.models.embeddings.EmbeddingTable`).
+
+    Every rank holds the whole table and its Adagrad state. After a batch's step, each rank contributes the rows
+    its share touched and their share-weighted gradients; one ``all_gather`` of the counts and two of the padded
+    ids and rows give every rank the union, and every rank applies the *same* sparse Adagrad update (duplicate rows
+    summed), so the replicas stay identical and equal the 1-rank table up to float rounding. Runs on a process
+    group of its own, so that it never interleaves with the dense all-reduce of another stage's thread (the
+    pipelined system's ``update`` stage runs beside its ``compute`` stage).
+
+    Attributes:
+        seconds, calls, bytes: time in the collectives, exchanges, and bytes received since :meth:`reset`.
+    """
+
+    def __init__(self, dim: int, group: Any):
+        self.dim = dim
+        self.group = group
+        self.seconds = 0.0
+        self.calls = 0
+        self.bytes = 0
+
+    def reset(self) -> None:
+        """Zero the counters (before an epoch)."""
+        self.seconds, self.calls, self.bytes = 0.0, 0, 0
+
+    def exchange(self, nodes: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """All ranks' ``(nodes, grad)`` rows, concatenated in rank order (each rank's own, unreduced)."""
+        import torch.distributed as dist
+
+        started = time.perf_counter()
+        world = dist.get_world_size(self.group)
+        nodes = nodes.to("cpu", torch.int64)
+        grad = grad.to("cpu", torch.float32).reshape(-1, self.dim)
+        counts = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+        _collective("all_gather of the embedding rows' counts", dist.all_gather, counts,
+                    torch.tensor([len(nodes)], dtype=torch.int64), group=self.group)
+        sizes = [int(c) for c in counts]
+        width = max(sizes)
+        if width == 0:
+            return nodes, grad
+        ids = [torch.empty(width, dtype=torch.int64) for _ in range(world)]
+        rows = [torch.empty(width, self.dim) for _ in range(world)]
+        padded_ids = torch.zeros(width, dtype=torch.int64)
+        padded_ids[: len(nodes)] = nodes
+        padded_rows = torch.zeros(width, self.dim)
+        padded_rows[: len(nodes)] = grad
+        _collective("all_gather of the embedding rows' ids", dist.all_gather, ids, padded_ids, group=self.group)
+        _collective("all_gather of the embedding gradients", dist.all_gather, rows, padded_rows, group=self.group)
+        self.seconds += time.perf_counter() - started
+        self.calls += 1
+        self.bytes += world * width * (8 + 4 * self.dim)
+        return (torch.cat([i[:n] for i, n in zip(ids, sizes)]), torch.cat([r[:n] for r, n in zip(rows, sizes)]))
 
 
 def broadcast_parameters(module: torch.nn.Module) -> None:
@@ -273,43 +347,69 @@ class DataParallelTask:
         context: this rank.
     """
 
+    _OWN = ("inner", "context", "sync", "exchange")
+
     def __init__(self, task: "Task", context: RankContext):
-        if task.has_update:
-            raise ConfigError(f"system.options.world_size: data-parallel training needs a task without an update "
-                              f"stage ({task.spec.training.task} here keeps learnable state outside the model)")
         self.__dict__["inner"] = task
         self.__dict__["context"] = context
         self.__dict__["sync"] = None
+        self.__dict__["exchange"] = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("inner", "context", "sync"):
+        if name in self._OWN:
             self.__dict__[name] = value
         else:
             setattr(self.inner, name, value)
 
+    @property
+    def _samples_globally(self) -> bool:
+        """Whether the task cuts its batches after sampling them whole (``shard_sampled``: link prediction, whose
+        chunked negatives are drawn for the global batch)."""
+        return hasattr(self.inner, "shard_sampled")
+
     def setup(self) -> None:
-        """The task's setup, then rank 0's parameters on every rank and the gradient all-reduce hook."""
+        """The task's setup, then rank 0's parameters (and embedding table) on every rank, the gradient all-reduce
+        hook, and, for a learnable embedding table, its sparse-gradient exchange."""
+        import torch.distributed as dist
+
+        from systems.models.embeddings import EmbeddingTable
+
         inner = self.inner
         inner.setup()
+        embeddings = getattr(inner, "embeddings", None) if inner.has_update else None
+        if inner.has_update and not isinstance(embeddings, EmbeddingTable):
+            raise ConfigError(f"system.options.world_size: data-parallel training supports learnable state outside "
+                              f"the model only as an embedding table ({inner.spec.training.task} keeps another kind)")
         optimizer = getattr(inner, "optimizer", None)
-        if optimizer is None:
+        if optimizer is None and embeddings is None:
             raise ConfigError(f"system.options.world_size: the {inner.spec.training.task} task has no optimizer of "
                               f"model parameters to synchronize")
         model = getattr(inner, "model", None)
         if model is not None:
             broadcast_parameters(model)
         self.sync = GradientAllReduce(optimizer, inner.device)
+        if embeddings is not None:
+            with torch.no_grad():
+                _collective("broadcast of the embedding table", dist.broadcast, embeddings.weight, 0)
+                _collective("broadcast of the embedding state", dist.broadcast, embeddings.state, 0)
+            self.exchange = EmbeddingExchange(embeddings.weight.shape[1], dist.new_group(backend="gloo"))
 
     def plan_epoch(self, epoch: int) -> list["Batch"]:
-        """The epoch's global batches (the same on every rank), each cut to this rank's share."""
+        """The epoch's global batches (the same on every rank), each cut to this rank's share (after sampling, for
+        tasks that sample the global batch: see :meth:`sample`)."""
         rank, world = self.context.rank, self.context.world_size
+        if self._samples_globally:
+            return self.inner.plan_epoch(epoch)
         return [self.inner.shard(batch, rank, world) for batch in self.inner.plan_epoch(epoch)]
 
     def sample(self, batch: "Batch") -> None:
-        if batch.num_examples:
+        if self._samples_globally:  # the global batch's sample (its negatives), then this rank's share of it
+            self.inner.sample(batch)
+            self.inner.shard_sampled(batch, self.context.rank, self.context.world_size)
+        elif batch.num_examples:
             self.inner.sample(batch)
 
     def gather(self, batch: "Batch", pin: bool | None = None) -> None:
@@ -324,15 +424,32 @@ class DataParallelTask:
         """The task's step on this rank's share, its gradient weighted by the share (all-reduced in the step)."""
         total = batch.extra.get("global_examples", batch.num_examples)
         self.sync.weight = batch.num_examples / total if total else 0.0
+        batch.extra["share_weight"] = self.sync.weight
         if batch.num_examples:
             self.inner.compute(batch)
             return
         inner = self.inner  # an empty share: no forward, a zero gradient, the same step as the other ranks
-        inner.optimizer.zero_grad(set_to_none=True)
         batch.version_applied = inner.optimizer_steps
-        inner.optimizer.step()
+        if inner.optimizer is not None:
+            inner.optimizer.zero_grad(set_to_none=True)
+            inner.optimizer.step()
         inner.optimizer_steps += 1
         batch.loss = 0.0
+
+    def update(self, batch: "Batch") -> None:
+        """Learnable embeddings: the share-weighted gradient rows of every rank (:class:`EmbeddingExchange`),
+        applied by the task's own update on every rank alike. An empty share contributes no rows but joins."""
+        extra = batch.extra
+        grad = extra.pop("grad", None)
+        nodes = extra.pop("input_nodes", None)
+        if grad is None:
+            nodes, grad = torch.zeros(0, dtype=torch.int64), torch.zeros(0, self.exchange.dim)
+        grad = grad.cpu().mul_(extra.get("share_weight", 1.0))
+        extra["input_nodes"], extra["grad"] = self.exchange.exchange(nodes, grad)
+        if len(extra["input_nodes"]):
+            self.inner.update(batch)
+        else:
+            extra.pop("input_nodes"), extra.pop("grad")
 
 
 # ---------------------------------------------------------------------------------------------- the system
@@ -365,9 +482,12 @@ def data_parallel(system_class: type) -> type:
 
         def train_epoch(self, epoch: int, progress: bool = False) -> "EpochStats":
             self.task.sync.reset()
+            if self.task.exchange is not None:
+                self.task.exchange.reset()
             started = time.perf_counter()
             stats = super().train_epoch(epoch, progress=progress and self.context.rank == 0)
-            return gather_epoch(self.context, stats, time.perf_counter() - started, self.task.sync)
+            return gather_epoch(self.context, stats, time.perf_counter() - started, self.task.sync,
+                                self.task.exchange)
 
     DataParallelSystem.__name__ = DataParallelSystem.__qualname__ = f"DataParallel{system_class.__name__}"
     _DATA_PARALLEL_CLASSES[system_class] = DataParallelSystem
@@ -375,7 +495,7 @@ def data_parallel(system_class: type) -> type:
 
 
 def gather_epoch(context: RankContext, stats: "EpochStats", epoch_time_s: float,
-                 sync: GradientAllReduce) -> "EpochStats":
+                 sync: GradientAllReduce, exchange: EmbeddingExchange | None = None) -> "EpochStats":
     """This rank's epoch stats, with every rank's numbers gathered (``extra["ranks"]``) and the epoch's examples,
     sampled edges and loss made global."""
     import torch.distributed as dist
@@ -387,6 +507,9 @@ def gather_epoch(context: RankContext, stats: "EpochStats", epoch_time_s: float,
         "sampled_edges": stats.sampled_edges, "loss_sum": stats.loss * stats.examples,
         "epoch_time_s": epoch_time_s, "stage_busy_s": dict(stats.stage_busy_s), "allreduce_s": sync.seconds,
         "allreduce_calls": sync.calls, "allreduce_bytes": sync.bytes,
+        "embedding_exchange_s": exchange.seconds if exchange else 0.0,
+        "embedding_exchange_calls": exchange.calls if exchange else 0,
+        "embedding_exchange_bytes": exchange.bytes if exchange else 0,
     }
     ranks: list[Any] = [None] * context.world_size
     _collective("gathering the epoch's numbers", dist.all_gather_object, ranks, mine)
@@ -398,6 +521,10 @@ def gather_epoch(context: RankContext, stats: "EpochStats", epoch_time_s: float,
                       stage_busy_s=stats.stage_busy_s, staleness=stats.staleness, extra=extra)
 
 
+_RANK_COUNTERS = ("allreduce_s", "allreduce_calls", "allreduce_bytes", "embedding_exchange_s",
+                  "embedding_exchange_calls", "embedding_exchange_bytes")
+
+
 def summarize_ranks(context: RankContext, outcome: Any) -> dict[str, Any]:
     """The ``data_parallel`` part of ``summary.json``: world size, backend, and per rank the summed stage busy
     time, all-reduce time, calls and bytes over the run's epochs."""
@@ -405,13 +532,12 @@ def summarize_ranks(context: RankContext, outcome: Any) -> dict[str, Any]:
     for stats in outcome.epochs:
         for entry in stats.extra.get("ranks", []):
             total = totals.setdefault(entry["rank"], {"rank": entry["rank"], "examples": 0, "stage_busy_s": {},
-                                                       "allreduce_s": 0.0, "allreduce_calls": 0,
-                                                       "allreduce_bytes": 0})
+                                                       **dict.fromkeys(_RANK_COUNTERS, 0)})
             total["examples"] += entry["examples"]
             for stage, seconds in entry["stage_busy_s"].items():
                 total["stage_busy_s"][stage] = total["stage_busy_s"].get(stage, 0.0) + seconds
-            for key in ("allreduce_s", "allreduce_calls", "allreduce_bytes"):
-                total[key] += entry[key]
+            for key in _RANK_COUNTERS:
+                total[key] += entry.get(key, 0)
     ranks = [totals[rank] for rank in sorted(totals)]
     return {"world_size": context.world_size, "backend": context.backend, "ranks": ranks,
             "allreduce_s_max": max((r["allreduce_s"] for r in ranks), default=0.0)}
@@ -478,7 +604,8 @@ def _rank_main(payload_path: str) -> int:
     try:
         from suite.runner import run_spec
 
-        summary = run_spec(job["spec"], job["out"], overwrite=job["overwrite"], progress=job["progress"] and rank == 0)
+        summary = run_spec(job["spec"], job["out"], overwrite=job["overwrite"], progress=job["progress"] and rank == 0,
+                           placement=job.get("placement"))
         outcome: tuple = ("ok", summary if rank == 0 else None)
     except BaseException as err:  # noqa: BLE001  (reported to the launcher, which fails the run)
         outcome = ("error", f"{type(err).__name__}: {err}", traceback.format_exc())
@@ -504,7 +631,7 @@ def _exit_reason(code: int | None) -> str:
 
 
 def launch(spec: "RunSpec", out: str | os.PathLike, *, overwrite: bool = False, progress: bool = False,
-           grace_s: float = 5.0) -> dict[str, Any]:
+           grace_s: float = 5.0, placement: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run a data-parallel spec on ``world_size`` spawned processes on this machine; return rank 0's summary.
 
     The dataset is opened (generated or prepared if needed) here first, so the ranks find it cached. When a rank
@@ -538,6 +665,7 @@ def launch(spec: "RunSpec", out: str | os.PathLike, *, overwrite: bool = False, 
             payload.write_bytes(pickle.dumps({
                 "rank": rank, "world": world, "port": port, "threads": threads, "spec": spec, "out": str(out),
                 "overwrite": overwrite, "progress": progress, "result": str(scratch / f"rank{rank}.result"),
+                "placement": dict(placement) if placement else None,
             }))
             processes.append(subprocess.Popen([sys.executable, "-m", "systems.distributed", str(payload)],
                                               cwd=os.getcwd(), env={**os.environ, "PYTHONPATH": _pythonpath()}))
@@ -619,7 +747,8 @@ def record_failure(spec: "RunSpec", out: str | os.PathLike, error: BaseException
 
 
 __all__ = [
-    "DataParallelTask", "DistributedOptions", "GradientAllReduce", "NullRecorder", "RankContext", "RankFailure",
+    "DataParallelTask", "DistributedOptions", "EmbeddingExchange", "GradientAllReduce", "NullRecorder",
+    "RankContext", "RankFailure",
     "current", "data_parallel", "gather_epoch", "init_rank", "is_main_rank", "is_rank_process", "launch",
     "options_of", "shutdown_rank", "summarize_ranks", "world_size_of",
 ]

@@ -21,3 +21,55 @@ def shared_datasets() -> Path:
     path = shared_dir() / "datasets"
     assert path.is_dir(), f"{path} is missing: set GNNSUITE_SHARED to the project's shared/ folder"
     return path
+
+
+# ---------------------------------------------------------------------------------------------- executor report
+# Tests marked ``@pytest.mark.executor("NAME")`` run grids on a scale-out executor; the end of the test run says
+# which of them ran (passed, failed) or were skipped, per executor, so a CI log shows that they really ran.
+_EXECUTOR_OUTCOMES: dict[str, dict[str, list[str]]] = {}
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        marker = item.get_closest_marker("executor")
+        if marker is not None:
+            item.user_properties.append(("executor", marker.args[0]))
+
+
+def pytest_runtest_logreport(report) -> None:
+    executor = dict(report.user_properties).get("executor")
+    if executor is None:
+        return
+    outcomes = _EXECUTOR_OUTCOMES.setdefault(executor, {})
+    name = report.nodeid.rsplit("::", 1)[-1]
+    if report.failed:
+        outcomes.setdefault("failed", []).append(f"{name} ({report.when})")
+    elif report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        outcomes.setdefault("skipped", []).append(f"{name}: {reason}")
+    elif report.when == "call":
+        outcomes.setdefault("passed", []).append(f"{name} ({report.duration:.1f} s)")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if not _EXECUTOR_OUTCOMES:
+        return
+    import importlib.metadata as metadata
+
+    write = terminalreporter.write_line
+    terminalreporter.section("executor tests")
+    engines = []
+    for package in ("ray", "submitit"):
+        try:
+            engines.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            engines.append(f"{package} not installed")
+    required = os.environ.get("GNNSUITE_REQUIRE_ENGINES", "")
+    write(f"engines: {', '.join(engines)}; required (GNNSUITE_REQUIRE_ENGINES): {required or 'none'}")
+    for executor in sorted(_EXECUTOR_OUTCOMES):
+        outcomes = _EXECUTOR_OUTCOMES[executor]
+        counts = ", ".join(f"{len(outcomes[k])} {k}" for k in ("passed", "failed", "skipped") if outcomes.get(k))
+        write(f"executor {executor}: {counts}")
+        for kind in ("passed", "failed", "skipped"):
+            for entry in outcomes.get(kind, []):
+                write(f"    {kind}: {entry}")

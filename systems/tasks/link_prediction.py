@@ -249,6 +249,37 @@ class LinkPredictionTask(Task):
         batch.extra.update(src=src, rel=edges[:, 1].clone(), dst=dst, tail_neg=tail_neg.view(chunks),
                            head_neg=head_neg.view(chunks), chunk_size=negatives.chunk_size)
 
+    def shard_sampled(self, batch: Batch, rank: int, world_size: int) -> None:
+        """Cut a sampled global batch to rank ``rank``'s share, in place (data-parallel training,
+        :mod:`systems.distributed`): whole chunks of positives with the negatives the global batch drew for them,
+        so that the ranks' losses are exactly the global batch's terms; the share's nodes are re-indexed and, for
+        encoders with neighbours, sampled again for the share alone. ``extra["global_examples"]`` is the global
+        batch's size (the share's gradient weight); an empty share keeps no sample."""
+        extra = batch.extra
+        chunk_size, chunks = extra["chunk_size"], len(extra["tail_neg"])
+        mine = torch.arange(chunks).tensor_split(world_size)[rank]
+        first, last = (int(mine[0]), int(mine[-1]) + 1) if len(mine) else (chunks, chunks)
+        low, high = min(first * chunk_size, batch.num_examples), min(last * chunk_size, batch.num_examples)
+        extra["global_examples"] = batch.num_examples
+        batch.roots = batch.roots[low:high]
+        if high == low:
+            batch.sample = None
+            for key in _DEVICE_KEYS:
+                extra.pop(key, None)
+            return
+        parts = [extra["src"][low:high], extra["dst"][low:high], extra["tail_neg"][first:last],
+                 extra["head_neg"][first:last]]
+        used, local = torch.unique(torch.cat([part.reshape(-1) for part in parts]), return_inverse=True)
+        nodes = batch.sample.roots[used]
+        src, dst, tail_neg, head_neg = (piece.view(part.shape) for piece, part in
+                                        zip(local.split([part.numel() for part in parts]), parts))
+        if self.train_sampler is not None:
+            generator = batch_generator(self.spec.seed, batch.epoch, batch.index)
+            batch.sample = self.train_sampler.sample(nodes, generator)
+        else:
+            batch.sample = SampledSubgraph(roots=nodes, blocks=(), num_sampled_edges=0)
+        extra.update(src=src, rel=extra["rel"][low:high], dst=dst, tail_neg=tail_neg, head_neg=head_neg)
+
     def gather(self, batch: Batch, pin: bool | None = None) -> None:
         """Rows of the sample's input nodes: a copy of the embedding rows as they are now, or the features."""
         pin = pin if pin is not None else self.device.type == "cuda"

@@ -148,6 +148,100 @@ def test_a_killed_rank_fails_the_run_quickly(tmp_path: Path, cache_dir: Path):
         os.kill(ranks[0]["pid"], 0)  # rank 0 is gone too
 
 
+def _lp_spec(cache_dir: Path, world_size: int = 1, system: str = "in_memory", decoder: str = "distmult",
+             encoder: str = "shallow") -> dict:
+    # Learnable embeddings (sparse Adagrad), chunked negatives: 4 chunks of 25 per global batch of 100, so each of
+    # 2 ranks takes 2 whole chunks with the negatives the global batch drew for them.
+    model = {"encoder": encoder, "num_layers": 0, "fanouts": [], "decoder": decoder, "embedding_dim": 16,
+             "learnable_embeddings": True, "dropout": 0.0}
+    if encoder != "shallow":
+        model.update(num_layers=1, fanouts=[-1])  # full neighbourhoods: the share's sample is the global one's
+    return {"dataset": {"name": "synthetic", "preset": "tiny", "cache_dir": str(cache_dir)}, "model": model,
+            "system": {"name": system, "device": "cpu",
+                       "options": {"world_size": world_size} if world_size > 1 else {}},
+            "training": {"task": "link_prediction", "batch_size": 100, "epochs": 3, "optimizer": "adagrad",
+                         "learning_rate": 0.1, "negatives": {"num_chunks": 4, "negatives_per_positive": 20,
+                                                             "degree_fraction": 0.5}},
+            "evaluation": {"batch_size": 256}, "seed": 0}
+
+
+def _compare_link_prediction(tmp_path: Path, cache_dir: Path, **options) -> tuple[dict, dict]:
+    """1 rank vs 2 ranks: what must be equal is equal, and each rank's share and exchange is recorded."""
+    one = run_spec(spec_from_dict(_lp_spec(cache_dir, **options)), tmp_path)
+    two_spec = spec_from_dict(_lp_spec(cache_dir, world_size=2, **options))
+    two = run_spec(two_spec, tmp_path)
+    assert two["status"] == "completed" and two["epochs"] == one["epochs"] == 3
+    # Equal up to float rounding: the loss of every epoch (the same global batches, the same negatives, the same
+    # dense all-reduced step and the same sparse Adagrad update of the embedding rows, whose per-rank gradient rows
+    # are summed in another order), hence the trained embeddings and every ranking metric.
+    assert two["loss"] == pytest.approx(one["loss"], rel=1e-5)
+    for split in ("valid", "test"):
+        for metric in ("mrr", "hits@1", "hits@10", "unfiltered_mrr"):
+            assert two["metrics"][split][metric] == pytest.approx(one["metrics"][split][metric], abs=1e-6), metric
+    # May differ: times (stage busy, epoch, wall), and the last float digits of the loss.
+    epochs = [r for r in read_records(tmp_path / two_spec.run_id) if r["kind"] == "epoch"]
+    train_edges = epochs[0]["examples"]
+    batches = -(-train_edges // 100)
+    for record in epochs:
+        ranks = record["ranks"]
+        assert sum(r["examples"] for r in ranks) == record["examples"] == train_edges
+        assert all(r["examples"] > 0 for r in ranks)
+        for entry in ranks:  # one sparse exchange per global batch, on every rank (an empty share joins too)
+            assert entry["embedding_exchange_calls"] == batches and entry["embedding_exchange_bytes"] > 0
+    dp = read_summary(tmp_path / two_spec.run_id)["data_parallel"]
+    assert [r["embedding_exchange_calls"] for r in dp["ranks"]] == [3 * batches] * 2
+    print(f"\n1 rank : loss {one['loss']}, valid mrr {one['metrics']['valid']['mrr']:.6f}, "
+          f"test mrr {one['metrics']['test']['mrr']:.6f}")
+    print(f"2 ranks: loss {two['loss']}, valid mrr {two['metrics']['valid']['mrr']:.6f}, "
+          f"test mrr {two['metrics']['test']['mrr']:.6f}; per rank examples "
+          f"{[r['examples'] for r in dp['ranks']]}, exchanges {[r['embedding_exchange_calls'] for r in dp['ranks']]}, "
+          f"exchanged MB {[round(r['embedding_exchange_bytes'] / 1e6, 2) for r in dp['ranks']]}")
+    return one, two
+
+
+def test_link_prediction_two_ranks_match_one_rank(tmp_path: Path, cache_dir: Path):
+    _compare_link_prediction(tmp_path, cache_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", [{"decoder": "dot"}, {"encoder": "graphsage"}, {"system": "pipelined"}],
+                         ids=["dot-no-dense-parameters", "graphsage-full-neighbourhoods", "pipelined"])
+def test_link_prediction_two_ranks_match_one_rank_variants(tmp_path: Path, cache_dir: Path, options: dict):
+    _compare_link_prediction(tmp_path, cache_dir, **options)
+
+
+def test_link_prediction_share_is_whole_chunks(tmp_path: Path, cache_dir: Path):
+    """``shard_sampled``: the ranks' shares of one sampled global batch are its chunks, with their negatives, and
+    together they are the global batch (the node ids map back to the same global ids)."""
+    from suite.datasets import open_dataset
+    from systems.tasks.link_prediction import LinkPredictionTask
+
+    spec = spec_from_dict(_lp_spec(cache_dir))
+    spec = spec.model_copy(update={"training": spec.training.model_copy(update={"batch_size": 90})})
+    task = LinkPredictionTask(spec, open_dataset(spec.dataset), torch.device("cpu"))
+    task.setup()
+    whole = task.plan_epoch(0)[0]
+    task.sample(whole)
+    nodes = whole.sample.roots
+    shares = []
+    for rank in range(3):
+        share = task.plan_epoch(0)[0]
+        task.sample(share)
+        task.shard_sampled(share, rank, 3)
+        shares.append(share)
+    assert [s.num_examples for s in shares] == [46, 23, 21]  # chunks of 23: 2 + 1 + 1 (the last one short)
+    assert all(s.extra["global_examples"] == 90 for s in shares)
+    assert torch.equal(torch.cat([s.roots for s in shares]), whole.roots)
+    for key in ("src", "dst"):
+        assert torch.equal(torch.cat([s.sample.roots[s.extra[key]] for s in shares]), nodes[whole.extra[key]])
+    for key in ("tail_neg", "head_neg"):
+        assert torch.equal(torch.cat([s.sample.roots[s.extra[key]] for s in shares]), nodes[whole.extra[key]])
+    empty = task.plan_epoch(0)[0]
+    task.sample(empty)
+    task.shard_sampled(empty, 4, 5)  # 4 chunks, 5 ranks: the last share is empty
+    assert empty.num_examples == 0 and empty.sample is None and empty.extra["global_examples"] == 90
+
+
 # ---------------------------------------------------------------------------------------------- no processes
 def test_options_are_validated(tmp_path: Path):
     base = _spec(tmp_path)
