@@ -36,16 +36,13 @@ def versions() -> dict[str, Any]:
     import torch_geometric
 
     from suite import __version__
-    from suite.graph.loaders.ogb import import_ogb
-
-    ogb = import_ogb()
 
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "torch_geometric": torch_geometric.__version__,
         "numpy": numpy.__version__,
-        "ogb": ogb.__version__,
+        "ogb": _distribution_version("ogb"),  # from its metadata: importing ogb (and sklearn) takes seconds
         "gnnsuite": __version__,
         "git_sha": git_sha(),
     }
@@ -59,6 +56,15 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def _distribution_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
 
 
 def machine_info() -> dict[str, Any]:
