@@ -56,6 +56,7 @@ import pandas as pd  # noqa: E402
 
 from suite.cost import cost_per_epoch, cost_to_target, epochs_to_target, get_profile  # noqa: E402
 from suite.errors import ConfigError, DataError, SuiteError  # noqa: E402
+from suite.load import load_columns  # noqa: E402
 
 DEFAULT_RUNS = (REPO_ROOT / "out" / "reproduce-quick" / "pipeline" / "pipeline_accuracy",
                 REPO_ROOT / "out" / "reproduce-quick" / "disk")
@@ -66,6 +67,7 @@ COLUMNS = (
     "epoch_time_s", "cost_per_epoch_usd", "valid_metric", "final_valid", "target", "epochs_to_target",
     "time_to_target_s", "cost_to_target_usd", "target_rule", "hardware", "calibrated_from", "run_id",
     "peak_rss_bytes", "fits_priced_memory", "measured_on", "price_source", "price_date", "epoch_times_s",
+    "foreign_cores", "under_load",
 )
 
 
@@ -315,7 +317,7 @@ def cost_table(runs: Sequence[Run], *, price_local_as: str = DEFAULT_PRICE_LOCAL
             "fits_priced_memory": None if rss is None else bool(rss <= priced.memory_gib * 2**30),
             "measured_on": f"{machine.get('cpu_model')}, {machine.get('cpu_cores')} cores",
             "price_source": f"{priced.name}: {priced.price_source}", "price_date": priced.price_date,
-            "epoch_times_s": run.epoch_times,
+            "epoch_times_s": run.epoch_times, **load_columns(run.summary),
             **price_row(run.epoch_times, run.valid_curve, target, priced.hourly_usd),
         })
     calibrations = {}

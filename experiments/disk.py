@@ -35,7 +35,9 @@ if str(REPO_ROOT) not in sys.path:
 import pandas as pd  # noqa: E402
 
 from suite.grid import expand_grid, failures  # noqa: E402
+from suite.load import load_columns  # noqa: E402
 from suite.results import export, load_epochs, load_runs  # noqa: E402
+from suite.stats import mean_interval, ratio_interval  # noqa: E402
 
 GRID = REPO_ROOT / "experiments" / "disk_nc.yaml"
 DEEP_GRID = REPO_ROOT / "experiments" / "disk_nc_deep.yaml"
@@ -86,15 +88,28 @@ def dd_read_bandwidth(path: Path, block: str = "4M") -> float | None:
     return int(match.group(1)) / float(match.group(2)) if match else None
 
 
+def warm_epochs(epochs: pd.DataFrame) -> pd.DataFrame:
+    """A run's epoch records without the first (cold: buffers, caches and allocator warming up), unless it has
+    only one."""
+    ordered = epochs.sort_values("epoch")
+    return ordered.iloc[1:] if len(ordered) > 1 else ordered
+
+
 def table(out: Path) -> pd.DataFrame:
-    """One row per completed run: the warm epoch's measures and the run's accuracy and peak RSS."""
+    """One row per completed run: means over its warm epochs (every epoch after the first) of the epoch's
+    measures, with 95 % t intervals over those epochs for the epoch time and the IO wait fraction, and the run's
+    accuracy, peak RSS and foreign load."""
     runs = load_runs(out, include_incomplete=False)
     runs = runs[runs["status"] == "completed"]
     epochs = load_epochs(out)
-    last = epochs.sort_values("epoch").groupby("run_dir").tail(1).set_index("run_dir")
     rows = []
     for _, run in runs.iterrows():
-        epoch = last.loc[run["run_dir"]]
+        warm = warm_epochs(epochs[epochs["run_dir"] == run["run_dir"]])
+        epoch = warm.mean(numeric_only=True)
+        times = [float(t) for t in warm["epoch_time_s"]]
+        wait_fractions = [float(w or 0.0) / float(t) for w, t in zip(warm.get("io_wait_s", [0.0] * len(warm)),
+                                                                      warm["epoch_time_s"])]
+        time_interval, wait_interval = mean_interval(times), mean_interval(wait_fractions)
         options = {k.removeprefix("config.system.options."): v for k, v in run.items()
                    if k.startswith("config.system.options.") and pd.notna(v)}
         label = run["system"] if run["system"] not in ("disk", "pipelined") else (
@@ -109,17 +124,30 @@ def table(out: Path) -> pd.DataFrame:
             "dataset": run["dataset"], "configuration": label, "system": run["system"],
             "policy": options.get("policy"), "num_partitions": options.get("num_partitions"),
             "buffer_capacity": options.get("buffer_capacity"), "prefetch": options.get("prefetch", True),
-            "epoch_time_s": time_s, "states": epoch.get("states"), "swaps": epoch.get("swaps"),
+            "epoch_time_s": time_s, "epoch_time_s_ci_low": time_interval.low,
+            "epoch_time_s_ci_high": time_interval.high, "warm_epochs": len(times), "epoch_times_s": times,
+            "states": epoch.get("states"), "swaps": epoch.get("swaps"),
             "io_read_bytes": read_bytes, "disk_read_bytes": epoch.get("disk_read_bytes"),
-            "io_wait_s": io_wait, "io_wait_fraction": io_wait / time_s if time_s else None,
+            "io_wait_s": io_wait, "io_wait_fraction": wait_interval.estimate,
+            "io_wait_fraction_ci_low": wait_interval.low, "io_wait_fraction_ci_high": wait_interval.high,
             "read_bandwidth_bytes_per_s": read_bytes / read_s if read_s > 0 else None,
             "test_accuracy": run.get("metrics.test.accuracy"), "peak_rss_bytes": run.get("peak_rss_bytes"),
-            "run_id": run["run_id"], "git_sha": run.get("versions.git_sha"),
+            **load_columns(run.to_dict()), "run_id": run["run_id"], "git_sha": run.get("versions.git_sha"),
         })
     result = pd.DataFrame(rows)
-    base = result[result["system"] == "in_memory"]["epoch_time_s"]
-    result["time_ratio_vs_in_memory"] = result["epoch_time_s"] / (base.iloc[0] if len(base) else float("nan"))
-    return result.sort_values(["system", "configuration"], ascending=[False, True]).reset_index(drop=True)
+    return add_time_ratios(result).sort_values(["system", "configuration"], ascending=[False, True]).reset_index(
+        drop=True)
+
+
+def add_time_ratios(result: pd.DataFrame) -> pd.DataFrame:
+    """``time_ratio_vs_in_memory``: each run's warm epoch times over the in-memory run's, as the ratio of their
+    geometric means with a 95 % Welch t interval on the logs (:func:`suite.stats.ratio_interval`, unpaired)."""
+    base = result[result["system"] == "in_memory"]
+    base_times = list(base["epoch_times_s"].iloc[0]) if len(base) else []
+    ratios = [ratio_interval(list(times), base_times, paired=False) for times in result["epoch_times_s"]]
+    return result.assign(time_ratio_vs_in_memory=[r.estimate for r in ratios],
+                         time_ratio_vs_in_memory_ci_low=[r.low for r in ratios],
+                         time_ratio_vs_in_memory_ci_high=[r.high for r in ratios])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

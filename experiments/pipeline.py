@@ -36,6 +36,8 @@ if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
 import pandas as pd  # noqa: E402
 
 from suite.grid import expand_grid, failures, run_grid  # noqa: E402
+from suite.load import load_columns  # noqa: E402
+from suite.stats import difference_interval, mean_interval  # noqa: E402
 from suite.results import export, load_epochs, load_runs  # noqa: E402
 
 SPEED_GRID = REPO_ROOT / "experiments" / "pipeline_speed.yaml"
@@ -109,6 +111,7 @@ def speed_table(out: str | Path) -> pd.DataFrame:
             "pipeline_efficiency": epoch.get("pipeline_efficiency"),
             "bottleneck_stage": epoch.get("bottleneck_stage"),
             "staleness_mean": epoch.get("staleness_mean"), "staleness_max": epoch.get("staleness_max"),
+            "device": run.get("device"), **load_columns(run.to_dict()),
             "run_id": run["run_id"], "seed": run["seed"], "git_sha": run.get("versions.git_sha"),
         })
     table = pd.DataFrame(rows)
@@ -133,6 +136,25 @@ def accuracy_table(out: str | Path) -> pd.DataFrame:
                "run_id": "run_id"}
     return runs[[c for c in columns if c in runs]].rename(columns=columns).sort_values(
         ["configuration", "seed"]).reset_index(drop=True)
+
+
+def accuracy_summary(accuracy: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and configuration: seeds, mean test accuracy with its 95 % t interval over seeds, and the
+    difference to sync paired by seed (``minus_sync``) with its interval (:mod:`suite.stats`)."""
+    rows = []
+    for dataset, table in accuracy.groupby("dataset", sort=False):
+        wide = table.pivot_table(index="seed", columns="configuration", values="test_accuracy", aggfunc="first")
+        for configuration in sorted(wide.columns, key=configuration_order):
+            mean = mean_interval(wide[configuration])
+            row = {"dataset": dataset, "configuration": configuration, "seeds": mean.n,
+                   "test_accuracy": mean.estimate, "test_accuracy_ci_low": mean.low,
+                   "test_accuracy_ci_high": mean.high}
+            if "sync" in wide and configuration != "sync":
+                both = wide[["sync", configuration]].dropna()
+                gap = difference_interval(list(both[configuration]), list(both["sync"]))
+                row.update(minus_sync=gap.estimate, minus_sync_ci_low=gap.low, minus_sync_ci_high=gap.high)
+            rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def run_grids(out: Path, mode: str, progress: bool, data_dir: Path | None = None,
@@ -184,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     accuracy = accuracy_table(out / ACCURACY_GRID.stem)
     export(speed, args.results / "pipeline_speed.csv")
     export(accuracy, args.results / "pipeline_accuracy.csv")
+    export(accuracy_summary(accuracy), args.results / "pipeline_accuracy_summary.csv")
     with pd.option_context("display.width", 220, "display.max_columns", 30):
         print(speed[["dataset", "sampler", "configuration", "epoch_time_s", "time_ratio_vs_in_memory",
                      "compute_utilization", "pipeline_efficiency", "bottleneck_stage", "staleness_max"]]

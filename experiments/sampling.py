@@ -100,6 +100,9 @@ if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite`, `systems` a
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
+from suite.load import LoadMonitor, load_columns  # noqa: E402
+from suite.stats import bootstrap_interval, ratio_interval  # noqa: E402
+
 DEFAULT_CSV = REPO_ROOT / "results" / "sampling.csv"
 DEFAULT_PNG = REPO_ROOT / "results" / "sampling.png"
 SAMPLER_NAMES = ("naive", "dense", "pyg", "naive-torch", "dense-torch")
@@ -110,17 +113,25 @@ QUICK_NODES = 20_000
 
 COLUMNS = (
     "setting", "dataset", "num_nodes", "num_edges", "direction", "root_pool", "num_roots", "layers", "fanouts",
-    "replace", "sampler", "status", "reason", "time_s", "time_s_min", "time_s_max", "repeats", "warmup",
-    "sampled_edges", "estimated_edges", "unique_nodes_per_hop", "total_unique_nodes", "one_hop_calls",
-    "sampled_edges_per_s", "time_ratio_vs_dense", "edges_ratio_vs_dense", "peak_extra_mib", "threads",
-    "backend", "quick", "seed", "git_sha", "sampling_code_sha", "torch", "torch_geometric", "python", "cpu_model",
-    "cpu_cores", "date",
+    "replace", "sampler", "status", "reason", "time_s", "time_s_ci_low", "time_s_ci_high", "time_s_min",
+    "time_s_max", "repeats", "warmup", "times_s", "sampled_edges", "estimated_edges", "unique_nodes_per_hop",
+    "total_unique_nodes", "one_hop_calls", "sampled_edges_per_s", "time_ratio_vs_dense",
+    "time_ratio_vs_dense_ci_low", "time_ratio_vs_dense_ci_high", "paired_repeats", "edges_ratio_vs_dense",
+    "peak_extra_mib", "foreign_cores", "under_load", "threads", "backend", "quick", "seed", "git_sha",
+    "sampling_code_sha", "torch", "torch_geometric", "python", "cpu_model", "cpu_cores", "date",
 )
-"""Columns of the CSV, in order. ``time_s`` is the median time per batch; ``sampled_edges``, ``one_hop_calls`` and
+"""Columns of the CSV, in order. ``time_s`` is the median time per batch, ``time_s_ci_low``/``_high`` its 95 %
+bootstrap interval (:func:`suite.stats.bootstrap_interval`), ``times_s`` every timed repeat in order (a JSON list;
+repeat ``r`` of every sampler of a configuration ran on the same roots); ``sampled_edges``, ``one_hop_calls`` and
 each entry of ``unique_nodes_per_hop`` (a JSON list) are medians over the timed repeats; ``estimated_edges`` is
 the memory guard's upper estimate; ``peak_extra_mib`` is the largest growth of the resident set during one call (a
-lower bound of what the call allocated: memory the allocator already held is reused without growing it)."""
-INTEGER_COLUMNS = ("repeats", "warmup", "sampled_edges", "estimated_edges", "total_unique_nodes", "one_hop_calls")
+lower bound of what the call allocated: memory the allocator already held is reused without growing it);
+``time_ratio_vs_dense`` is the geometric mean over the ``paired_repeats`` repeats both ran of this sampler's time /
+DENSE's time on the same roots, with its 95 % t interval (``_ci_low``/``_high``, :func:`suite.stats.ratio_interval`);
+``foreign_cores`` and ``under_load`` are the other processes' CPU use while the configuration (setting x layer
+count, all its samplers) was measured (:mod:`suite.load`; ``under_load``: at least 0.25 cores)."""
+INTEGER_COLUMNS = ("repeats", "warmup", "sampled_edges", "estimated_edges", "total_unique_nodes", "one_hop_calls",
+                   "paired_repeats")
 
 
 # ---------------------------------------------------------------------------------------------- settings
@@ -486,26 +497,31 @@ def run_setting(setting: Setting, store, layers: Sequence[int], adapters: dict[s
         for name, reason in missing.items():
             rows.append({**base, "sampler": name, "status": "skipped", "reason": reason})
 
-        measured = measure_interleaved(graph, fanouts, {n: adapters[n] for n in plans}, plans, pool, num_roots,
-                                       args.seed, args.replace, args.min_seconds, args.max_repeats)
+        with LoadMonitor() as monitor:
+            measured = measure_interleaved(graph, fanouts, {n: adapters[n] for n in plans}, plans, pool, num_roots,
+                                           args.seed, args.replace, args.min_seconds, args.max_repeats)
+        load = load_columns(monitor.result)
         for name, result in measured.items():
             stats = result.median_stats()
             time_s = statistics.median(result.times)
             # Priced by the latest (largest) run: small runs overprice (fixed costs), which errs on the safe side.
             bytes_per_edge = max(MIN_BYTES_PER_EDGE, (result.peak_extra or 0) / max(stats.sampled_edges, 1))
             history[name] = History(num_layers, stats, time_s, bytes_per_edge)
+            median = bootstrap_interval(result.times)
             rows.append({
                 **base, "sampler": name, "status": "ok", "reason": "", "time_s": time_s,
+                "time_s_ci_low": median.low, "time_s_ci_high": median.high,
                 "time_s_min": min(result.times), "time_s_max": max(result.times), "repeats": len(result.times),
-                "warmup": result.warmup, "sampled_edges": stats.sampled_edges, "estimated_edges": estimates[name],
+                "warmup": result.warmup, "times_s": json.dumps([round(t, 7) for t in result.times]), **load,
+                "sampled_edges": stats.sampled_edges, "estimated_edges": estimates[name],
                 "unique_nodes_per_hop": json.dumps(stats.unique_nodes_per_hop),
                 "total_unique_nodes": sum(stats.unique_nodes_per_hop), "one_hop_calls": stats.one_hop_calls,
                 "sampled_edges_per_s": stats.sampled_edges / time_s if time_s > 0 else math.nan,
                 "peak_extra_mib": None if result.peak_extra is None else result.peak_extra / 2**20,
                 "backend": adapters[name].backend + (f" ({result.backend})" if result.backend else ""),
             })
-            print(f"[{setting.name} L={num_layers}] {name}: {time_s:.4f} s/batch (min {min(result.times):.4f}, "
-                  f"{len(result.times)} repeats), {stats.sampled_edges:,} edges, nodes/hop "
+            print(f"[{setting.name} L={num_layers}] {name}: {time_s:.4f} s/batch [{median.low:.4f}, "
+                  f"{median.high:.4f}] ({len(result.times)} repeats), {stats.sampled_edges:,} edges, nodes/hop "
                   f"{stats.unique_nodes_per_hop}, one-hop calls {stats.one_hop_calls:,}", flush=True)
         del measured
         gc.collect()
@@ -546,14 +562,31 @@ def measure_interleaved(graph, fanouts: tuple[int, ...], adapters: dict[str, Sam
     return results
 
 
+def paired_times(row_times: str | float, dense_times: str | float) -> tuple[list[float], list[float]]:
+    """The repeats two samplers of one configuration both ran (a common prefix of the rounds: repeat ``r`` of
+    both used the same roots), from their ``times_s`` cells."""
+    if not isinstance(row_times, str) or not isinstance(dense_times, str):
+        return [], []
+    mine, dense = json.loads(row_times), json.loads(dense_times)
+    count = min(len(mine), len(dense))
+    return mine[:count], dense[:count]
+
+
 def add_ratios(table: pd.DataFrame) -> pd.DataFrame:
-    """``time_ratio_vs_dense`` and ``edges_ratio_vs_dense`` of every measured row against DENSE's row of the same
-    setting and layer count (NaN where DENSE has no measured row)."""
+    """``time_ratio_vs_dense`` (geometric mean of the paired per-repeat ratios, with its 95 % interval and the
+    number of pairs) and ``edges_ratio_vs_dense`` (median sampled edges / DENSE's) of every measured row against
+    DENSE's row of the same setting and layer count (NaN where DENSE has no measured row)."""
     table = table.copy()
     key = ["setting", "layers"]
     dense = table[(table["sampler"] == "dense") & (table["status"] == "ok")].set_index(key)
     index = pd.MultiIndex.from_frame(table[key])
-    table["time_ratio_vs_dense"] = table["time_s"].to_numpy(float) / dense["time_s"].reindex(index).to_numpy(float)
+    dense_times = dense["times_s"].reindex(index).to_numpy(object)
+    ratios = [ratio_interval(*paired_times(mine, theirs)) if status == "ok" else None
+              for mine, theirs, status in zip(table["times_s"], dense_times, table["status"])]
+    table["time_ratio_vs_dense"] = [r.estimate if r else math.nan for r in ratios]
+    table["time_ratio_vs_dense_ci_low"] = [r.low if r else math.nan for r in ratios]
+    table["time_ratio_vs_dense_ci_high"] = [r.high if r else math.nan for r in ratios]
+    table["paired_repeats"] = pd.array([r.n if r and r.n else None for r in ratios], dtype="Int64")
     table["edges_ratio_vs_dense"] = (table["sampled_edges"].to_numpy(float)
                                      / dense["sampled_edges"].reindex(index).to_numpy(float))
     return table
