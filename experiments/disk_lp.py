@@ -111,7 +111,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
         row = {"model": model, "configuration": configuration, "seeds": len(part),
                **_intervals("test_mrr_mean", mean_interval(part["test_mrr"])),
                "test_mrr_std": float(part["test_mrr"].std()) if len(part) > 1 else float("nan"),
-               **_intervals("epoch_time_s", mean_interval(times)),
+               **_intervals("epoch_time_s", mean_interval(times)), "warm_epochs": len(times),
                "io_read_bytes": part["io_read_bytes"].mean(), "io_write_bytes": part["io_write_bytes"].mean(),
                "swaps": part["swaps"].mean(), **_intervals("io_wait_fraction", mean_interval(part["io_wait_fraction"])),
                "read_bandwidth_bytes_per_s": part["read_bandwidth_bytes_per_s"].mean(),

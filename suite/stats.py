@@ -80,7 +80,7 @@ class Interval:
                         self.confidence)
 
     def format(self, decimals: int = 3, percent: bool = False) -> str:
-        """``1.470 [1.300, 1.650]`` (``percent``: values x 100 with ``%``); ``[no interval: n=1]`` when the
+        """``1.470 [1.300, 1.650]`` (``percent``: values x 100, then `` %``); ``[no interval: n=1]`` when the
         interval is not defined."""
         scale, suffix = (100.0, " %") if percent else (1.0, "")
 
@@ -92,7 +92,7 @@ class Interval:
             return "n/a"
         if not self.defined:
             return f"{number(self.estimate)}{suffix} [no interval: n={self.n}]"
-        return f"{number(self.estimate)}{suffix} [{number(self.low)}, {number(self.high)}]"
+        return f"{number(self.estimate)} [{number(self.low)}, {number(self.high)}]{suffix}"
 
     def __str__(self) -> str:
         return self.format()
