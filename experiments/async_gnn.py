@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/async_gnn.py [--quick] [--out-dir results] [--seeds 0 1 2] [--threads 1]
+    python experiments/async_gnn.py [--quick] [--out-dir out/results] [--seeds 0 1 2] [--threads 1]
 
 1. Modes: the spec ``experiments/async_gnn.yaml`` (2-layer GCN on 4 random partitions of Cora, work-depth stage
    durations) simulated in the four modes ``<micro>-<macro>`` -> ``async_gnn_modes.csv`` (makespan, throughput,
@@ -196,7 +196,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="Cora only, 20 iterations, s in {0, 2}, one seed")
     parser.add_argument("--spec", type=Path, default=DEFAULT_SPEC, help="the four-mode spec (default: %(default)s)")
-    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "out" / "results")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--staleness", nargs="+", type=int, default=[0, 1, 2, 4, 8, 16])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])

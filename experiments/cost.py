@@ -3,7 +3,7 @@ the pipeline simulator on cloud GPU machines.
 
 Usage::
 
-    python experiments/cost.py [--runs RUNS_DIR ...] [--csv results/cost.csv] [--png results/cost.png]
+    python experiments/cost.py [--runs RUNS_DIR ...] [--csv out/results/cost.csv] [--png out/results/cost.png]
         [--price-local-as m6a.large] [--target-fraction 0.95] [--target DATASET=VALUE ...]
         [--profiles p3.2xlarge,g5.xlarge,...] [--no-plot]
 
@@ -381,8 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, action="append",
                         help="folder of recorded runs (repeatable; default: the quick reproduction's pipeline "
                              "accuracy and disk runs)")
-    parser.add_argument("--csv", type=Path, default=REPO_ROOT / "results" / "cost.csv")
-    parser.add_argument("--png", type=Path, default=REPO_ROOT / "results" / "cost.png")
+    parser.add_argument("--csv", type=Path, default=REPO_ROOT / "out" / "results" / "cost.csv")
+    parser.add_argument("--png", type=Path, default=REPO_ROOT / "out" / "results" / "cost.png")
     parser.add_argument("--price-local-as", default=DEFAULT_PRICE_LOCAL_AS,
                         help="machine profile whose hourly price prices the runs measured here (default m6a.large)")
     parser.add_argument("--target-fraction", type=float, default=DEFAULT_TARGET_FRACTION,

@@ -3,7 +3,7 @@
 Usage::
 
     python experiments/dataset_generation.py [SPEC ...] [--workdir /tmp/gnnsuite-gen] [--repeats 1]
-        [--csv results/dataset_generation.csv] [--append] [--keep] [--verify]
+        [--csv out/results/dataset_generation.csv] [--append] [--keep] [--verify]
 
 Each SPEC is ``PRESET[,field=value...]`` (see :func:`suite.graph.synthetic.config_from_spec`), e.g.
 ``livejournal-like`` or ``arxiv-like,num_nodes=1000000,avg_degree=20``. Every run generates the store in a fresh
@@ -35,7 +35,7 @@ import pandas as pd
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SPECS = ("arxiv-like,name=synthetic-1m-20m,num_nodes=1000000,avg_degree=20", "livejournal-like")
-DEFAULT_CSV = REPO_ROOT / "results" / "dataset_generation.csv"
+DEFAULT_CSV = REPO_ROOT / "out" / "results" / "dataset_generation.csv"
 
 _CHILD = r"""
 import json, sys, time

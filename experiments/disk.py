@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/disk.py [--quick] [--out out/disk] [--results results] [--data-dir data] [--no-plot]
+    python experiments/disk.py [--quick] [--out out/disk] [--results out/results] [--data-dir data] [--no-plot]
 
 Runs ``experiments/disk_nc.yaml`` through the harness, each run in its own process so that its peak RSS is its
 own (finished runs are skipped): the in-memory system and the
@@ -13,9 +13,9 @@ fraction of the epoch, the achieved read bandwidth (bytes read / seconds inside 
 peak RSS against the size of the store's features (how far out of core the run was). The same file system's
 sequential read bandwidth is measured with ``dd`` (``iflag=direct``) on the partitioned features file, beside.
 
-Outputs: ``results/disk_nc.csv``, ``results/disk_nc.png``. ``--quick``: ``papers-like-s`` shrunk to 200,000 nodes,
+Outputs: ``out/results/disk_nc.csv``, ``out/results/disk_nc.png``. ``--quick``: ``papers-like-s`` shrunk to 200,000 nodes,
 p = 8, c = 2 and 4 (a minute or two). ``--deep``: ``experiments/disk_nc_deep.yaml``, the 3-layer model (15,10,5,
-hidden 256) in memory and sequential p = 16, c = 4, speed only, into ``results/disk_nc_deep.csv`` (epochs long
+hidden 256) in memory and sequential p = 16, c = 4, speed only, into ``out/results/disk_nc_deep.csv`` (epochs long
 enough to hide the buffer's IO, as in MariusGNN's papers100M runs; about 15 minutes).
 """
 
@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results")
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--no-run", action="store_true")
     parser.add_argument("--no-plot", action="store_true")

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/disk_lp.py [--quick] [--out out/disk-lp] [--results results] [--jobs 2] [--no-plot]
+    python experiments/disk_lp.py [--quick] [--out out/disk-lp] [--results out/results] [--jobs 2] [--no-plot]
 
 Runs ``experiments/disk_lp_distmult.yaml`` (shallow DistMult) and ``experiments/disk_lp_graphsage.yaml``
 (GraphSAGE + DistMult) through the harness: p = 32 partitions, a buffer of c = 8 (p/4), policies ``beta``,
@@ -11,11 +11,11 @@ skipped. Each run uses one intra-op thread (``OMP_NUM_THREADS=1``), ``--jobs`` r
 
 Outputs:
 
-- ``results/disk_lp_runs.csv``: one row per run: the warm epochs' mean time, IO read and written per epoch (suite and
+- ``out/results/disk_lp_runs.csv``: one row per run: the warm epochs' mean time, IO read and written per epoch (suite and
   ``/proc/self/io``), swaps, IO wait and its fraction of the epoch, read bandwidth, valid and test MRR;
-- ``results/disk_lp.csv``: per (model, configuration): mean and standard deviation over seeds of test MRR, the
+- ``out/results/disk_lp.csv``: per (model, configuration): mean and standard deviation over seeds of test MRR, the
   MRR difference to in-memory, the epoch-time ratio to in-memory, IO per epoch and IO wait fraction;
-- ``results/disk_lp.png`` (:func:`experiments.figures.plot_disk_lp`).
+- ``out/results/disk_lp.png`` (:func:`experiments.figures.plot_disk_lp`).
 
 ``--quick``: DistMult only, seed 0, 2 epochs, test split only (about 3 minutes): the reproduction's reference run.
 ``--timing``: both models, seed 0, 3 epochs, no evaluation, one run at a time (the grid's runs share the machine
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results")
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-run", action="store_true")

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/pipeline.py [--quick | --smoke] [--out out/pipeline] [--results results] [--data-dir data]
+    python experiments/pipeline.py [--quick | --smoke] [--out out/pipeline] [--results out/results] [--data-dir data]
         [--no-run] [--no-plot]
 
 Runs two grids through the harness (finished runs are not repeated), then tabulates and plots the records:
@@ -14,10 +14,10 @@ Runs two grids through the harness (finished runs are not repeated), then tabula
 - ``experiments/pipeline_accuracy.yaml``: sync vs async (bound 16; compute in admission order, and out of order)
   pipelined training on ``arxiv-like``, two full epochs, one seed; test accuracy.
 
-Outputs: ``results/pipeline_speed.csv`` (one row per run: epoch time, ratio to in-memory on the same dataset and
+Outputs: ``out/results/pipeline_speed.csv`` (one row per run: epoch time, ratio to in-memory on the same dataset and
 sampler, per-stage busy time, compute utilization = compute busy time / epoch time, pipeline efficiency = epoch
-time / busy time per worker of the busiest stage, bottleneck stage, staleness), ``results/pipeline_accuracy.csv``
-and ``results/pipeline_speed.png``. ``--quick`` runs both grids on ``arxiv-like`` shrunk to 50,000 nodes with 6
+time / busy time per worker of the busiest stage, bottleneck stage, staleness), ``out/results/pipeline_accuracy.csv``
+and ``out/results/pipeline_speed.png``. ``--quick`` runs both grids on ``arxiv-like`` shrunk to 50,000 nodes with 6
 batches per epoch (speed) and 2 epochs (accuracy) into ``out/pipeline-quick``; ``--smoke`` on the ``tiny`` preset
 with 3 batches (seconds; for the tests, its numbers mean nothing).
 """
@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--smoke", dest="mode", action="store_const", const="smoke",
                         help="the tiny preset, 3 batches (seconds; the numbers mean nothing)")
     parser.add_argument("--out", type=Path, help="runs folder (default out/pipeline, or out/pipeline-quick)")
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results", help="where CSVs and PNG go")
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results", help="where CSVs and PNG go")
     parser.add_argument("--data-dir", type=Path, help="dataset cache folder (default: the grids' data/)")
     parser.add_argument("--no-run", action="store_true", help="only tabulate and plot what is recorded")
     parser.add_argument("--rerun-baselines", action="store_true",

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/pipeline_validation.py [--runs out/pipeline/pipeline_speed] [--results results]
+    python experiments/pipeline_validation.py [--runs out/pipeline/pipeline_speed] [--results out/results]
         [--seeds 3] [--speed-batches 100000] [--contention measure|none|loo|FILE] [--no-plot]
 
 Reads the runs of ``experiments/pipeline_speed.yaml`` (run ``python experiments/pipeline.py`` first). For every
@@ -22,14 +22,14 @@ one slowdown factor for every oversubscribed job, for each predicted run, on the
 (leave-one-out). Every row is predicted both ways: ``predicted_*`` with the contention model, ``*_max_min``
 without it; the column ``contention`` says where the model comes from.
 
-Outputs: ``results/pipeline_validation.csv`` (one row per predicted run: measured and predicted epoch time and
-compute utilization, relative and absolute errors, with and without contention), ``results/pipeline_validation.png``,
-``results/pipeline_validation_contention.json`` (the contention tables with their provenance: machine, date, load
-of other processes meanwhile, every raw time), ``results/pipeline_validation_summary.json`` and, on stdout, the
+Outputs: ``out/results/pipeline_validation.csv`` (one row per predicted run: measured and predicted epoch time and
+compute utilization, relative and absolute errors, with and without contention), ``out/results/pipeline_validation.png``,
+``out/results/pipeline_validation_contention.json`` (the contention tables with their provenance: machine, date, load
+of other processes meanwhile, every raw time), ``out/results/pipeline_validation_summary.json`` and, on stdout, the
 median absolute errors (with 95 % bootstrap intervals over the held-out runs) and the simulator's speed (one epoch
 of ``--speed-batches`` batches of the calibrated model with its contention table, timed here).
 
-``results/pipeline_projection.csv``: the simulator's *projection* (not a measurement) of each dataset x sampler on
+``out/results/pipeline_projection.csv``: the simulator's *projection* (not a measurement) of each dataset x sampler on
 an accelerator machine (``--projection-profile``, default ``p3.2xlarge``: one V100, 4 cores), calibrated on the
 measured sync run: the synchronous schedule and Marius's default pipeline, epoch time and compute utilization over
 ``--projection-seeds`` simulator seeds with 95 % intervals. It stands in for the pipeline-utilization claim on a
@@ -240,7 +240,7 @@ def simulator_speed(measured: pd.DataFrame, batches: int, contention: dict[str, 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, default=REPO_ROOT / "out" / "pipeline" / "pipeline_speed")
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--speed-batches", type=int, default=100_000)
     parser.add_argument("--contention", default="measure", metavar="measure|none|loo|FILE",

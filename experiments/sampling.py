@@ -2,8 +2,8 @@
 
 Usage::
 
-    python experiments/sampling.py [--quick] [--data-dir data] [--csv results/sampling.csv]
-        [--png results/sampling.png] [--no-plot] [--settings livejournal papers] [--layers 1 2 3 4 5]
+    python experiments/sampling.py [--quick] [--data-dir data] [--csv out/results/sampling.csv]
+        [--png out/results/sampling.png] [--no-plot] [--settings livejournal papers] [--layers 1 2 3 4 5]
         [--samplers naive dense pyg] [--repeats 5] [--warmup 1] [--long-batch-s 10] [--long-repeats 3]
         [--min-seconds 2] [--max-repeats 25] [--max-memory-gib 8] [--replace] [--threads N] [--seed 0]
 
@@ -103,8 +103,8 @@ import torch  # noqa: E402
 from suite.load import LoadMonitor, load_columns  # noqa: E402
 from suite.stats import bootstrap_interval, ratio_interval  # noqa: E402
 
-DEFAULT_CSV = REPO_ROOT / "results" / "sampling.csv"
-DEFAULT_PNG = REPO_ROOT / "results" / "sampling.png"
+DEFAULT_CSV = REPO_ROOT / "out" / "results" / "sampling.csv"
+DEFAULT_PNG = REPO_ROOT / "out" / "results" / "sampling.png"
 SAMPLER_NAMES = ("naive", "dense", "pyg", "naive-torch", "dense-torch")
 DEFAULT_SAMPLERS = ("naive", "dense", "pyg")
 MIN_BYTES_PER_EDGE = 48

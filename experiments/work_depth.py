@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/work_depth.py [--quick] [--out-dir results] [--seed 0]
+    python experiments/work_depth.py [--quick] [--out-dir out/results] [--seed 0]
 
 Writes (atomically, tidy CSV with provenance columns):
 
@@ -100,7 +100,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sweeps (seconds)")
-    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "out" / "results")
     parser.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data", help="where arxiv-like is cached")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-plot", action="store_true")
