@@ -117,9 +117,10 @@ def speed_table(out: str | Path) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    baseline = table[table["system"] == "in_memory"].set_index(["dataset", "sampler"])["epoch_time_s"]
-    table["time_ratio_vs_in_memory"] = [
-        row.epoch_time_s / baseline.get((row.dataset, row.sampler), float("nan")) for row in table.itertuples()
+    baseline = table[table["system"] == "in_memory"].set_index(["dataset", "sampler", "seed"])["epoch_time_s"]
+    table["time_ratio_vs_in_memory"] = [  # against the in-memory run of the same dataset, sampler and seed
+        row.epoch_time_s / baseline.get((row.dataset, row.sampler, row.seed), float("nan"))
+        for row in table.itertuples()
     ]
     return table.sort_values(["dataset", "sampler", "configuration"], key=lambda c: c.map(configuration_order) if
                              c.name == "configuration" else c).reset_index(drop=True)

@@ -92,19 +92,30 @@ def _sampling(mode: str, paths: Paths) -> None:
     _check(sampling.main(args + (["--quick"] if mode == "quick" else [])), "experiments/sampling.py")
 
 
-@job("pipeline", "pipelined vs in-memory: epoch time, compute utilization, efficiency; async vs sync accuracy",
-     ("pipeline_speed.csv", "pipeline_accuracy.csv", "pipeline_speed.png"),
-     "about 40 minutes; arxiv-like and products-like stores, ~3 GiB")
+@job("pipeline", "pipelined vs in-memory: epoch time, compute utilization, efficiency; async vs sync accuracy "
+     "(3 seeds); on a GPU machine also experiments/pipeline_cuda.py (3 seeds)",
+     ("pipeline_speed.csv", "pipeline_accuracy.csv", "pipeline_accuracy_summary.csv", "pipeline_speed.png",
+      "pipeline_cuda.csv"),
+     "about 90 minutes (the accuracy grid: 3 configurations x 3 seeds of 2 full epochs); arxiv-like and "
+     "products-like stores, ~3 GiB")
 def _pipeline(mode: str, paths: Paths) -> None:
-    from experiments import pipeline
+    import torch
+
+    from experiments import pipeline, pipeline_cuda
 
     args = ["--out", str(paths.runs / "pipeline"), "--results", str(paths.results), "--data-dir", str(paths.data),
             "--quiet"]
     _check(pipeline.main(args + (["--quick"] if mode == "quick" else [])), "experiments/pipeline.py")
+    if torch.cuda.is_available():  # the claim needs an accelerator: measure it where there is one
+        _check(pipeline_cuda.main(["--out", str(paths.runs / "pipeline_cuda"), "--results", str(paths.results),
+                                   "--seeds", "3", "--batches", "10" if mode == "quick" else "30"]),
+               "experiments/pipeline_cuda.py")
 
 
-@job("pipeline_validation", "pipeline simulator: predicted vs measured epoch time and utilization",
-     ("pipeline_validation.csv", "pipeline_validation.png", "pipeline_validation_summary.json"),
+@job("pipeline_validation", "pipeline simulator: predicted vs measured epoch time and utilization; its projection "
+     "on a GPU machine profile", ("pipeline_validation.csv", "pipeline_validation.png",
+                                  "pipeline_validation_summary.json", "pipeline_validation_contention.json",
+                                  "pipeline_projection.csv"),
      "about 12 minutes after the pipeline job (a contention microbenchmark of each calibration run's workload)")
 def _pipeline_validation(mode: str, paths: Paths) -> None:
     from experiments import pipeline_validation
