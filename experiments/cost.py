@@ -67,7 +67,7 @@ COLUMNS = (
     "epoch_time_s", "cost_per_epoch_usd", "valid_metric", "final_valid", "target", "epochs_to_target",
     "time_to_target_s", "cost_to_target_usd", "target_rule", "hardware", "calibrated_from", "run_id",
     "peak_rss_bytes", "fits_priced_memory", "measured_on", "price_source", "price_date", "epoch_times_s",
-    "foreign_cores", "under_load",
+    "foreign_cores", "under_load", "seed",
 )
 
 
@@ -317,7 +317,7 @@ def cost_table(runs: Sequence[Run], *, price_local_as: str = DEFAULT_PRICE_LOCAL
             "fits_priced_memory": None if rss is None else bool(rss <= priced.memory_gib * 2**30),
             "measured_on": f"{machine.get('cpu_model')}, {machine.get('cpu_cores')} cores",
             "price_source": f"{priced.name}: {priced.price_source}", "price_date": priced.price_date,
-            "epoch_times_s": run.epoch_times, **load_columns(run.summary),
+            "epoch_times_s": run.epoch_times, **load_columns(run.summary), "seed": run.summary.get("seed"),
             **price_row(run.epoch_times, run.valid_curve, target, priced.hourly_usd),
         })
     calibrations = {}
@@ -353,6 +353,7 @@ def cost_table(runs: Sequence[Run], *, price_local_as: str = DEFAULT_PRICE_LOCAL
                         if profile.gpus > 1 else ""),
                     "calibrated_from": reference.run_id, "run_id": run.run_id,
                     "price_source": profile.price_source, "price_date": profile.price_date, "epoch_times_s": times,
+                    "seed": run.summary.get("seed"),
                     **price_row(times, run.valid_curve, target, profile.hourly_usd),
                 })
     table = pd.DataFrame(rows).reindex(columns=list(COLUMNS))

@@ -232,9 +232,13 @@ def simulator_speed(measured: pd.DataFrame, batches: int, contention: dict[str, 
     run_dir = sync.iloc[0]["run_dir"]
     model = model_for(PipelineOptions().effective(),
                       calibrate(run_dir, contention=(contention or {}).get(Path(run_dir).name)))
-    started = time.perf_counter()
-    trace = simulate(model, batches, seed=0)
-    return {"batches": batches, "wall_s": time.perf_counter() - started, "simulated_epoch_s": trace.wall_s}
+    from suite.load import LoadMonitor, load_columns
+
+    with LoadMonitor() as monitor:
+        started = time.perf_counter()
+        trace = simulate(model, batches, seed=0)
+        wall = time.perf_counter() - started
+    return {"batches": batches, "wall_s": wall, "simulated_epoch_s": trace.wall_s, **load_columns(monitor.result)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

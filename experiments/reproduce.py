@@ -121,8 +121,8 @@ def _pipeline_validation(mode: str, paths: Paths) -> None:
     from experiments import pipeline_validation
 
     args = ["--runs", str(paths.runs / "pipeline" / "pipeline_speed"), "--results", str(paths.results)]
-    if mode == "quick":  # shorter contention windows, one repeat: about a minute in all
-        args += ["--seeds", "2", "--contention-window", "0.3", "--contention-repeats", "1"]
+    if mode == "quick":  # shorter contention windows, one repeat, a shorter simulator speed test: about a minute
+        args += ["--seeds", "2", "--contention-window", "0.3", "--contention-repeats", "1", "--speed-batches", "20000"]
     _check(pipeline_validation.main(args), "experiments/pipeline_validation.py")
 
 
@@ -140,7 +140,7 @@ def _link_prediction(mode: str, paths: Paths) -> None:
                                                                         "fb15k237_graphsage_distmult.yaml"])
     from suite.datasets import shared_datasets_dir
 
-    overrides = (["training.epochs=3"] if mode == "quick" else []) + [
+    overrides = (["training.epochs=3", "evaluation.splits=[test]"] if mode == "quick" else []) + [
         f"dataset.root={shared_datasets_dir() / 'fb15k237'}", f"dataset.cache_dir={paths.data}"]
     specs = [load_spec(REPO_ROOT / "experiments" / name, overrides) for name in names]
     specs += expand_grid(REPO_ROOT / "experiments" / "link_prediction_pipelined.yaml", overrides)
@@ -187,7 +187,7 @@ def _buffer_io(mode: str, paths: Paths) -> None:
 
 
 @job("work_depth", "work and depth of GNN models: formulas, and counts on real operator DAGs",
-     ("work_depth.csv", "work_depth_check.csv", "work_depth_check.png"), "about 1 minute")
+     ("work_depth.csv", "work_depth_check.csv", "work_depth_fit.csv", "work_depth_check.png"), "about 1 minute")
 def _work_depth(mode: str, paths: Paths) -> None:
     from experiments import work_depth
 
@@ -196,7 +196,8 @@ def _work_depth(mode: str, paths: Paths) -> None:
 
 
 @job("async_gnn", "asynchronous micro/macro GNN pipelines: Gantt charts, staleness vs accuracy and throughput",
-     ("async_gnn_modes.csv", "async_gnn_gantt.png", "async_staleness_accuracy.csv", "async_tradeoff.png"),
+     ("async_gnn_modes.csv", "async_gnn_tasks.csv", "async_gnn_gantt.png", "async_staleness_accuracy.csv",
+      "async_accuracy_summary.csv", "async_tradeoff.csv", "async_tradeoff.png"),
      "about 15 minutes (Cora 3 seeds, arxiv-like)")
 def _async_gnn(mode: str, paths: Paths) -> None:
     from experiments import async_gnn
