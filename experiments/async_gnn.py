@@ -34,7 +34,7 @@ if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from simulators.async_gnn import (async_spec_from_dict, load_async_spec, simulate, simulate_modes,  # noqa: E402
+from simulators.async_gnn import (async_spec_from_dict, simulate, simulate_modes,  # noqa: E402
                                   summary_table, tasks_table)
 from simulators.stale_training import StaleTrainingConfig, train_stale  # noqa: E402
 from suite.datasets import shared_datasets_dir  # noqa: E402
@@ -78,7 +78,14 @@ def write_csv(table: pd.DataFrame, path: Path) -> Path:
 # ---------------------------------------------------------------------------------------------- computation
 def run_modes(spec_path: Path, out_dir: Path, prov: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulate the spec's modes; write the summary and the tasks."""
-    spec = load_async_spec(spec_path)
+    from suite.config import read_yaml
+
+    data = read_yaml(spec_path)
+    dataset = (data.get("graph") or {}).get("dataset") or {}
+    root = dataset.get("root")
+    if root and not Path(root).is_absolute() and not Path(root).exists():  # a spec's ../shared/datasets/...: the
+        dataset["root"] = str(shared_datasets_dir() / Path(root).name)      # project's shared folder, from anywhere
+    spec = async_spec_from_dict(data, source=str(spec_path))
     results = simulate_modes(spec)
     summary = summary_table(results).assign(spec=spec.name, seed=spec.seed, **prov)
     tasks = tasks_table(results)
