@@ -174,12 +174,16 @@ def plot_sampling(csv_path: str | Path, out_png: str | Path) -> Path:
                 line = ok[ok["sampler"] == sampler].sort_values("layers")
                 if line.empty:
                     continue
+                peer = sampler not in ("naive", "dense")  # dashed and hollow: never hides DENSE's line
+                style = {"linestyle": "--" if peer else "-", "markerfacecolor": "none" if peer else color,
+                         "zorder": 1.8 if peer else 2.2}
                 time_ax.errorbar(line["layers"], line["time_s"], yerr=_errors(line, "time_s"), marker=marker,
-                                 color=color, label=label)
+                                 color=color, label=label, **style)
                 loaded = line[_under_load(line)]
                 time_ax.plot(loaded["layers"], loaded["time_s"], marker, color=color, markerfacecolor="white",
                              markersize=9, linestyle="none")
-                edges_ax.plot(line["layers"], line["sampled_edges"], marker=marker, color=color, label=label)
+                edges_ax.plot(line["layers"], line["sampled_edges"], marker=marker, color=color, label=label,
+                              **style, markersize=8 if peer else 5)
             naive = ok[ok["sampler"] == "naive"].dropna(subset=["time_ratio_vs_dense"])
             for _, row in naive.iterrows():
                 low, high = row.get("time_ratio_vs_dense_ci_low"), row.get("time_ratio_vs_dense_ci_high")
@@ -214,9 +218,10 @@ def plot_sampling(csv_path: str | Path, out_png: str | Path) -> Path:
                      f"git {str(first['git_sha'])[:10]}, samplers {first.get('sampling_code_sha', '?')}")
         caption(fig, f"{MARIUSGNN}, Fig. 7 (DENSE vs layer-wise sampling time as layers grow)",
                 f"{Path(csv_path).name}, {'quick (small graphs)' if bool(first.get('quick')) else 'full'} mode",
-                f"95 % bootstrap interval of the median over {int(repeats.min()) if len(repeats) else 0}-"
-                f"{int(repeats.max()) if len(repeats) else 0} timed repeats; ratio intervals: paired log t over the "
-                "repeats", _load_note(table.drop_duplicates(["setting", "layers"]),
+                "95 % bootstrap interval of the median over "
+                + (f"{int(repeats.min())}" if len(repeats) and repeats.min() == repeats.max() else
+                   f"{int(repeats.min()) if len(repeats) else 0}-{int(repeats.max()) if len(repeats) else 0}")
+                + " timed repeats; ratio intervals: paired log t over the repeats", _load_note(table.drop_duplicates(["setting", "layers"]),
                                       lambda r: f"{r['setting']} L{int(r['layers'])}"))
         return save_figure(fig, out_png)
 

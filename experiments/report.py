@@ -112,6 +112,11 @@ class Claim:
             return replace(finding, verdict=INCONCLUSIVE,
                            reason=(finding.reason + "; " if finding.reason else "")
                            + "no interval behind the verdict (a point estimate decides nothing)")
+        if finding.verdict == INCONCLUSIVE and not finding.reason:
+            undecided = [e for e in finding.estimates if undecided_by(e)]
+            if undecided:
+                return replace(finding, reason="undecided: " + "; ".join(
+                    f"{e.name} {e.interval} vs {e.condition}" for e in undecided))
         return finding
 
 
@@ -127,6 +132,18 @@ def claim(name: str, statement: str, source: tuple[str, ...]):
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+def undecided_by(estimate: Estimate) -> bool:
+    """Whether ``estimate`` leaves its condition (``> 1``, ``<= 0.10``...) undecided: its interval straddles the
+    threshold or is not defined. Estimates without a condition (context) never do."""
+    import re
+
+    match = re.fullmatch(r"\s*(>=|<=|>|<)\s*(-?[0-9.]+)\s*", estimate.condition or "")
+    if not match:
+        return False
+    interval, threshold = estimate.interval, float(match.group(2))
+    return not interval.defined or interval.low <= threshold <= interval.high
+
+
 def table_interval(row: pd.Series, column: str, n_column: str | None = None, method: str = "") -> Interval:
     """The interval a table stores as ``column`` with ``column_ci_low`` / ``column_ci_high`` (NaN bounds when the
     table has none for this row)."""

@@ -15,7 +15,22 @@ copies a completed reproduction's outputs over the reference and regenerates its
 
 Modes: ``quick`` (the README's main command ``make main``; within 10 minutes on a 2-core machine; small settings,
 3 seeds for the accuracy claims and repeats for the timing claims) and ``full`` (the paper-scale settings; its time
-and disk needs are listed before it starts).
+and disk needs are listed before it starts). The quick settings, chosen so that every claim is still decided from
+repeated measurements:
+
+- sampling: 20,000-node versions of both graphs, 500 / 100 roots, 30 timed repeats per configuration after one
+  warm-up, every sampler on the same roots in each repeat (the naive / DENSE ratios are paired by repeat);
+- pipeline: arxiv-like shrunk to 50,000 nodes, and only it (products-like is left out of quick mode): the speed grid
+  (both samplers x 6 configurations, 2 epochs of 6 batches) and the accuracy grid (sync, async in order, async out
+  of order) x 3 seeds x 2 full epochs;
+- pipeline_validation: contention microbenchmark windows of 0.3 s, one repeat, 2 simulator seeds per prediction,
+  a 20,000-batch simulator speed test; the accelerator projection on p3.2xlarge over 5 simulator seeds;
+- link_prediction (no claim reads it): 3 epochs, test split only;
+- disk_nc: papers-like-s shrunk to 200,000 nodes, p = 8, c = 2 and 4, 5 epochs (4 warm epochs: the timing repeats);
+- disk_lp: DistMult, in-memory, BETA and COMET (random, which no claim reads, left out), 3 seeds, 2 epochs, test
+  split only;
+- buffer_io, work_depth: the scripts' quick sizes (deterministic); async_gnn: Cora, 20 iterations, s in {0, 2},
+  3 seeds; cost: reads the runs above.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ resetting it through ``/proc/self/clear_refs``; at least :data:`MIN_BYTES_PER_ED
 
 Stores are generated once into ``--data-dir`` (default ``data/``, git-ignored; the same cache entries
 ``gnnsuite`` runs use, ``<preset>-<hash>``) and reused. ``--quick``: 20,000-node versions of both graphs (no
-features), 500 / 100 roots, 12 repeats after 1 warm-up; seconds, for tests and ``gnnsuite reproduce --quick``.
+features), 500 / 100 roots, 30 repeats after 1 warm-up; seconds, for tests and ``gnnsuite reproduce --quick``.
 
 Output: a tidy CSV (one row per setting x layer count x sampler, with provenance: git SHA, a hash of the sampler
 sources, torch / PyG versions, threads, CPU, date), written atomically, and the figure that
@@ -110,7 +110,7 @@ DEFAULT_SAMPLERS = ("naive", "dense", "pyg")
 MIN_BYTES_PER_EDGE = 48
 """Floor of the memory price of one sampled edge, before a sampler has been measured (bytes)."""
 QUICK_NODES = 20_000
-QUICK_REPEATS = 12
+QUICK_REPEATS = 30
 """Timed repeats per configuration in quick mode: enough paired naive/DENSE ratios for a 95 % interval that
 decides the claim (batches take milliseconds there)."""
 

@@ -68,7 +68,7 @@ def own_cpu_seconds() -> float:
 
 def machine_load(foreign_cpu_s: float, wall_s: float) -> MachineLoad:
     """The load record of a window of ``wall_s`` seconds in which other processes used ``foreign_cpu_s``."""
-    foreign = max(0.0, float(foreign_cpu_s))
+    foreign = round(max(0.0, float(foreign_cpu_s)), 6)  # clock ticks are 10 ms: no sub-microsecond residue
     cores = foreign / wall_s if wall_s > 0 else 0.0
     return MachineLoad(foreign_cpu_s=foreign, foreign_cores=cores, under_load=cores >= UNDER_LOAD_CORES)
 
