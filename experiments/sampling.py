@@ -67,7 +67,8 @@ resetting it through ``/proc/self/clear_refs``; at least :data:`MIN_BYTES_PER_ED
 
 Stores are generated once into ``--data-dir`` (default ``data/``, git-ignored; the same cache entries
 ``gnnsuite`` runs use, ``<preset>-<hash>``) and reused. ``--quick``: 20,000-node versions of both graphs (no
-features), 500 / 100 roots, 30 repeats after 1 warm-up; seconds, for tests and ``gnnsuite reproduce --quick``.
+features), 500 / 100 roots, 60 repeats after 1 warm-up (10 for PyG, ``--peer-repeats``: the claim compares naive and
+DENSE); about 20 seconds, for tests and ``gnnsuite reproduce --quick``.
 
 Output: a tidy CSV (one row per setting x layer count x sampler, with provenance: git SHA, a hash of the sampler
 sources, torch / PyG versions, threads, CPU, date), written atomically, and the figure that
@@ -110,9 +111,13 @@ DEFAULT_SAMPLERS = ("naive", "dense", "pyg")
 MIN_BYTES_PER_EDGE = 48
 """Floor of the memory price of one sampled edge, before a sampler has been measured (bytes)."""
 QUICK_NODES = 20_000
-QUICK_REPEATS = 30
+QUICK_REPEATS = 60
 """Timed repeats per configuration in quick mode: enough paired naive/DENSE ratios for a 95 % interval that
 decides the claim (batches take milliseconds there)."""
+QUICK_PEER_REPEATS = 10
+"""Timed repeats of the peers (PyG: 0.1 s a batch) in quick mode; the claim does not read them."""
+CLAIM_SAMPLERS = ("naive", "dense")
+"""The samplers the DENSE claim compares; the others (peers, torch backends) may get fewer repeats."""
 
 COLUMNS = (
     "setting", "dataset", "num_nodes", "num_edges", "direction", "root_pool", "num_roots", "layers", "fanouts",
@@ -497,6 +502,9 @@ def run_setting(setting: Setting, store, layers: Sequence[int], adapters: dict[s
             long = est_time > args.long_batch_s
             plans[name] = ((0, min(args.long_repeats, args.repeats), False) if long
                            else (args.warmup, args.repeats, True))
+            if name not in CLAIM_SAMPLERS and args.peer_repeats is not None:  # a peer: the first rounds only
+                warmup, repeats, _ = plans[name]
+                plans[name] = (warmup, min(repeats, args.peer_repeats), False)
         for name, reason in missing.items():
             rows.append({**base, "sampler": name, "status": "skipped", "reason": reason})
 
@@ -703,6 +711,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--long-batch-s", type=float, default=10.0,
                         help="expected batch time above which --long-repeats and no warm-up apply")
     parser.add_argument("--long-repeats", type=int, default=3)
+    parser.add_argument("--peer-repeats", type=int,
+                        help="at most this many timed repeats for samplers other than naive and DENSE, in the first "
+                             f"rounds (default: as --repeats; quick {QUICK_PEER_REPEATS})")
     parser.add_argument("--min-seconds", type=float,
                         help="keep adding timed rounds while a configuration's timed calls took less than this in "
                              "all (default 2; quick 0)")
@@ -717,6 +728,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--threads must be >= 1")
     if args.repeats is None:
         args.repeats = QUICK_REPEATS if args.quick else 5
+    if args.peer_repeats is None and args.quick:
+        args.peer_repeats = QUICK_PEER_REPEATS
     if args.warmup is None:
         args.warmup = 1
     if args.min_seconds is None:
