@@ -241,7 +241,7 @@ def plot_pipeline_speed(csv_path: str | Path, out_png: str | Path) -> Path:
     width = 0.8 / len(samplers)
     device = str(table["device"].dropna().iloc[0]) if "device" in table and table["device"].notna().any() else "cpu"
     with styled():
-        fig, axes = plt.subplots(3, len(datasets), figsize=(6.5 * len(datasets), 9.5), squeeze=False,
+        fig, axes = plt.subplots(3, len(datasets), figsize=(max(9.0, 6.5 * len(datasets)), 9.5), squeeze=False,
                                  layout="constrained", height_ratios=(1.2, 1.0, 0.8))
         for column, dataset in enumerate(datasets):
             rows = table[table["dataset"] == dataset]
