@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from suite.io import atomic_write_bytes  # noqa: E402
 from suite.load import measured_under_load  # noqa: E402
@@ -289,8 +289,8 @@ def plot_pipeline_speed(csv_path: str | Path, out_png: str | Path) -> Path:
 
 def plot_pipeline_validation(csv_path: str | Path, out_png: str | Path) -> Path:
     """Simulator validation (``experiments/pipeline_validation.py``): predicted vs measured epoch time (left,
-    with the +-10 % band, log axes with plain ticks) and compute utilization (right, +-5 points, axes zoomed to the
-    data), one marker per held-out run.
+    with the +-10 % band; log axes with plain ticks only when the times span more than a factor of 10) and compute
+    utilization (right, +-5 points, axes zoomed to the data), one marker per held-out run.
 
     Reads only ``csv_path``.
     """
@@ -314,14 +314,13 @@ def plot_pipeline_validation(csv_path: str | Path, out_png: str | Path) -> Path:
         line = np.array([low, high])
         time_ax.plot(line, line, "k-", linewidth=0.8)
         time_ax.fill_between(line, line * 0.9, line * 1.1, color="0.5", alpha=0.2, label="+-10 %")
-        time_ax.set_xscale("log")
-        time_ax.set_yscale("log")
+        if high / low > 10:  # a wide range: log axes, with plain numbers (never 2 x 10^0)
+            time_ax.set_xscale("log")
+            time_ax.set_yscale("log")
+            _plain_log_ticks(time_ax)
         time_ax.set_xlim(low, high)
         time_ax.set_ylim(low, high)
-        for axis in (time_ax.xaxis, time_ax.yaxis):  # plain seconds at evenly spaced ticks, not 2 x 10^0
-            axis.set_major_locator(FixedLocator(np.unique(np.round(np.geomspace(low, high, 6), 2))))
-            axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-            axis.set_minor_formatter(NullFormatter())
+        time_ax.set_aspect("equal", adjustable="box")
         time_ax.set_xlabel("measured epoch time (s)")
         time_ax.set_ylabel("predicted epoch time (s)")
         error = table["epoch_time_error"].abs().median()
@@ -764,7 +763,7 @@ def plot_async_gnn_gantt(csv_path: str | Path, out_png: str | Path) -> Path:
         handles = [Patch(facecolor=c, label=s) for s, c in colors.items()] + [
             Patch(facecolor="white", edgecolor="black", hatch="///", label="backward pass"),
             Line2D([], [], color="red", label="makespan")]
-        fig.legend(handles=handles, loc="outside upper right", ncol=5)
+        axes[0, 0].legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.12), ncol=5, frameon=False)
         fig.suptitle("2-layer GCN on Cora, 4 partitions, 3 iterations (forward + backward), simulated")
         caption(fig, f"{BESTA} (synchronous vs asynchronous micro- and macro-pipelines)", Path(csv_path).name,
                 "none: one deterministic simulation per mode (seeded jitter)")
