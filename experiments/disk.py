@@ -16,10 +16,11 @@ sequential read bandwidth is measured with ``dd`` (``iflag=direct``) on the part
 Every epoch after the first is a repeat of the timing: the table holds the mean warm epoch time with its 95 % t
 interval, the ratio to in-memory with a Welch interval on the logs, and the IO wait fraction with its interval.
 
-Outputs: ``out/results/disk_nc.csv``, ``out/results/disk_nc.png``. ``--quick``: ``papers-like-s`` shrunk to 200,000 nodes,
-p = 8, c = 2 and 4, five epochs (a minute or two). ``--deep``: ``experiments/disk_nc_deep.yaml``, the 3-layer model (15,10,5,
-hidden 256) in memory and sequential p = 16, c = 4, speed only, into ``out/results/disk_nc_deep.csv`` (epochs long
-enough to hide the buffer's IO, as in MariusGNN's papers100M runs; about 15 minutes).
+Outputs: ``out/results/disk_nc.csv``, ``out/results/disk_nc.png``. ``--quick``: ``papers-like-s`` shrunk to 200,000
+nodes, p = 8, c = 2 and 4, five epochs (a minute or two). ``--deep``: ``experiments/disk_nc_deep.yaml``, the 3-layer
+model (15,10,5, hidden 256) in memory and sequential p = 16, c = 4, speed only, into
+``out/results/disk_nc_deep.csv`` (epochs long enough to hide the buffer's IO, as in MariusGNN's papers100M runs; about
+15 minutes).
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ skipped. Each run uses one intra-op thread (``OMP_NUM_THREADS=1``), ``--jobs`` r
 
 Outputs:
 
-- ``out/results/disk_lp_runs.csv``: one row per run: the warm epochs' mean time, IO read and written per epoch (suite and
-  ``/proc/self/io``), swaps, IO wait and its fraction of the epoch, read bandwidth, valid and test MRR;
+- ``out/results/disk_lp_runs.csv``: one row per run: the warm epochs' mean time, IO read and written per epoch (suite
+  and ``/proc/self/io``), swaps, IO wait and its fraction of the epoch, read bandwidth, valid and test MRR;
 - ``out/results/disk_lp.csv``: per (model, configuration): mean and standard deviation over seeds of test MRR, the
   MRR difference to in-memory, the epoch-time ratio to in-memory, IO per epoch and IO wait fraction;
 - ``out/results/disk_lp.png`` (:func:`experiments.figures.plot_disk_lp`).

@@ -216,12 +216,13 @@ def plot_sampling(csv_path: str | Path, out_png: str | Path) -> Path:
         fig.suptitle(f"Multi-hop sampling per mini-batch (annotations: naive / DENSE, paired by roots)\n"
                      f"{int(first['threads'])} torch threads, torch {first['torch']}, {str(first['date'])[:10]}, "
                      f"git {str(first['git_sha'])[:10]}, samplers {first.get('sampling_code_sha', '?')}")
-        caption(fig, f"{MARIUSGNN}, Fig. 7 (DENSE vs layer-wise sampling time as layers grow)",
+        caption(fig, f"{MARIUSGNN}, Fig. 7 as the report cites it (DENSE vs layer-wise sampling time as layers grow)",
                 f"{Path(csv_path).name}, {'quick (small graphs)' if bool(first.get('quick')) else 'full'} mode",
                 "95 % bootstrap interval of the median over "
                 + (f"{int(repeats.min())}" if len(repeats) and repeats.min() == repeats.max() else
                    f"{int(repeats.min()) if len(repeats) else 0}-{int(repeats.max()) if len(repeats) else 0}")
-                + " timed repeats; ratio intervals: paired log t over the repeats", _load_note(table.drop_duplicates(["setting", "layers"]),
+                + " timed repeats; ratio intervals: paired log t over the repeats",
+                _load_note(table.drop_duplicates(["setting", "layers"]),
                                       lambda r: f"{r['setting']} L{int(r['layers'])}"))
         return save_figure(fig, out_png)
 
@@ -278,7 +279,8 @@ def plot_pipeline_speed(csv_path: str | Path, out_png: str | Path) -> Path:
         fig.suptitle("Pipelined (loaders T threads / P processes, X transfer workers, queues q host/device, "
                      "staleness bound b) vs in-memory training\n3-layer GraphSAGE, fanouts 15,10,5, batch 1000; "
                      f"git {str(table['git_sha'].iloc[0])[:10]}")
-        caption(fig, f"{MARIUSGNN}, Sec. 6 (pipelined training keeps the GPU busy)", f"{Path(csv_path).name}",
+        caption(fig, f"{MARIUSGNN}, Sec. 6 as the report cites it (pipelined training keeps the GPU busy)",
+                f"{Path(csv_path).name}",
                 "none: one warm epoch per configuration (the pipeline claim is decided elsewhere)",
                 ("On a CPU-only machine the 'device' is the cores the loaders use, so utilization measures CPU "
                  "sharing, not the claim (see REPORT.md: not testable here; pipeline_projection.csv projects it "
@@ -407,7 +409,7 @@ def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
         fig.suptitle(f"Disk-based node classification on {first['dataset']} (features "
                      f"{first.get('features_bytes', float('nan')) / 2**20:.0f} MiB{dd_text})")
         warm = table["warm_epochs"].dropna() if "warm_epochs" in table else pd.Series(dtype=float)
-        caption(fig, f"{MARIUSGNN}, Sec. 7 (disk-based node classification on ogbn-papers100M, partition buffer "
+        caption(fig, f"{MARIUSGNN}, its disk-based node-classification experiment (ogbn-papers100M, partition buffer "
                      "with c = p/4)", Path(csv_path).name,
                 f"95 % t interval over {int(warm.min()) if len(warm) else '?'} warm epochs (epoch time); accuracy "
                 "from one seed, no interval", _load_note(table, lambda r: r["configuration"]))
@@ -468,8 +470,8 @@ def plot_disk_lp(csv_path: str | Path, out_png: str | Path) -> Path:
                 ax.set_xticklabels([_configuration_label(c) for c in part["configuration"]], rotation=20, ha="right")
         fig.suptitle("Disk-based link prediction on FB15k-237: partition-buffer policies against in-memory")
         seeds = int(table["seeds"].min())
-        caption(fig, f"{MARIUSGNN}, Sec. 7 (COMET keeps in-memory MRR where BETA loses; link prediction from "
-                     "disk with the partition buffer)", Path(csv_path).name,
+        caption(fig, f"{MARIUSGNN}, its COMET vs BETA accuracy experiment (COMET keeps in-memory MRR where BETA "
+                     "loses; link prediction from disk with the partition buffer)", Path(csv_path).name,
                 f"95 % t interval over {seeds} seed(s) (MRR) and over the warm epochs of every seed (epoch time)")
         return save_figure(fig, out_png)
 
@@ -510,7 +512,8 @@ def plot_buffer_io(csv_path: str | Path, out_png: str | Path) -> Path:
         top = axes[0].get_ylim()[1]
         axes[0].set_ylim(0, top * 1.15)
         fig.suptitle("Partition-buffer IO per epoch on Hyperlink-2012 (3.5B nodes, 128B edges), simulated")
-        caption(fig, f"{MARIUSGNN}, Sec. 5 (BETA vs COMET IO per epoch at Hyperlink-2012 scale)",
+        caption(fig, f"{MARIUSGNN}, its partition-buffer IO analysis (BETA vs COMET IO per epoch at "
+                     "Hyperlink-2012 scale)",
                 f"{Path(csv_path).name} (swaps and bytes exact for each plan; times from the disk model: "
                 "3 GB/s read, 2 GB/s write, 5M edges/s)", "none: deterministic simulation of one plan per policy")
         return save_figure(fig, out_png)
@@ -596,7 +599,7 @@ def plot_cost(csv_path: str | Path, out_png: str | Path) -> Path:
             axes[row][1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
         fig.suptitle("Training cost per machine profile: measured on this machine, PROJECTED by the pipeline "
                      "simulator (calibrated on the measured sync run) on cloud GPU machines")
-        caption(fig, f"{MARIUSGNN}, Sec. 7 (cost of disk-based single-machine training vs in-memory multi-GPU "
+        caption(fig, f"{MARIUSGNN}, its cost comparison (disk-based single-machine training vs in-memory multi-GPU "
                      "training)", Path(csv_path).name,
                 f"none drawn (bars: means over up to {seeds} seed(s); the cost ratio's 95 % interval over epoch "
                 "times is in REPORT.md)",

@@ -23,7 +23,8 @@ one slowdown factor for every oversubscribed job, for each predicted run, on the
 without it; the column ``contention`` says where the model comes from.
 
 Outputs: ``out/results/pipeline_validation.csv`` (one row per predicted run: measured and predicted epoch time and
-compute utilization, relative and absolute errors, with and without contention), ``out/results/pipeline_validation.png``,
+compute utilization, relative and absolute errors, with and without contention),
+``out/results/pipeline_validation.png``,
 ``out/results/pipeline_validation_contention.json`` (the contention tables with their provenance: machine, date, load
 of other processes meanwhile, every raw time), ``out/results/pipeline_validation_summary.json`` and, on stdout, the
 median absolute errors (with 95 % bootstrap intervals over the held-out runs) and the simulator's speed (one epoch
@@ -190,7 +191,8 @@ projected: one V100 and 4 cores, as MariusGNN's single-GPU AWS machines."""
 
 def project(measured: pd.DataFrame, profile: str = PROJECTION_PROFILE, seeds: int = 5) -> pd.DataFrame:
     """The simulator's projection of every dataset x sampler on ``profile``: calibrated on the measured sync run
-    (its per-batch load times; compute and transfer priced on the profile's GPU, :func:`simulators.calibrate.model_for`),
+    (its per-batch load times; compute and transfer priced on the profile's GPU,
+    :func:`simulators.calibrate.model_for`),
     the synchronous schedule and Marius's default pipeline, each simulated with ``seeds`` seeds; one row per
     configuration with the mean epoch time, compute utilization and (pipelined) epoch / sync, each with a 95 % t
     interval over the seeds (the simulator's randomness only: the calibration's uncertainty is not in it).

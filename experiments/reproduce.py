@@ -168,7 +168,8 @@ def _link_prediction(mode: str, paths: Paths) -> None:
         torch.set_num_threads(threads)
     if failed:
         raise RuntimeError(f"link prediction: {len(failed)} runs failed ({failed[0].get('error')})")
-    _check(link_prediction.main(["--runs", str(paths.runs / "lp"), "--out", str(paths.results / "link_prediction.csv")]),
+    _check(link_prediction.main(["--runs", str(paths.runs / "lp"), "--out",
+                                 str(paths.results / "link_prediction.csv")]),
            "experiments/link_prediction.py")
 
 

@@ -86,7 +86,11 @@ class Interval:
 
         def number(value: float) -> str:
             value *= scale
-            return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.{decimals}f}"
+            if abs(value) >= 10_000:
+                return f"{value:,.0f}"
+            if 0 < abs(value) < 0.01:  # small values (seconds per batch): significant digits, not 0.001
+                return f"{value:.{decimals}g}"
+            return f"{value:.{decimals}f}"
 
         if not math.isfinite(self.estimate):
             return "n/a"
