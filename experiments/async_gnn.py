@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/async_gnn.py [--quick] [--out-dir results] [--seeds 0 1 2] [--threads 1]
+    python experiments/async_gnn.py [--quick] [--out-dir out/results] [--seeds 0 1 2] [--threads 1]
 
 1. Modes: the spec ``experiments/async_gnn.yaml`` (2-layer GCN on 4 random partitions of Cora, work-depth stage
    durations) simulated in the four modes ``<micro>-<macro>`` -> ``async_gnn_modes.csv`` (makespan, throughput,
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import io
 import json
 import sys
 import time
@@ -35,16 +34,16 @@ if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from simulators.async_gnn import (async_spec_from_dict, load_async_spec, plot_gantt, simulate,  # noqa: E402
-                                  simulate_modes, summary_table, tasks_table)
+from simulators.async_gnn import (async_spec_from_dict, simulate, simulate_modes,  # noqa: E402
+                                  summary_table, tasks_table)
 from simulators.stale_training import StaleTrainingConfig, train_stale  # noqa: E402
+from suite.datasets import shared_datasets_dir  # noqa: E402
 from suite.io import atomic_write_bytes  # noqa: E402
 
 DEFAULT_SPEC = REPO_ROOT / "experiments" / "async_gnn.yaml"
-SHARED = REPO_ROOT.parent / "shared" / "datasets"
 
 DATASETS = {
-    "cora": {"dataset": {"name": "cora", "root": str(SHARED / "planetoid")},
+    "cora": {"dataset": {"name": "cora", "root": str(shared_datasets_dir() / "planetoid")},
              "training": {"iterations": 200, "hidden": 64, "dropout": 0.5, "weight_decay": 5e-4,
                           "learning_rate": 0.01, "eval_every": 5}},
     "arxiv-like": {"dataset": {"name": "synthetic", "preset": "arxiv-like"},
@@ -79,7 +78,14 @@ def write_csv(table: pd.DataFrame, path: Path) -> Path:
 # ---------------------------------------------------------------------------------------------- computation
 def run_modes(spec_path: Path, out_dir: Path, prov: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulate the spec's modes; write the summary and the tasks."""
-    spec = load_async_spec(spec_path)
+    from suite.config import read_yaml
+
+    data = read_yaml(spec_path)
+    dataset = (data.get("graph") or {}).get("dataset") or {}
+    root = dataset.get("root")
+    if root and not Path(root).is_absolute() and not Path(root).exists():  # a spec's ../shared/datasets/...: the
+        dataset["root"] = str(shared_datasets_dir() / Path(root).name)      # project's shared folder, from anywhere
+    spec = async_spec_from_dict(data, source=str(spec_path))
     results = simulate_modes(spec)
     summary = summary_table(results).assign(spec=spec.name, seed=spec.seed, **prov)
     tasks = tasks_table(results)
@@ -115,6 +121,26 @@ def run_accuracy(names: Sequence[str], staleness: Sequence[int], seeds: Sequence
     return pd.DataFrame(rows)
 
 
+def accuracy_summary(accuracy: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and staleness bound: seeds and the mean test accuracy with its 95 % t interval over seeds
+    (:func:`suite.stats.mean_interval`), and the difference to s = 0 paired by seed with its interval."""
+    from suite.stats import difference_interval, mean_interval
+
+    rows = []
+    for name, part in accuracy.groupby("dataset", sort=False):
+        wide = part.pivot_table(index="seed", columns="staleness_bound", values="test_accuracy", aggfunc="first")
+        for s in sorted(wide.columns):
+            mean = mean_interval(wide[s])
+            row = {"dataset": name, "staleness_bound": int(s), "seeds": mean.n, "test_accuracy": mean.estimate,
+                   "test_accuracy_ci_low": mean.low, "test_accuracy_ci_high": mean.high}
+            if 0 in wide and s != 0:
+                both = wide[[0, s]].dropna()
+                gap = difference_interval(list(both[s]), list(both[0]))
+                row.update(minus_sync=gap.estimate, minus_sync_ci_low=gap.low, minus_sync_ci_high=gap.high)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def run_throughput(names: Sequence[str], staleness: Sequence[int], prov: dict) -> pd.DataFrame:
     """Simulate each dataset's partitioned GCN pipeline at each staleness bound (see the module docstring)."""
     rows = []
@@ -139,46 +165,6 @@ def run_throughput(names: Sequence[str], staleness: Sequence[int], prov: dict) -
     return table
 
 
-# ---------------------------------------------------------------------------------------------- figures
-def plot_modes(tasks_csv: str | Path, out_png: str | Path) -> Path:
-    """The four-mode Gantt figure, from the tasks CSV."""
-    return plot_gantt(pd.read_csv(tasks_csv), out_png, title="2-layer GCN, Cora, 4 partitions, 3 iterations "
-                                                               "(forward + backward)")
-
-
-def plot_tradeoff(accuracy_csv: str | Path, throughput_csv: str | Path, out_png: str | Path) -> Path:
-    """Test accuracy (mean and std over seeds) vs simulated speedup over the synchronous pipeline, one line per
-    dataset, each point labelled with its staleness bound. Reads only the two CSVs."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    accuracy = pd.read_csv(accuracy_csv)
-    throughput = pd.read_csv(throughput_csv)
-    stats = accuracy.groupby(["dataset", "staleness_bound"])["test_accuracy"].agg(["mean", "std"]).reset_index()
-    merged = stats.merge(throughput[["dataset", "staleness_bound", "speedup_vs_sync", "iterations_per_s"]],
-                         on=["dataset", "staleness_bound"])
-    datasets = list(dict.fromkeys(merged["dataset"]))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4), squeeze=False)
-    for ax, name in zip(axes[0], datasets):
-        rows = merged[merged["dataset"] == name].sort_values("staleness_bound")
-        ax.errorbar(rows["speedup_vs_sync"], rows["mean"], yerr=rows["std"].fillna(0), marker="o", capsize=3)
-        for _, row in rows.iterrows():
-            ax.annotate(f"s={int(row['staleness_bound'])}", (row["speedup_vs_sync"], row["mean"]),
-                        textcoords="offset points", xytext=(4, 4), fontsize=8)
-        ax.set_xlabel("simulated throughput / synchronous (iterations per second)")
-        ax.set_ylabel("test accuracy (mean ± std over seeds)")
-        ax.set_title(f"{name}: GCN, {PARTITIONS} partitions, staleness bound s", fontsize=10)
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=130)
-    plt.close(fig)
-    atomic_write_bytes(Path(out_png), buffer.getvalue())
-    return Path(out_png)
-
-
 # ---------------------------------------------------------------------------------------------- main
 def run(args: argparse.Namespace) -> dict[str, Path]:
     """Everything of the module docstring; returns the paths written."""
@@ -192,14 +178,18 @@ def run(args: argparse.Namespace) -> dict[str, Path]:
                    "feature_staleness_max", "gradient_staleness_max"]].to_string(index=False), flush=True)
     names = ["cora"] if args.quick else list(args.datasets)
     staleness = [0, 2] if args.quick else list(args.staleness)
-    seeds = args.seeds[:1] if args.quick else list(args.seeds)
+    seeds = list(args.seeds)
     accuracy = run_accuracy(names, staleness, seeds, args.quick, prov)
     paths["accuracy"] = write_csv(accuracy, out / "async_staleness_accuracy.csv")
     throughput = run_throughput(names, staleness, prov)
     paths["throughput"] = write_csv(throughput, out / "async_tradeoff.csv")
+    paths["accuracy_summary"] = write_csv(accuracy_summary(accuracy), out / "async_accuracy_summary.csv")
     if not args.no_plot:
-        paths["gantt"] = plot_modes(paths["tasks"], out / "async_gnn_gantt.png")
-        paths["tradeoff"] = plot_tradeoff(paths["accuracy"], paths["throughput"], out / "async_tradeoff.png")
+        from experiments.figures import plot_async_gnn_gantt, plot_async_tradeoff
+
+        paths["gantt"] = plot_async_gnn_gantt(paths["tasks"], out / "async_gnn_gantt.png")
+        paths["tradeoff"] = plot_async_tradeoff(paths["accuracy"], out / "async_tradeoff.png",
+                                                throughput_csv=paths["throughput"])
     table = accuracy.groupby(["dataset", "staleness_bound"])["test_accuracy"].agg(["mean", "std", "count"])
     table = table.join(throughput.set_index(["dataset", "staleness_bound"])[["iterations_per_s",
                                                                             "speedup_vs_sync"]])
@@ -213,7 +203,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="Cora only, 20 iterations, s in {0, 2}, one seed")
     parser.add_argument("--spec", type=Path, default=DEFAULT_SPEC, help="the four-mode spec (default: %(default)s)")
-    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "out" / "results")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--staleness", nargs="+", type=int, default=[0, 1, 2, 4, 8, 16])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])

@@ -10,13 +10,12 @@ Epoch times are estimates of this model, not measurements; swaps and bytes are e
 
 Usage::
 
-    python experiments/buffer_io.py [--csv results/buffer_io.csv] [--png results/buffer_io.png] [--quick]
+    python experiments/buffer_io.py [--csv out/results/buffer_io.csv] [--png out/results/buffer_io.png] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 import time
 from collections.abc import Sequence
@@ -31,8 +30,8 @@ import pandas as pd  # noqa: E402
 from simulators.buffer import HYPERLINK_2012, compare_policies  # noqa: E402
 from suite.io import atomic_write_bytes  # noqa: E402
 
-DEFAULT_CSV = REPO_ROOT / "results" / "buffer_io.csv"
-DEFAULT_PNG = REPO_ROOT / "results" / "buffer_io.png"
+DEFAULT_CSV = REPO_ROOT / "out" / "results" / "buffer_io.csv"
+DEFAULT_PNG = REPO_ROOT / "out" / "results" / "buffer_io.png"
 READ_BW, WRITE_BW, EDGES_PER_S = 3e9, 2e9, 5e6
 
 # (p, c, logical partitions l for COMET)
@@ -69,50 +68,6 @@ def run(settings: Sequence[tuple[int, int, Sequence[int]]], seed: int = 0) -> pd
     return table
 
 
-def plot_buffer_io(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Bytes read per epoch (top) and estimated epoch time with prefetch (bottom) per (p, c), one bar per policy
-    (COMET per l); drawn from ``csv_path`` alone."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    table = pd.read_csv(csv_path)
-    order = {"beta": 0, "comet": 1, "random": 2}
-    configs = list(dict.fromkeys(zip(table["num_partitions"], table["capacity"])))
-    colors = {"beta": "tab:blue", "comet": "tab:green", "random": "tab:red"}
-    per_config = max(len(table[(table["num_partitions"] == p) & (table["capacity"] == c)]) for p, c in configs)
-    width = 0.8 / per_config
-    fig, axes = plt.subplots(2, 1, figsize=(max(7.0, 2.4 * len(configs)), 7.5), layout="constrained", sharex=True)
-    labelled = set()
-    for x, (p, c) in enumerate(configs):
-        rows = table[(table["num_partitions"] == p) & (table["capacity"] == c)].copy()
-        rows["rank"] = rows["policy"].map(order).fillna(3)
-        rows = rows.sort_values(["rank", "logical_partitions"])
-        for i, row in enumerate(rows.itertuples()):
-            pos = x + (i - (len(rows) - 1) / 2) * width
-            label = None if row.policy in labelled else row.policy
-            labelled.add(row.policy)
-            color = colors.get(row.policy, "tab:gray")
-            axes[0].bar(pos, row.bytes_read / 1e12, width, color=color, label=label)
-            axes[1].bar(pos, row.epoch_time_prefetch_s / 3600, width, color=color)
-            if row.policy == "comet":
-                axes[0].annotate(f"l={row.logical_partitions}", (pos, row.bytes_read / 1e12), ha="center",
-                                 va="bottom", fontsize=7, rotation=90, xytext=(0, 2), textcoords="offset points")
-    axes[0].set_ylabel("TB read per epoch")
-    axes[1].set_ylabel("epoch time with prefetch (h, model)")
-    axes[1].set_xticks(range(len(configs)), [f"p={p}\nc={c}" for p, c in configs])
-    axes[0].legend(fontsize=8)
-    axes[0].set_title("Partition-buffer IO per epoch, Hyperlink-2012 (3.5B nodes, 128B edges), simulated")
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=150)
-    plt.close(fig)
-    out_png = Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out_png, buffer.getvalue())
-    return out_png
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
@@ -126,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     atomic_write_bytes(args.csv, table.to_csv(index=False).encode())
     print(f"wrote {args.csv} ({len(table)} rows)")
     if not args.no_plot:
+        from experiments.figures import plot_buffer_io
+
         print(f"wrote {plot_buffer_io(args.csv, args.png)}")
     return 0
 

@@ -3,7 +3,7 @@ the pipeline simulator on cloud GPU machines.
 
 Usage::
 
-    python experiments/cost.py [--runs RUNS_DIR ...] [--csv results/cost.csv] [--png results/cost.png]
+    python experiments/cost.py [--runs RUNS_DIR ...] [--csv out/results/cost.csv] [--png out/results/cost.png]
         [--price-local-as m6a.large] [--target-fraction 0.95] [--target DATASET=VALUE ...]
         [--profiles p3.2xlarge,g5.xlarge,...] [--no-plot]
 
@@ -56,6 +56,7 @@ import pandas as pd  # noqa: E402
 
 from suite.cost import cost_per_epoch, cost_to_target, epochs_to_target, get_profile  # noqa: E402
 from suite.errors import ConfigError, DataError, SuiteError  # noqa: E402
+from suite.load import load_columns  # noqa: E402
 
 DEFAULT_RUNS = (REPO_ROOT / "out" / "reproduce-quick" / "pipeline" / "pipeline_accuracy",
                 REPO_ROOT / "out" / "reproduce-quick" / "disk")
@@ -66,6 +67,7 @@ COLUMNS = (
     "epoch_time_s", "cost_per_epoch_usd", "valid_metric", "final_valid", "target", "epochs_to_target",
     "time_to_target_s", "cost_to_target_usd", "target_rule", "hardware", "calibrated_from", "run_id",
     "peak_rss_bytes", "fits_priced_memory", "measured_on", "price_source", "price_date", "epoch_times_s",
+    "foreign_cores", "under_load", "seed",
 )
 
 
@@ -315,7 +317,7 @@ def cost_table(runs: Sequence[Run], *, price_local_as: str = DEFAULT_PRICE_LOCAL
             "fits_priced_memory": None if rss is None else bool(rss <= priced.memory_gib * 2**30),
             "measured_on": f"{machine.get('cpu_model')}, {machine.get('cpu_cores')} cores",
             "price_source": f"{priced.name}: {priced.price_source}", "price_date": priced.price_date,
-            "epoch_times_s": run.epoch_times,
+            "epoch_times_s": run.epoch_times, **load_columns(run.summary), "seed": run.summary.get("seed"),
             **price_row(run.epoch_times, run.valid_curve, target, priced.hourly_usd),
         })
     calibrations = {}
@@ -351,6 +353,7 @@ def cost_table(runs: Sequence[Run], *, price_local_as: str = DEFAULT_PRICE_LOCAL
                         if profile.gpus > 1 else ""),
                     "calibrated_from": reference.run_id, "run_id": run.run_id,
                     "price_source": profile.price_source, "price_date": profile.price_date, "epoch_times_s": times,
+                    "seed": run.summary.get("seed"),
                     **price_row(times, run.valid_curve, target, profile.hourly_usd),
                 })
     table = pd.DataFrame(rows).reindex(columns=list(COLUMNS))
@@ -379,8 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, action="append",
                         help="folder of recorded runs (repeatable; default: the quick reproduction's pipeline "
                              "accuracy and disk runs)")
-    parser.add_argument("--csv", type=Path, default=REPO_ROOT / "results" / "cost.csv")
-    parser.add_argument("--png", type=Path, default=REPO_ROOT / "results" / "cost.png")
+    parser.add_argument("--csv", type=Path, default=REPO_ROOT / "out" / "results" / "cost.csv")
+    parser.add_argument("--png", type=Path, default=REPO_ROOT / "out" / "results" / "cost.png")
     parser.add_argument("--price-local-as", default=DEFAULT_PRICE_LOCAL_AS,
                         help="machine profile whose hourly price prices the runs measured here (default m6a.large)")
     parser.add_argument("--target-fraction", type=float, default=DEFAULT_TARGET_FRACTION,

@@ -3,7 +3,7 @@
 Usage::
 
     python experiments/dataset_generation.py [SPEC ...] [--workdir /tmp/gnnsuite-gen] [--repeats 1]
-        [--csv results/dataset_generation.csv] [--append] [--keep] [--verify]
+        [--csv out/results/dataset_generation.csv] [--append] [--keep] [--verify]
 
 Each SPEC is ``PRESET[,field=value...]`` (see :func:`suite.graph.synthetic.config_from_spec`), e.g.
 ``livejournal-like`` or ``arxiv-like,num_nodes=1000000,avg_degree=20``. Every run generates the store in a fresh
@@ -35,7 +35,7 @@ import pandas as pd
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SPECS = ("arxiv-like,name=synthetic-1m-20m,num_nodes=1000000,avg_degree=20", "livejournal-like")
-DEFAULT_CSV = REPO_ROOT / "results" / "dataset_generation.csv"
+DEFAULT_CSV = REPO_ROOT / "out" / "results" / "dataset_generation.csv"
 
 _CHILD = r"""
 import json, sys, time
@@ -85,14 +85,18 @@ def measure(spec: str, workdir: Path, repeats: int, keep: bool, verify: bool,
             sizes: dict[str, int]) -> dict:
     """Median numbers of ``repeats`` generations of ``spec``; ``sizes`` are chunk size arguments of
     :func:`~suite.graph.synthetic.generate`."""
+    from suite.load import LoadMonitor, load_columns
+
     out = workdir / spec.split(",")[0]
     runs = []
+    monitor = LoadMonitor().start()  # the generators are children waited for: their CPU time is ours
     try:
         for _ in range(repeats):
             runs.append(run_child(spec, out, verify, sizes))
     finally:
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
+    load = load_columns(monitor.stop())
     first = runs[0]
     gen_s = statistics.median(r["gen_s"] for r in runs)
     return {
@@ -108,7 +112,7 @@ def measure(spec: str, workdir: Path, repeats: int, keep: bool, verify: bool,
         "stored_edges_per_s": round(first["num_edges"] / gen_s),
         "peak_rss_mib": round(max(r["peak_rss_bytes"] for r in runs) / 2**20, 1),
         "store_bytes": first["store_bytes_on_disk"],
-        "repeats": repeats,
+        "repeats": repeats, **load,
         "chunk_edges": sizes["chunk_edges"],
         "max_bucket_edges": sizes["max_bucket_edges"],
         "cpus": os.cpu_count(),

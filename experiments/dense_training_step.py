@@ -145,6 +145,9 @@ def run(args: argparse.Namespace) -> pd.DataFrame:
                                   int(labels.max()) + 1, device, args.seed, args.learning_rate, args.truncate)
     order = torch.randperm(len(train), generator=torch.Generator().manual_seed(args.seed))
     batches = train[order].split(args.batch_size)
+    from suite.load import LoadMonitor, load_columns
+
+    monitor = LoadMonitor().start()
     for step in range(args.warmup + args.repeats):
         roots = batches[step % len(batches)]
         # The order alternates per step, so that neither sampler always runs right after the other's step.
@@ -152,7 +155,7 @@ def run(args: argparse.Namespace) -> pd.DataFrame:
             generator = torch.Generator().manual_seed(args.seed + step)
             train_step(contender, roots, features, labels, generator, device, record=step >= args.warmup,
                        clock=CLOCKS[args.clock])
-    return summarize(contenders)
+    return summarize(contenders).assign(**load_columns(monitor.stop()))  # foreign load while timing
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

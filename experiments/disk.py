@@ -12,10 +12,12 @@ with a test evaluation after each. Then, per run: the warm epochs' mean time (ep
 left out), bytes the suite read and bytes ``/proc/self/io`` says came from storage, states, IO wait (compute
 waiting for the buffer) and its fraction of the epoch, the achieved read bandwidth (bytes read / seconds inside
 the reads; ``dd iflag=direct`` on the same file beside it), test accuracy, peak RSS, the thread budget and the
-machine's foreign load (a run under load is flagged); per configuration: means over seeds with 95 % t intervals,
-the epoch-time ratio and the accuracy difference to in-memory paired by seed.
+machine's foreign load (a run under load is flagged and left out of the timings); per configuration: means over
+seeds with 95 % t intervals (columns ``X``, ``X_ci_low``, ``X_ci_high``), the epoch-time ratio to in-memory paired by
+seed (geometric mean, t interval on the logs) and the accuracy difference to in-memory paired by seed.
 
-Outputs (``--results``, default ``out/disk``: the reference under ``results/full`` is written only when asked):
+Outputs (``--results``, default ``out/results``; the reference under ``results/`` is written only by
+``gnnsuite reproduce --update-reference``):
 ``disk_nc.csv`` (per configuration), ``disk_nc_runs.csv`` (per run), ``disk_nc_curve.csv`` (test accuracy after
 every epoch), ``disk_nc_timeline.csv`` (the state timeline of one warm epoch per configuration, seed 0) and the
 figures ``disk_nc.png`` and ``disk_nc_timeline.png``. ``--quick``: ``papers-like-s`` shrunk to 200,000 nodes,
@@ -38,11 +40,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from suite.grid import expand_grid, failures  # noqa: E402
+from suite.load import load_columns  # noqa: E402
 from suite.results import export, load_epochs, load_evals, load_runs, load_timeline  # noqa: E402
+from suite.stats import Interval, difference_interval, mean_interval, ratio_interval  # noqa: E402
 
 GRID = REPO_ROOT / "experiments" / "disk_nc.yaml"
 DEEP_GRID = REPO_ROOT / "experiments" / "disk_nc_deep.yaml"
@@ -94,20 +97,6 @@ def dd_read_bandwidth(path: Path, block: str = "4M") -> float | None:
     return int(match.group(1)) / float(match.group(2)) if match else None
 
 
-def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """``(mean, low, high)``: the mean of ``values`` and its two-sided t interval (NaN bounds for one value)."""
-    from scipy import stats
-
-    data = np.asarray([v for v in values if pd.notna(v)], dtype=float)
-    if len(data) == 0:
-        return float("nan"), float("nan"), float("nan")
-    mean = float(data.mean())
-    if len(data) < 2:
-        return mean, float("nan"), float("nan")
-    half = float(stats.t.ppf(0.5 + confidence / 2, len(data) - 1) * data.std(ddof=1) / np.sqrt(len(data)))
-    return mean, mean - half, mean + half
-
-
 def configuration(system: str, options: dict) -> str:
     """A run's label: the system, or for the disk system its policy, p, c and what differs from the default."""
     if system == "pipelined":
@@ -154,46 +143,49 @@ def run_table(out: Path) -> pd.DataFrame:
             "read_bandwidth_bytes_per_s": column("io_read_bytes") / read_s if read_s > 0 else None,
             "test_accuracy": pd.to_numeric(run.get("metrics.test.accuracy"), errors="coerce"),
             "peak_rss_bytes": run.get("peak_rss_bytes"),
-            "compute_threads": run.get("threads.compute"), "foreign_cores": run.get("machine_load.foreign_cores"),
-            "under_load": bool(run.get("machine_load.under_load", False)),
+            "compute_threads": run.get("threads.compute"), **load_columns(run.to_dict()),
             "run_id": run["run_id"], "run_dir": run["run_dir"], "git_sha": run.get("versions.git_sha"),
         })
     return pd.DataFrame(rows)
 
 
+def _columns(name: str, interval: Interval) -> dict[str, float]:
+    return {name: interval.estimate, f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high}
+
+
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per configuration: means over seeds with 95 % t intervals; epoch-time ratio and accuracy difference to
-    in-memory paired by seed (timings only from runs not under foreign load)."""
+    """Per configuration: means over seeds with 95 % t intervals; the epoch-time ratio (paired log t) and the
+    accuracy difference (paired t) to in-memory, paired by seed. Timings come only from runs not measured under
+    foreign load (``timed_runs`` of ``seeds``); accuracy from every run."""
+    flagged = runs["under_load"].map(lambda v: v is True or v == "True")
+    runs = runs.assign(quiet=~flagged)
     base = runs[runs["system"] == "in_memory"].set_index("seed")
     rows = []
     for label, group in runs.groupby("configuration", sort=False):
-        quiet = group[~group["under_load"]]
-        ratios = [row["epoch_time_s"] / base.loc[row["seed"], "epoch_time_s"] for _, row in quiet.iterrows()
-                  if row["seed"] in base.index and not base.loc[row["seed"], "under_load"]]
-        gaps = [row["test_accuracy"] - base.loc[row["seed"], "test_accuracy"] for _, row in group.iterrows()
-                if row["seed"] in base.index and pd.notna(row["test_accuracy"])
-                and pd.notna(base.loc[row["seed"], "test_accuracy"])]
-        time_mean, time_low, time_high = t_interval(quiet["epoch_time_s"])
-        ratio, ratio_low, ratio_high = t_interval(ratios)
-        accuracy, accuracy_low, accuracy_high = t_interval(group["test_accuracy"])
-        gap, gap_low, gap_high = t_interval(gaps)
+        quiet = group[group["quiet"]]
+        paired = quiet[quiet["seed"].map(lambda s: s in base.index and bool(base.loc[s, "quiet"]))]
+        ratio = ratio_interval(list(paired["epoch_time_s"]), [base.loc[s, "epoch_time_s"] for s in paired["seed"]])
+        both = group[group["seed"].isin(base.index)]
+        gap = difference_interval(list(both["test_accuracy"]), [base.loc[s, "test_accuracy"] for s in both["seed"]])
         first = group.iloc[0]
         rows.append({
             "dataset": first["dataset"], "configuration": label, "system": first["system"],
             "policy": first["policy"], "num_partitions": first["num_partitions"],
             "buffer_capacity": first["buffer_capacity"], "prefetch": first["prefetch"], "seeds": len(group),
-            "timed_runs": len(quiet), "epoch_time_s": time_mean, "epoch_time_ci_low": time_low,
-            "epoch_time_ci_high": time_high, "time_ratio_vs_in_memory": ratio, "time_ratio_ci_low": ratio_low,
-            "time_ratio_ci_high": ratio_high, "io_wait_s": quiet["io_wait_s"].mean(),
-            "io_wait_fraction": quiet["io_wait_fraction"].mean(), "io_wait_fraction_max": quiet["io_wait_fraction"].max(),
+            "timed_runs": len(quiet), "warm_epochs": int(group["warm_epochs"].min()),
+            **_columns("epoch_time_s", mean_interval(quiet["epoch_time_s"])),
+            **_columns("time_ratio_vs_in_memory", ratio),
+            "io_wait_s": quiet["io_wait_s"].mean(),
+            **_columns("io_wait_fraction", mean_interval(quiet["io_wait_fraction"].astype(float))),
             "states": first["states"], "partitions_read": group["partitions_read"].mean(),
             "io_read_bytes": group["io_read_bytes"].mean(), "disk_read_bytes": group["disk_read_bytes"].mean(),
             "prepare_s": group["prepare_s"].mean(),
-            "read_bandwidth_bytes_per_s": quiet["read_bandwidth_bytes_per_s"].mean(),
-            "test_accuracy": accuracy, "test_accuracy_ci_low": accuracy_low, "test_accuracy_ci_high": accuracy_high,
-            "accuracy_gap_vs_in_memory": gap, "accuracy_gap_ci_low": gap_low, "accuracy_gap_ci_high": gap_high,
+            "read_bandwidth_bytes_per_s": quiet["read_bandwidth_bytes_per_s"].astype(float).mean(),
+            **_columns("test_accuracy", mean_interval(group["test_accuracy"].astype(float))),
+            **_columns("accuracy_gap_vs_in_memory", gap),
             "peak_rss_bytes": group["peak_rss_bytes"].max(), "compute_threads": first["compute_threads"],
-            "git_sha": first["git_sha"],
+            "foreign_cores": group["foreign_cores"].astype(float).max(),
+            "under_load": bool(flagged[group.index].all()), "git_sha": first["git_sha"],
         })
     return pd.DataFrame(rows)
 
@@ -237,7 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--results", type=Path, help="where the tables and figures go (default: the run folder)")
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results",
+                        help="where the tables and figures go (default out/results)")
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--no-run", action="store_true")
     parser.add_argument("--no-plot", action="store_true")
@@ -251,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--deep has no quick setting")
     name = "disk_nc_deep" if args.deep else "disk_nc"
     out = args.out or REPO_ROOT / ("out/disk-quick" if args.quick else "out/disk-deep" if args.deep else "out/disk")
-    results = args.results or out
+    results = args.results
     if not args.no_run:
         overrides = list(QUICK) if args.quick else []
         if args.data_dir is not None:
@@ -272,7 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         store = GraphStore.open(_store_path(disk_runs.iloc[0]))
         result["features_bytes"] = store.metadata["files"]["features"]["bytes"]
-        result["dd_read_bandwidth_bytes_per_s"] = dd_read_bandwidth(store.file("features"))
+        from suite.load import LoadMonitor
+
+        with LoadMonitor() as monitor:  # dd is a child waited for: its CPU time is ours
+            result["dd_read_bandwidth_bytes_per_s"] = dd_read_bandwidth(store.file("features"))
+        result["dd_foreign_cores"] = monitor.result.foreign_cores if monitor.result else float("nan")
         result["bandwidth_vs_dd"] = result["read_bandwidth_bytes_per_s"] / result["dd_read_bandwidth_bytes_per_s"]
     export(result, results / f"{name}.csv")
     export(runs.drop(columns=["run_dir"]), results / f"{name}_runs.csv")
@@ -280,8 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         export(curve_table(out, runs), results / "disk_nc_curve.csv")
         export(timeline_table(out, runs), results / "disk_nc_timeline.csv")
     with pd.option_context("display.width", 250, "display.max_columns", 30):
-        print(result[["configuration", "seeds", "epoch_time_s", "time_ratio_vs_in_memory", "time_ratio_ci_low",
-                      "time_ratio_ci_high", "io_wait_fraction", "partitions_read", "read_bandwidth_bytes_per_s",
+        print(result[["configuration", "seeds", "epoch_time_s", "time_ratio_vs_in_memory", "time_ratio_vs_in_memory_ci_low",
+                      "time_ratio_vs_in_memory_ci_high", "io_wait_fraction", "partitions_read", "read_bandwidth_bytes_per_s",
                       "test_accuracy", "accuracy_gap_vs_in_memory", "peak_rss_bytes"]].to_string(index=False))
     if not args.no_plot and not args.deep:
         from experiments.figures import plot_disk_nc, plot_disk_nc_timeline

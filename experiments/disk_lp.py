@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/disk_lp.py [--quick] [--out out/disk-lp] [--results results] [--jobs 2] [--no-plot]
+    python experiments/disk_lp.py [--quick] [--out out/disk-lp] [--results out/results] [--jobs 2] [--no-plot]
 
 Runs ``experiments/disk_lp_distmult.yaml`` (shallow DistMult) and ``experiments/disk_lp_graphsage.yaml``
 (GraphSAGE + DistMult) through the harness: p = 32 partitions, a buffer of c = 8 (p/4), policies ``beta``,
@@ -11,13 +11,14 @@ skipped. Each run uses one intra-op thread (``OMP_NUM_THREADS=1``), ``--jobs`` r
 
 Outputs:
 
-- ``results/disk_lp_runs.csv``: one row per run: the warm epochs' mean time, IO read and written per epoch (suite and
-  ``/proc/self/io``), swaps, IO wait and its fraction of the epoch, read bandwidth, valid and test MRR;
-- ``results/disk_lp.csv``: per (model, configuration): mean and standard deviation over seeds of test MRR, the
+- ``out/results/disk_lp_runs.csv``: one row per run: the warm epochs' mean time, IO read and written per epoch (suite
+  and ``/proc/self/io``), swaps, IO wait and its fraction of the epoch, read bandwidth, valid and test MRR;
+- ``out/results/disk_lp.csv``: per (model, configuration): mean and standard deviation over seeds of test MRR, the
   MRR difference to in-memory, the epoch-time ratio to in-memory, IO per epoch and IO wait fraction;
-- ``results/disk_lp.png`` (:func:`experiments.figures.plot_disk_lp`).
+- ``out/results/disk_lp.png`` (:func:`experiments.figures.plot_disk_lp`).
 
-``--quick``: DistMult only, seed 0, 2 epochs, test split only (about 3 minutes): the reproduction's reference run.
+``--quick``: DistMult only, in-memory, BETA and COMET (the claim's three; random left out), the grid's 3 seeds
+(the claim's differences are paired by seed), 2 epochs, test split only (about 3 minutes at two runs at a time).
 ``--timing``: both models, seed 0, 3 epochs, no evaluation, one run at a time (the grid's runs share the machine
 two at a time, so their epoch times are not comparable side by side): ``disk_lp_timing.csv`` with the epoch-time
 ratios and IO wait fractions.
@@ -37,11 +38,16 @@ if str(REPO_ROOT) not in sys.path:
 
 import pandas as pd  # noqa: E402
 
+from suite.datasets import shared_datasets_dir  # noqa: E402
 from suite.grid import expand_grid, failures, run_grid  # noqa: E402
+from suite.load import load_columns, measured_under_load  # noqa: E402
 from suite.results import export, load_epochs, load_runs  # noqa: E402
+from suite.stats import difference_interval, mean_interval, ratio_interval  # noqa: E402
 
 GRIDS = (REPO_ROOT / "experiments" / "disk_lp_distmult.yaml", REPO_ROOT / "experiments" / "disk_lp_graphsage.yaml")
-QUICK = ("seed=0", "training.epochs=2", "evaluation.every=2", "evaluation.splits=[test]")
+QUICK = ("training.epochs=2", "evaluation.every=2", "evaluation.splits=[test]")
+QUICK_POLICIES = ("in_memory", "beta", "comet")
+"""Quick mode: what the COMET claim compares (random, which no claim reads, is left out), 3 seeds, 2 epochs."""
 TIMING = ("seed=0", "training.epochs=3", "evaluation.splits=[]")
 
 
@@ -82,23 +88,47 @@ def run_table(out: Path) -> pd.DataFrame:
             "read_bandwidth_bytes_per_s": mean("io_read_bytes") / read_s if read_s > 0 else float("nan"),
             "valid_mrr": run.get("metrics.valid.mrr"), "test_mrr": run.get("metrics.test.mrr"),
             "test_hits@10": run.get("metrics.test.hits@10"), "peak_rss_bytes": run.get("peak_rss_bytes"),
+            "epoch_times_s": [float(t) for t in warm["epoch_time_s"]], **load_columns(run.to_dict()),
             "run_id": run["run_id"], "git_sha": run.get("versions.git_sha"),
         })
     return pd.DataFrame(rows).sort_values(["model", "configuration", "seed"]).reset_index(drop=True)
 
 
+def _intervals(prefix: str, interval) -> dict:
+    return {prefix: interval.estimate, f"{prefix}_ci_low": interval.low, f"{prefix}_ci_high": interval.high}
+
+
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, configuration): seeds, mean and std of test MRR, its difference to in-memory (same model),
-    epoch-time ratio to in-memory, IO per epoch, IO wait fraction."""
-    grouped = runs.groupby(["model", "configuration"], sort=True)
-    table = grouped.agg(seeds=("seed", "count"), test_mrr_mean=("test_mrr", "mean"), test_mrr_std=("test_mrr", "std"),
-                        epoch_time_s=("epoch_time_s", "mean"), io_read_bytes=("io_read_bytes", "mean"),
-                        io_write_bytes=("io_write_bytes", "mean"), swaps=("swaps", "mean"),
-                        io_wait_fraction=("io_wait_fraction", "mean"),
-                        read_bandwidth_bytes_per_s=("read_bandwidth_bytes_per_s", "mean")).reset_index()
-    baseline = table[table["configuration"] == "in_memory"].set_index("model")
-    table["mrr_minus_in_memory"] = table["test_mrr_mean"] - table["model"].map(baseline["test_mrr_mean"])
-    table["time_ratio_vs_in_memory"] = table["epoch_time_s"] / table["model"].map(baseline["epoch_time_s"])
+    """Per (model, configuration): seeds; test MRR, mean and std over seeds, with its 95 % t interval
+    (``test_mrr_mean_ci_low``/``_high``); its difference to in-memory (same model) paired by seed, with its interval;
+    the warm epoch time (mean over every warm epoch of every seed, t interval) and its ratio to in-memory (geometric
+    means, Welch t interval on the logs); IO per epoch; the IO wait fraction (t interval over runs); and whether a
+    run was measured under foreign load (``under_load``: any of them). Intervals from :mod:`suite.stats`."""
+    rows = []
+    base_runs = {model: part for (model, configuration), part in runs.groupby(["model", "configuration"])
+                 if configuration == "in_memory"}
+    for (model, configuration), part in runs.groupby(["model", "configuration"], sort=True):
+        times = [t for cell in part["epoch_times_s"] for t in cell] if "epoch_times_s" in part else \
+            list(part["epoch_time_s"])
+        base = base_runs.get(model)
+        row = {"model": model, "configuration": configuration, "seeds": len(part),
+               **_intervals("test_mrr_mean", mean_interval(part["test_mrr"])),
+               "test_mrr_std": float(part["test_mrr"].std()) if len(part) > 1 else float("nan"),
+               **_intervals("epoch_time_s", mean_interval(times)), "warm_epochs": len(times),
+               "io_read_bytes": part["io_read_bytes"].mean(), "io_write_bytes": part["io_write_bytes"].mean(),
+               "swaps": part["swaps"].mean(), **_intervals("io_wait_fraction", mean_interval(part["io_wait_fraction"])),
+               "read_bandwidth_bytes_per_s": part["read_bandwidth_bytes_per_s"].mean(),
+               "under_load": bool(part["under_load"].map(measured_under_load).any()) if "under_load" in part
+               else None}
+        if base is not None:
+            paired = part.merge(base[["seed", "test_mrr"]], on="seed", suffixes=("", "_base"))
+            row.update(_intervals("mrr_minus_in_memory", difference_interval(list(paired["test_mrr"]),
+                                                                             list(paired["test_mrr_base"]))))
+            base_times = [t for cell in base["epoch_times_s"] for t in cell] if "epoch_times_s" in base else \
+                list(base["epoch_time_s"])
+            row.update(_intervals("time_ratio_vs_in_memory", ratio_interval(times, base_times, paired=False)))
+        rows.append(row)
+    table = pd.DataFrame(rows)
     table["policy"] = table["configuration"].str.split().str[0]
     return table
 
@@ -107,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results")
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-run", action="store_true")
@@ -124,10 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         torch.set_num_threads(1)  # runs in this process (one at a time) too
         overrides = list(QUICK) if args.quick else list(TIMING) if args.timing else []
+        overrides.append(f"dataset.root={shared_datasets_dir() / 'fb15k237'}")  # from any working directory
         if args.data_dir is not None:
             overrides.append(f"dataset.cache_dir={args.data_dir}")
         grids = GRIDS[:1] if args.quick else GRIDS
         specs = [spec for grid in grids for spec in expand_grid(grid, overrides)]
+        if args.quick:
+            specs = [spec for spec in specs if spec.system.options.get("policy", "in_memory") in QUICK_POLICIES]
         jobs = 1 if args.timing else args.jobs
         failed = failures(run_grid(specs, out, jobs=jobs, progress=False))
         for summary in failed:

@@ -3,11 +3,11 @@
 Reads every completed link-prediction run under ``--runs`` (default ``out/lp``; produced by
 ``gnnsuite run experiments/fb15k237_*.yaml --out out/lp``, ``gnnsuite run experiments/link_prediction_synthetic.yaml
 --out out/lp`` and ``gnnsuite grid experiments/link_prediction_pipelined.yaml --out out/lp``) through
-:func:`suite.results.load_runs` and writes ``results/link_prediction.csv``: model, decoder, system and staleness
+:func:`suite.results.load_runs` and writes ``out/results/link_prediction.csv``: model, decoder, system and staleness
 bound (1 = sync), epochs, training time, filtered and unfiltered test MRR and Hits@1/3/10, the last validation
 MRR, and the mean and maximum embedding staleness of pipelined runs (from their batch records).
 
-Usage: ``python experiments/link_prediction.py [--runs out/lp] [--out results/link_prediction.csv]``.
+Usage: ``python experiments/link_prediction.py [--runs out/lp] [--out out/results/link_prediction.csv]``.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def table(runs: Path) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, default=Path("out/lp"), help="folder of recorded runs")
-    parser.add_argument("--out", type=Path, default=Path("results/link_prediction.csv"), help="CSV to write")
+    parser.add_argument("--out", type=Path, default=Path("out/results/link_prediction.csv"), help="CSV to write")
     args = parser.parse_args(argv)
     df = table(args.runs)
     export(df, args.out)

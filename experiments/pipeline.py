@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/pipeline.py [--quick | --smoke] [--out out/pipeline] [--results results] [--data-dir data]
+    python experiments/pipeline.py [--quick | --smoke] [--out out/pipeline] [--results out/results] [--data-dir data]
         [--no-run] [--no-plot]
 
 Runs two grids through the harness (finished runs are not repeated), then tabulates and plots the records:
@@ -12,13 +12,14 @@ Runs two grids through the harness (finished runs are not repeated), then tabula
   8) on ``arxiv-like`` and ``products-like``, 3-layer GraphSAGE, fanouts 15,10,5, batch 1000, both samplers; two
   epochs of the first ``limit_batches`` batches, the second (warm) epoch reported;
 - ``experiments/pipeline_accuracy.yaml``: sync vs async (bound 16; compute in admission order, and out of order)
-  pipelined training on ``arxiv-like``, two full epochs, one seed; test accuracy.
+  pipelined training on ``arxiv-like``, two full epochs, three seeds; test accuracy.
 
-Outputs: ``results/pipeline_speed.csv`` (one row per run: epoch time, ratio to in-memory on the same dataset and
+Outputs: ``out/results/pipeline_speed.csv`` (one row per run: epoch time, ratio to in-memory on the same dataset and
 sampler, per-stage busy time, compute utilization = compute busy time / epoch time, pipeline efficiency = epoch
-time / busy time per worker of the busiest stage, bottleneck stage, staleness), ``results/pipeline_accuracy.csv``
-and ``results/pipeline_speed.png``. ``--quick`` runs both grids on ``arxiv-like`` shrunk to 50,000 nodes with 6
-batches per epoch (speed) and 2 epochs (accuracy) into ``out/pipeline-quick``; ``--smoke`` on the ``tiny`` preset
+time / busy time per worker of the busiest stage, bottleneck stage, staleness), ``out/results/pipeline_accuracy.csv``
+and ``out/results/pipeline_speed.png``. ``--quick`` runs both grids on ``arxiv-like`` only, shrunk to 50,000 nodes,
+with 6 batches per epoch (speed: 12 runs, both samplers) and 2 epochs x 3 seeds (accuracy) into
+``out/pipeline-quick``; ``--smoke`` on the ``tiny`` preset
 with 3 batches (seconds; for the tests, its numbers mean nothing).
 """
 
@@ -36,6 +37,8 @@ if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
 import pandas as pd  # noqa: E402
 
 from suite.grid import expand_grid, failures, run_grid  # noqa: E402
+from suite.load import load_columns  # noqa: E402
+from suite.stats import difference_interval, mean_interval  # noqa: E402
 from suite.results import export, load_epochs, load_runs  # noqa: E402
 
 SPEED_GRID = REPO_ROOT / "experiments" / "pipeline_speed.yaml"
@@ -43,8 +46,8 @@ ACCURACY_GRID = REPO_ROOT / "experiments" / "pipeline_accuracy.yaml"
 # Per mode: overrides of every run, of the speed grid's runs, of the accuracy grid's runs.
 MODES = {
     "full": ((), (), ()),
-    "quick": (("dataset.params={num_nodes: 50000}",), ("training.limit_batches=6",),
-              ("training.epochs=2", "evaluation.every=2", "seed=0")),
+    "quick": (("dataset.params={num_nodes: 50000}",), ("training.limit_batches=6", "dataset.preset=arxiv-like"),
+              ("training.epochs=2", "evaluation.every=2")),
     "smoke": (("dataset.preset=tiny", "training.batch_size=20"), ("training.limit_batches=3",),
               ("training.epochs=1", "evaluation.every=1", "seed=0")),
 }
@@ -109,14 +112,16 @@ def speed_table(out: str | Path) -> pd.DataFrame:
             "pipeline_efficiency": epoch.get("pipeline_efficiency"),
             "bottleneck_stage": epoch.get("bottleneck_stage"),
             "staleness_mean": epoch.get("staleness_mean"), "staleness_max": epoch.get("staleness_max"),
+            "device": run.get("device"), **load_columns(run.to_dict()),
             "run_id": run["run_id"], "seed": run["seed"], "git_sha": run.get("versions.git_sha"),
         })
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    baseline = table[table["system"] == "in_memory"].set_index(["dataset", "sampler"])["epoch_time_s"]
-    table["time_ratio_vs_in_memory"] = [
-        row.epoch_time_s / baseline.get((row.dataset, row.sampler), float("nan")) for row in table.itertuples()
+    baseline = table[table["system"] == "in_memory"].set_index(["dataset", "sampler", "seed"])["epoch_time_s"]
+    table["time_ratio_vs_in_memory"] = [  # against the in-memory run of the same dataset, sampler and seed
+        row.epoch_time_s / baseline.get((row.dataset, row.sampler, row.seed), float("nan"))
+        for row in table.itertuples()
     ]
     return table.sort_values(["dataset", "sampler", "configuration"], key=lambda c: c.map(configuration_order) if
                              c.name == "configuration" else c).reset_index(drop=True)
@@ -133,6 +138,25 @@ def accuracy_table(out: str | Path) -> pd.DataFrame:
                "run_id": "run_id"}
     return runs[[c for c in columns if c in runs]].rename(columns=columns).sort_values(
         ["configuration", "seed"]).reset_index(drop=True)
+
+
+def accuracy_summary(accuracy: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and configuration: seeds, mean test accuracy with its 95 % t interval over seeds, and the
+    difference to sync paired by seed (``minus_sync``) with its interval (:mod:`suite.stats`)."""
+    rows = []
+    for dataset, table in accuracy.groupby("dataset", sort=False):
+        wide = table.pivot_table(index="seed", columns="configuration", values="test_accuracy", aggfunc="first")
+        for configuration in sorted(wide.columns, key=configuration_order):
+            mean = mean_interval(wide[configuration])
+            row = {"dataset": dataset, "configuration": configuration, "seeds": mean.n,
+                   "test_accuracy": mean.estimate, "test_accuracy_ci_low": mean.low,
+                   "test_accuracy_ci_high": mean.high}
+            if "sync" in wide and configuration != "sync":
+                both = wide[["sync", configuration]].dropna()
+                gap = difference_interval(list(both[configuration]), list(both["sync"]))
+                row.update(minus_sync=gap.estimate, minus_sync_ci_low=gap.low, minus_sync_ci_high=gap.high)
+            rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def run_grids(out: Path, mode: str, progress: bool, data_dir: Path | None = None,
@@ -164,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--smoke", dest="mode", action="store_const", const="smoke",
                         help="the tiny preset, 3 batches (seconds; the numbers mean nothing)")
     parser.add_argument("--out", type=Path, help="runs folder (default out/pipeline, or out/pipeline-quick)")
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results", help="where CSVs and PNG go")
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results", help="where CSVs and PNG go")
     parser.add_argument("--data-dir", type=Path, help="dataset cache folder (default: the grids' data/)")
     parser.add_argument("--no-run", action="store_true", help="only tabulate and plot what is recorded")
     parser.add_argument("--rerun-baselines", action="store_true",
@@ -184,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     accuracy = accuracy_table(out / ACCURACY_GRID.stem)
     export(speed, args.results / "pipeline_speed.csv")
     export(accuracy, args.results / "pipeline_accuracy.csv")
+    export(accuracy_summary(accuracy), args.results / "pipeline_accuracy_summary.csv")
     with pd.option_context("display.width", 220, "display.max_columns", 30):
         print(speed[["dataset", "sampler", "configuration", "epoch_time_s", "time_ratio_vs_in_memory",
                      "compute_utilization", "pipeline_efficiency", "bottleneck_stage", "staleness_max"]]

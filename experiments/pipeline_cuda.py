@@ -2,7 +2,12 @@
 
 Usage::
 
-    python experiments/pipeline_cuda.py [--device cuda] [--preset arxiv-like] [--batches 30] [--out out/pipeline-cuda]
+    python experiments/pipeline_cuda.py [--device cuda] [--preset arxiv-like] [--batches 30] [--seeds 3]
+        [--out out/pipeline-cuda] [--results DIR]
+
+This is how the pipeline-utilization claim is measured where a GPU is present (``gnnsuite reproduce`` runs it
+when CUDA is available): with ``--results DIR`` the table (one row per run and seed) goes to
+``DIR/pipeline_cuda.csv``, which ``experiments/report.py`` decides the claim from (intervals over the seeds).
 
 Runs ``in_memory``, ``pipelined`` with ``sync: true`` and ``pipelined`` with Marius's defaults (4 loader threads,
 2 transfer workers on their own CUDA streams, queues of 4, staleness bound 16) on the same spec (3-layer
@@ -39,8 +44,9 @@ EXIT_NO_CUDA = 3
 CONFIGURATIONS = (("in_memory", {}), ("pipelined", {"sync": True}), ("pipelined", {}))
 
 
-def specs(device: str, preset: str, batches: int, batch_size: int, samplers: Sequence[str]) -> list:
-    """The run specs: every configuration x sampler on one dataset and model."""
+def specs(device: str, preset: str, batches: int, batch_size: int, samplers: Sequence[str],
+          seeds: Sequence[int] = (0,)) -> list:
+    """The run specs: every configuration x sampler x seed on one dataset and model."""
     return [
         spec_from_dict({
             "name": "pipeline-cuda",
@@ -49,9 +55,9 @@ def specs(device: str, preset: str, batches: int, batch_size: int, samplers: Seq
             "sampler": {"name": sampler},
             "system": {"name": system, "device": device, "options": options},
             "training": {"batch_size": batch_size, "epochs": 2, "learning_rate": 0.005, "limit_batches": batches},
-            "evaluation": {"splits": []},
+            "evaluation": {"splits": []}, "seed": seed,
         }, source="pipeline_cuda.py")
-        for sampler in samplers for system, options in CONFIGURATIONS
+        for seed in seeds for sampler in samplers for system, options in CONFIGURATIONS
     ]
 
 
@@ -62,14 +68,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=30)
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--samplers", nargs="+", default=["naive", "dense"])
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per configuration (the claim needs 3)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "out" / "pipeline-cuda")
+    parser.add_argument("--results", type=Path, help="write pipeline_cuda.csv into this folder")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("pipeline_cuda: CUDA is not available on this machine (use --device cpu to run the same on the CPU)",
               file=sys.stderr)
         return EXIT_NO_CUDA
-    summaries = run_grid(specs(args.device, args.preset, args.batches, args.batch_size, args.samplers), args.out,
-                         progress=False)
+    summaries = run_grid(specs(args.device, args.preset, args.batches, args.batch_size, args.samplers,
+                               range(args.seeds)), args.out, progress=False)
     if failures(summaries):
         for summary in failures(summaries):
             print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
@@ -78,8 +86,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = load_runs(args.out, include_incomplete=False).set_index("run_id")
     table["gpu_utilization"] = [runs.loc[run_id].get("gpu_utilization") for run_id in table["run_id"]]
     table["device"] = [runs.loc[run_id].get("device") for run_id in table["run_id"]]
+    if args.results is not None:
+        from suite.results import export
+
+        export(table, args.results / "pipeline_cuda.csv")
     with pd.option_context("display.width", 220, "display.max_columns", 30):
-        print(table[["device", "dataset", "sampler", "configuration", "epoch_time_s", "time_ratio_vs_in_memory",
+        print(table[["device", "dataset", "sampler", "configuration", "seed", "epoch_time_s", "time_ratio_vs_in_memory",
                      "compute_utilization", "gpu_utilization", "pipeline_efficiency", "bottleneck_stage",
                      "staleness_max"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/pipeline_validation.py [--runs out/pipeline/pipeline_speed] [--results results]
+    python experiments/pipeline_validation.py [--runs out/pipeline/pipeline_speed] [--results out/results]
         [--seeds 3] [--speed-batches 100000] [--contention measure|none|loo|FILE] [--no-plot]
 
 Reads the runs of ``experiments/pipeline_speed.yaml`` (run ``python experiments/pipeline.py`` first). For every
@@ -22,12 +22,19 @@ one slowdown factor for every oversubscribed job, for each predicted run, on the
 (leave-one-out). Every row is predicted both ways: ``predicted_*`` with the contention model, ``*_max_min``
 without it; the column ``contention`` says where the model comes from.
 
-Outputs: ``results/pipeline_validation.csv`` (one row per predicted run: measured and predicted epoch time and
-compute utilization, relative and absolute errors, with and without contention), ``results/pipeline_validation.png``,
-``results/pipeline_validation_contention.json`` (the contention tables with their provenance: machine, date, load
-of other processes meanwhile, every raw time), ``results/pipeline_validation_summary.json`` and, on stdout, the
-median absolute errors and the simulator's speed (one epoch of ``--speed-batches`` batches of the calibrated
-model with its contention table, timed here).
+Outputs: ``out/results/pipeline_validation.csv`` (one row per predicted run: measured and predicted epoch time and
+compute utilization, relative and absolute errors, with and without contention),
+``out/results/pipeline_validation.png``,
+``out/results/pipeline_validation_contention.json`` (the contention tables with their provenance: machine, date, load
+of other processes meanwhile, every raw time), ``out/results/pipeline_validation_summary.json`` and, on stdout, the
+median absolute errors (with 95 % bootstrap intervals over the held-out runs) and the simulator's speed (one epoch
+of ``--speed-batches`` batches of the calibrated model with its contention table, timed here).
+
+``out/results/pipeline_projection.csv``: the simulator's *projection* (not a measurement) of each dataset x sampler on
+an accelerator machine (``--projection-profile``, default ``p3.2xlarge``: one V100, 4 cores), calibrated on the
+measured sync run: the synchronous schedule and Marius's default pipeline, epoch time and compute utilization over
+``--projection-seeds`` simulator seeds with 95 % intervals. It stands in for the pipeline-utilization claim on a
+machine without a GPU (``experiments/report.py``).
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ from simulators.pipeline import simulate  # noqa: E402
 from suite.config import read_yaml, spec_from_dict  # noqa: E402
 from suite.io import atomic_write_json  # noqa: E402
 from suite.results import export  # noqa: E402
+from suite.stats import bootstrap_interval, mean_interval, ratio_interval  # noqa: E402
 from systems.pipelined import PipelineOptions  # noqa: E402
 
 
@@ -137,6 +145,8 @@ def predict(measured: pd.DataFrame, seeds: int, contention: dict[str, Contention
                 "epoch_time_error_max_min": (epoch_mm - run.epoch_time_s) / run.epoch_time_s,
                 "predicted_compute_utilization_max_min": utilization_mm,
                 "utilization_error_points_max_min": 100 * (utilization_mm - run.compute_utilization),
+                "foreign_cores": getattr(run, "foreign_cores", float("nan")),
+                "under_load": getattr(run, "under_load", None),
             })
     return pd.DataFrame(rows)
 
@@ -174,6 +184,49 @@ def predict_leave_one_out(measured: pd.DataFrame, seeds: int, grid: Sequence[flo
     return table
 
 
+PROJECTION_PROFILE = "p3.2xlarge"
+"""The machine profile (:data:`simulators.calibrate.HARDWARE`) on which the claims that need an accelerator are
+projected: one V100 and 4 cores, as MariusGNN's single-GPU AWS machines."""
+
+
+def project(measured: pd.DataFrame, profile: str = PROJECTION_PROFILE, seeds: int = 5) -> pd.DataFrame:
+    """The simulator's projection of every dataset x sampler on ``profile``: calibrated on the measured sync run
+    (its per-batch load times; compute and transfer priced on the profile's GPU,
+    :func:`simulators.calibrate.model_for`),
+    the synchronous schedule and Marius's default pipeline, each simulated with ``seeds`` seeds; one row per
+    configuration with the mean epoch time, compute utilization and (pipelined) epoch / sync, each with a 95 % t
+    interval over the seeds (the simulator's randomness only: the calibration's uncertainty is not in it).
+    A projection, not a measurement."""
+    from simulators.calibrate import HARDWARE
+    from suite.recorder import read_summary
+
+    hardware = HARDWARE[profile]
+    rows = []
+    for dataset, sampler, calibration_dir, _ in _groups(measured):
+        calibration = calibrate(calibration_dir)
+        feature_dim = int(((read_summary(calibration_dir) or {}).get("dataset_info") or {}).get("feature_dim") or 0)
+        sync_times = None
+        for label, options in (("sync", PipelineOptions(sync=True)), ("4T 2X q4/4 b16", PipelineOptions())):
+            model = model_for(options.effective(), calibration, hardware, feature_dim=feature_dim)
+            runs = [summary_of(simulate(model, calibration.num_batches, seed=seed)) for seed in range(seeds)]
+            times = [r["epoch_time_s"] for r in runs]
+            epoch, utilization = mean_interval(times), mean_interval([r["compute_utilization"] for r in runs])
+            row = {"dataset": dataset, "sampler": sampler, "profile": profile, "configuration": label,
+                   "seeds": seeds, "batches": calibration.num_batches, "epoch_time_s": epoch.estimate,
+                   "epoch_time_s_ci_low": epoch.low, "epoch_time_s_ci_high": epoch.high,
+                   "compute_utilization": utilization.estimate, "compute_utilization_ci_low": utilization.low,
+                   "compute_utilization_ci_high": utilization.high, "calibration_run": Path(calibration_dir).name,
+                   "hardware": hardware.source, "kind": "projection (simulator)"}
+            if sync_times is None:
+                sync_times = times
+            else:
+                ratio = ratio_interval(times, sync_times)
+                row.update(time_ratio_vs_sync=ratio.estimate, time_ratio_vs_sync_ci_low=ratio.low,
+                           time_ratio_vs_sync_ci_high=ratio.high)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def simulator_speed(measured: pd.DataFrame, batches: int, contention: dict[str, Contention] | None = None) -> dict:
     """Wall time of simulating one epoch of ``batches`` batches with Marius's default options (and the first
     calibration run's contention table, if any)."""
@@ -181,15 +234,19 @@ def simulator_speed(measured: pd.DataFrame, batches: int, contention: dict[str, 
     run_dir = sync.iloc[0]["run_dir"]
     model = model_for(PipelineOptions().effective(),
                       calibrate(run_dir, contention=(contention or {}).get(Path(run_dir).name)))
-    started = time.perf_counter()
-    trace = simulate(model, batches, seed=0)
-    return {"batches": batches, "wall_s": time.perf_counter() - started, "simulated_epoch_s": trace.wall_s}
+    from suite.load import LoadMonitor, load_columns
+
+    with LoadMonitor() as monitor:
+        started = time.perf_counter()
+        trace = simulate(model, batches, seed=0)
+        wall = time.perf_counter() - started
+    return {"batches": batches, "wall_s": wall, "simulated_epoch_s": trace.wall_s, **load_columns(monitor.result)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, default=REPO_ROOT / "out" / "pipeline" / "pipeline_speed")
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--speed-batches", type=int, default=100_000)
     parser.add_argument("--contention", default="measure", metavar="measure|none|loo|FILE",
@@ -200,6 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds each contention state is measured (--contention measure)")
     parser.add_argument("--contention-repeats", type=int, default=2,
                         help="measurements of every contention state; the factors are their medians")
+    parser.add_argument("--projection-profile", default=PROJECTION_PROFILE,
+                        help="machine profile of the accelerator projection (pipeline_projection.csv)")
+    parser.add_argument("--projection-seeds", type=int, default=5)
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     measured = speed_table(args.runs)
@@ -230,11 +290,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         table = predict(measured, args.seeds, contention, source)
     export(table, args.results / "pipeline_validation.csv")
+    export(project(measured, args.projection_profile, args.projection_seeds),
+           args.results / "pipeline_projection.csv")
     speed = simulator_speed(measured, args.speed_batches, contention) if args.speed_batches else None
+    time_error = bootstrap_interval(table["epoch_time_error"].abs())
+    points = bootstrap_interval(table["utilization_error_points"].abs())
     summary = {
         "predictions": len(table),
-        "median_abs_epoch_time_error": float(table["epoch_time_error"].abs().median()),
-        "median_abs_utilization_error_points": float(table["utilization_error_points"].abs().median()),
+        "median_abs_epoch_time_error": time_error.estimate,
+        "median_abs_epoch_time_error_ci": [time_error.low, time_error.high],
+        "median_abs_utilization_error_points": points.estimate,
+        "median_abs_utilization_error_points_ci": [points.low, points.high],
         "contention": {
             "source": source,
             "how": ("per calibration run, measured by a microbenchmark of that run's sampler, model and batch "

@@ -1,18 +1,33 @@
-"""``REPORT.md``: the paper's claims, each checked against the recorded tables under ``results/``.
+"""``REPORT.md``: the paper's claims, each decided from the recorded tables of a results folder, with intervals.
 
-A claim (:class:`Claim`, registered in :data:`CLAIMS`) names the paper's statement and a pure function of the
-results folder that returns what was measured, in which setting, and a verdict (``holds``, ``partly``, ``does not
-hold``, or ``not measured`` when its table is missing). Every number in the report comes from those tables; the
-report itself is written atomically.
+A claim (:class:`Claim`, registered in :data:`CLAIMS` with :func:`claim`) names the paper's statement, the tables
+it reads, and one pure function of the results folder that returns a :class:`Finding`: what was measured (each
+figure with its 95 % confidence interval), in which setting, the named :class:`Estimate` objects it decided from
+(``gnnsuite report --against`` compares them with the reference's), and a verdict (:mod:`suite.stats`):
+
+- ``holds`` / ``does not hold``: the interval of every quantity the claim needs lies on one side of its threshold;
+- ``inconclusive``: an interval straddles its threshold, is not defined (one seed, one repeat), or comes from
+  fewer seeds than the claim needs (3 for accuracy);
+- ``not testable here``: the machine lacks what the claim needs (an accelerator), or its table was not recorded;
+  the finding says why (``reason``) and, where the simulator can, shows its projection for a named machine
+  profile, labelled as a projection.
+
+No verdict comes from a point estimate: a ``holds`` or ``does not hold`` without one defined interval among the
+finding's estimates is turned into ``inconclusive`` (:meth:`Claim.evaluate`). Timing claims leave out the rows
+measured under foreign load (``under_load``, :mod:`suite.load`) and say how many they left out.
+
+To add a claim: one more function that reads its table(s) and returns a :class:`Finding`, decorated with
+:func:`claim`. Every number in the report comes from the tables; the report is written atomically.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -22,28 +37,57 @@ if str(REPO_ROOT) not in sys.path:
 import pandas as pd  # noqa: E402
 
 from suite.io import atomic_write_bytes  # noqa: E402
+from suite.load import measured_under_load  # noqa: E402
 from suite.registry import Registry  # noqa: E402
+from suite.stats import (FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE, VERDICTS, Interval, above, any_of,  # noqa: E402
+                         below, bootstrap_interval, combine, difference_interval, mean_interval, ratio_interval,
+                         slope_interval)
 
-HOLDS, PARTLY, FAILS, MISSING = "holds", "partly", "does not hold", "not measured"
+MIN_SEEDS = 3
+"""Seeds an accuracy claim needs before it can hold or fail."""
+PROJECTION_PROFILE = "p3.2xlarge"
+"""The machine profile whose simulator projection stands in for claims that need an accelerator."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One quantity a claim is decided on: its name (stable across runs: ``report --against`` matches on it),
+    its interval, and the condition it is held to (``> 1``, ``<= 0.10``...)."""
+
+    name: str
+    interval: Interval
+    condition: str = ""
 
 
 @dataclass(frozen=True)
 class Finding:
-    """What a claim's check found: the measured figures, the setting, the verdict."""
+    """What a claim's check found.
+
+    Attributes:
+        measured: the measured figures, each with its 95 % interval, as text.
+        setting: the setting they were measured in.
+        verdict: one of :data:`suite.stats.VERDICTS`.
+        estimates: the quantities the verdict was decided on.
+        reason: why the claim is not testable here, or why it is inconclusive.
+        excluded: what was left out (runs measured under load), as text.
+    """
 
     measured: str
     setting: str
     verdict: str
+    estimates: tuple[Estimate, ...] = ()
+    reason: str = ""
+    excluded: str = ""
 
 
 @dataclass(frozen=True)
 class Claim:
-    """A claim of the paper and its check against ``results/``.
+    """A claim of the paper and its check.
 
     Attributes:
         name: short identifier.
-        statement: what the paper claims.
-        source: the table(s) it is checked on.
+        statement: what the paper claims (and where).
+        source: the table(s) it needs; a missing one makes it ``not testable here``.
         check: ``check(results_dir) -> Finding``; called only when every source file exists.
     """
 
@@ -53,11 +97,27 @@ class Claim:
     check: Callable[[Path], Finding]
 
     def evaluate(self, results: Path) -> Finding:
-        """The finding, or ``not measured`` naming the missing table."""
-        missing = [name for name in self.source if not (results / name).exists()]
+        """The finding on the tables under ``results`` (see the module docstring for the rules it enforces)."""
+        missing = [name for name in self.source if not (Path(results) / name).exists()]
         if missing:
-            return Finding(f"missing {', '.join(missing)}", "", MISSING)
-        return self.check(results)
+            return Finding("not measured", "", NOT_TESTABLE, reason=f"{', '.join(missing)} missing from {results}")
+        try:
+            finding = self.check(Path(results))
+        except KeyError as err:  # a table written by an older version, without the columns the check needs
+            return Finding("cannot be decided from these tables", "", INCONCLUSIVE,
+                           reason=f"column {err} missing (a table recorded before intervals were added?)")
+        if finding.verdict not in VERDICTS:
+            raise ValueError(f"claim {self.name}: verdict {finding.verdict!r} is not one of {', '.join(VERDICTS)}")
+        if finding.verdict in (HOLDS, FAILS) and not any(e.interval.defined for e in finding.estimates):
+            return replace(finding, verdict=INCONCLUSIVE,
+                           reason=(finding.reason + "; " if finding.reason else "")
+                           + "no interval behind the verdict (a point estimate decides nothing)")
+        if finding.verdict == INCONCLUSIVE and not finding.reason:
+            undecided = [e for e in finding.estimates if undecided_by(e)]
+            if undecided:
+                return replace(finding, reason="undecided: " + "; ".join(
+                    f"{e.name} {e.interval} vs {e.condition}" for e in undecided))
+        return finding
 
 
 CLAIMS: Registry = Registry("claim")
@@ -71,78 +131,233 @@ def claim(name: str, statement: str, source: tuple[str, ...]):
     return register
 
 
-def _fmt(values) -> str:
-    return ", ".join(f"{v:.2f}" for v in values)
+# ---------------------------------------------------------------------------------------------- helpers
+def undecided_by(estimate: Estimate) -> bool:
+    """Whether ``estimate`` leaves its condition (``> 1``, ``<= 0.10``...) undecided: its interval straddles the
+    threshold or is not defined. Estimates without a condition (context) never do."""
+    import re
+
+    match = re.fullmatch(r"\s*(>=|<=|>|<)\s*(-?[0-9.]+)\s*", estimate.condition or "")
+    if not match:
+        return False
+    interval, threshold = estimate.interval, float(match.group(2))
+    return not interval.defined or interval.low <= threshold <= interval.high
+
+
+def table_interval(row: pd.Series, column: str, n_column: str | None = None, method: str = "") -> Interval:
+    """The interval a table stores as ``column`` with ``column_ci_low`` / ``column_ci_high`` (NaN bounds when the
+    table has none for this row)."""
+    def number(name: str) -> float:
+        value = row.get(name)
+        return float(value) if value is not None and pd.notna(value) else math.nan
+
+    n = row.get(n_column) if n_column else None
+    return Interval(number(column), number(f"{column}_ci_low"), number(f"{column}_ci_high"),
+                    int(n) if n is not None and pd.notna(n) else 0, method)
+
+
+def split_under_load(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows to use, rows measured under foreign load) of a timing table; without ``under_load``, all are used."""
+    if "under_load" not in table:
+        return table, table.iloc[0:0]
+    flagged = table["under_load"].map(measured_under_load).astype(bool)
+    return table[~flagged], table[flagged]
+
+
+def _excluded(rows: pd.DataFrame, label: Callable[[pd.Series], str]) -> str:
+    if rows.empty:
+        return ""
+    return (f"{len(rows)} measured under foreign load, left out: "
+            + ", ".join(label(row) for _, row in rows.iterrows()))
+
+
+def _pct(interval: Interval) -> str:
+    return interval.format(1, percent=True)
 
 
 # ---------------------------------------------------------------------------------------------- the claims
 @claim("dense-speedup", "DENSE samples faster than layer-wise sampling, and its advantage grows with the number "
        "of layers (MariusGNN, Fig. 7)", ("sampling.csv",))
 def _dense_speedup(results: Path) -> Finding:
+    from experiments.sampling import paired_times
+
     table = pd.read_csv(results / "sampling.csv")
-    naive = table[(table["sampler"] == "naive") & (table["status"] == "ok")].sort_values("layers")
-    parts, verdicts = [], []
-    for setting, rows in naive.groupby("setting", sort=False):
-        deep = rows[rows["layers"] >= 3]
-        ratios = list(deep["time_ratio_vs_dense"])
-        faster = all(r > 1 for r in ratios)
-        grows = all(b >= a for a, b in zip(ratios, ratios[1:]))
-        last = deep.iloc[-1] if len(deep) else None
-        efficient = last is not None and last["time_ratio_vs_dense"] >= last["edges_ratio_vs_dense"]
-        verdicts.append(faster and grows and efficient)
-        parts.append(f"{setting}: naive/DENSE time {_fmt(ratios)} at {', '.join(str(int(l)) for l in deep['layers'])}"
-                     f" layers (edges {_fmt(deep['edges_ratio_vs_dense'])})")
-    setting = f"{'quick (small graphs)' if bool(table['quick'].iloc[0]) else 'full'}: " + ", ".join(
-        f"{s} {r['dataset']} {int(r['num_roots'])} roots" for s, r in naive.groupby("setting").first().iterrows())
-    verdict = HOLDS if all(verdicts) else PARTLY if any(verdicts) else FAILS
-    return Finding("; ".join(parts), setting, verdict)
+    ok = table[table["status"] == "ok"]
+    used, loaded = split_under_load(ok)
+    parts, verdicts, estimates = [], [], []
+    for setting, rows in used.groupby("setting", sort=False):
+        by = {(r["sampler"], int(r["layers"])): r for _, r in rows.iterrows()}
+        layers = sorted(l for s, l in by if s == "naive" and l >= 3 and ("dense", l) in by)
+        if not layers:
+            continue
+        ratios, xs, logs = [], [], []
+        for count in layers:
+            ratio = table_interval(by[("naive", count)], "time_ratio_vs_dense", "paired_repeats", "paired log t")
+            ratios.append(ratio)
+            estimates.append(Estimate(f"{setting} L{count} naive/DENSE time", ratio, "> 1"))
+            verdicts.append(above(ratio, 1.0))
+            naive, dense = paired_times(by[("naive", count)]["times_s"], by[("dense", count)]["times_s"])
+            xs += [count] * len(naive)
+            logs += [math.log(a / b) for a, b in zip(naive, dense) if a > 0 and b > 0]
+        slope = slope_interval(xs, logs)
+        growth = Interval(math.exp(slope.estimate), math.exp(slope.low), math.exp(slope.high), slope.n, slope.method) \
+            if slope.defined else Interval(math.nan, math.nan, math.nan, slope.n, slope.method)
+        estimates.append(Estimate(f"{setting} growth of naive/DENSE per layer", growth, "> 1"))
+        verdicts.append(above(slope, 0.0, min_n=3) if len(layers) > 1 else INCONCLUSIVE)
+        edges = ", ".join(f"{by[('naive', c)]['edges_ratio_vs_dense']:.2f}" for c in layers)
+        repeats = sorted({int(by[("naive", c)]["paired_repeats"]) for c in layers})
+        parts.append(f"{setting}: naive/DENSE time {'; '.join(str(r) for r in ratios)} at "
+                     f"{', '.join(map(str, layers))} layers ({'-'.join(map(str, repeats))} paired repeats), growth "
+                     f"x{growth} per layer (edges {edges})")
+    if not parts:
+        return Finding("no setting with naive and DENSE rows at 3 or more layers measured without load", "",
+                       INCONCLUSIVE, excluded=_excluded(loaded, lambda r: f"{r['setting']} L{r['layers']}"))
+    quick = bool(table["quick"].iloc[0])
+    setting = (f"{'quick (small graphs)' if quick else 'full'}: "
+               + ", ".join(f"{s} {r['dataset']} {int(r['num_roots'])} roots"
+                           for s, r in used[used["sampler"] == "naive"].groupby("setting").first().iterrows())
+               + "; faster: every 3+ layer ratio > 1; grows: the slope of log(naive/DENSE) over layers > 0")
+    return Finding("; ".join(parts), setting, combine(verdicts), tuple(estimates),
+                   excluded=_excluded(loaded.drop_duplicates(["setting", "layers"]),
+                                      lambda r: f"{r['setting']} L{int(r['layers'])}"))
 
 
-@claim("pipeline-utilization", "Pipelining keeps the compute device busy: utilization near 100 % and shorter "
-       "epochs than synchronous training (MariusGNN, Sec. 6)", ("pipeline_speed.csv",))
-def _pipeline_utilization(results: Path) -> Finding:
-    table = pd.read_csv(results / "pipeline_speed.csv")
-    parts, verdicts = [], []
-    for (dataset, sampler), rows in table.groupby(["dataset", "sampler"], sort=False):
+def _cpu_pipeline_text(speed: pd.DataFrame) -> str:
+    parts = []
+    for (dataset, sampler), rows in speed.groupby(["dataset", "sampler"], sort=False):
         base = rows[rows["system"] == "in_memory"]
         async_rows = rows[(rows["system"] == "pipelined") & (rows["configuration"] != "sync")]
         if base.empty or async_rows.empty:
             continue
         best = async_rows.loc[async_rows["epoch_time_s"].idxmin()]
-        parts.append(f"{dataset}/{sampler}: best {best['configuration']} epoch x{best['time_ratio_vs_in_memory']:.2f}"
-                     f" of in-memory, compute utilization {base['compute_utilization'].iloc[0]:.2f} -> "
-                     f"{best['compute_utilization']:.2f}, efficiency {best['pipeline_efficiency']:.2f}")
-        verdicts.append(best["compute_utilization"] >= 0.9 and best["time_ratio_vs_in_memory"] < 1.0)
-    verdict = HOLDS if verdicts and all(verdicts) else PARTLY if any(verdicts) else FAILS
-    return Finding("; ".join(parts), "3-layer GraphSAGE 15,10,5, batch 1000, warm epoch; CPU compute",
-                   verdict)
+        parts.append(f"{dataset}/{sampler} best {best['configuration']} epoch x{best['time_ratio_vs_in_memory']:.2f} "
+                     f"of in-memory, compute utilization {best['compute_utilization']:.2f}")
+    return "; ".join(parts)
+
+
+def _projection(results: Path) -> tuple[str, list[Estimate], str]:
+    path = results / "pipeline_projection.csv"
+    if not path.exists():
+        return "", [], "no projection recorded (pipeline_projection.csv missing)"
+    table = pd.read_csv(path)
+    pipelined = table[table["configuration"] != "sync"]
+    parts, estimates, verdicts = [], [], []
+    for _, row in pipelined.iterrows():
+        utilization = table_interval(row, "compute_utilization", "seeds", "t over simulator seeds")
+        ratio = table_interval(row, "time_ratio_vs_sync", "seeds", "t over simulator seeds")
+        label = f"{row['dataset']}/{row['sampler']}"
+        estimates += [Estimate(f"projection {row['profile']} {label} compute utilization", utilization, ">= 0.9"),
+                      Estimate(f"projection {row['profile']} {label} epoch / sync", ratio, "< 1")]
+        verdicts.append(combine([above(utilization, 0.9), below(ratio, 1.0)]))
+        parts.append(f"{label} {row['configuration']}: compute utilization {utilization}, epoch x{ratio} of sync")
+    profile = pipelined["profile"].iloc[0] if len(pipelined) else PROJECTION_PROFILE
+    hardware = pipelined["hardware"].iloc[0] if len(pipelined) and "hardware" in pipelined else ""
+    text = (f"PROJECTION (simulator, not a measurement) on {profile}: " + "; ".join(parts)
+            + f" -> the projection {combine(verdicts)}")
+    return text, estimates, hardware
+
+
+@claim("pipeline-utilization", "Pipelining keeps the compute device busy: utilization near 100 % and shorter "
+       "epochs than synchronous training (MariusGNN, Sec. 6)", ("pipeline_speed.csv",))
+def _pipeline_utilization(results: Path) -> Finding:
+    speed = pd.read_csv(results / "pipeline_speed.csv")
+    cuda_path = results / "pipeline_cuda.csv"
+    if cuda_path.exists():  # measured on an accelerator (experiments/pipeline_cuda.py): decided from its seeds
+        return _pipeline_utilization_measured(pd.read_csv(cuda_path))
+    projection, estimates, hardware = _projection(results)
+    measured = (projection + "; " if projection else "") + "measured here on the CPU (pipeline_speed.csv, not a " \
+        "test of the claim): " + _cpu_pipeline_text(speed)
+    return Finding(measured, "3-layer GraphSAGE 15,10,5, batch 1000; projection calibrated on each measured sync "
+                   f"run, {hardware}", NOT_TESTABLE, tuple(estimates),
+                   reason="no accelerator here: the 'device' is the CPU whose cores the loaders use, so compute "
+                          "utilization measures CPU sharing, not whether the pipeline keeps a GPU busy; "
+                          "experiments/pipeline_cuda.py measures the claim where a GPU is present")
+
+
+def _pipeline_utilization_measured(table: pd.DataFrame) -> Finding:
+    used, loaded = split_under_load(table)
+    parts, verdicts, estimates = [], [], []
+    for (dataset, sampler), rows in used.groupby(["dataset", "sampler"], sort=False):
+        by_config = dict(tuple(rows.groupby("configuration")))
+        base = by_config.get("in_memory")
+        for configuration, runs in by_config.items():
+            if configuration in ("in_memory", "sync") or base is None:
+                continue
+            utilization = mean_interval(runs["compute_utilization"])
+            pairs = runs.merge(base, on="seed", suffixes=("", "_base"))
+            ratio = ratio_interval(list(pairs["epoch_time_s"]), list(pairs["epoch_time_s_base"]))
+            estimates += [Estimate(f"{dataset}/{sampler} {configuration} compute utilization", utilization, ">= 0.9"),
+                          Estimate(f"{dataset}/{sampler} {configuration} epoch / in-memory", ratio, "< 1")]
+            verdicts.append(combine([above(utilization, 0.9), below(ratio, 1.0)]))
+            parts.append(f"{dataset}/{sampler} {configuration}: compute utilization {utilization}, epoch "
+                         f"x{ratio} of in-memory")
+    device = str(table["device"].iloc[0]) if "device" in table else "cuda"
+    return Finding("; ".join(parts) or "no pipelined run beside an in-memory one", f"measured on {device} "
+                   f"(experiments/pipeline_cuda.py), {table['seed'].nunique()} seeds", combine(verdicts),
+                   tuple(estimates), excluded=_excluded(loaded, lambda r: str(r.get("run_id"))))
 
 
 @claim("async-accuracy", "Bounded staleness does not cost accuracy (MariusGNN: async within ~1 point of sync)",
        ("pipeline_accuracy.csv",))
 def _async_accuracy(results: Path) -> Finding:
     table = pd.read_csv(results / "pipeline_accuracy.csv")
-    means = table.groupby("configuration")["test_accuracy"].mean()
-    if "sync" not in means:
-        return Finding("no sync run", "", MISSING)
-    gaps = {config: value - means["sync"] for config, value in means.items() if config != "sync"}
-    measured = f"sync {means['sync']:.4f}; " + "; ".join(f"{c} {means[c]:.4f} ({g:+.4f})" for c, g in gaps.items())
-    verdict = HOLDS if all(abs(g) <= 0.01 for g in gaps.values()) else FAILS
-    return Finding(measured, f"{table['dataset'].iloc[0]}, {table['seed'].nunique()} seed(s), test accuracy",
-                   verdict)
+    wide = table.pivot_table(index="seed", columns="configuration", values="test_accuracy", aggfunc="first")
+    if "sync" not in wide:
+        return Finding("no sync run", "", NOT_TESTABLE, reason="pipeline_accuracy.csv has no sync configuration")
+    sync = mean_interval(wide["sync"])
+    parts, verdicts, estimates = [f"sync {sync}"], [], [Estimate("sync test accuracy", sync)]
+    for configuration in wide.columns:
+        if configuration == "sync":
+            continue
+        both = wide[["sync", configuration]].dropna()
+        gap = difference_interval(list(both[configuration]), list(both["sync"]))
+        estimates.append(Estimate(f"{configuration} - sync test accuracy", gap, "> -0.01"))
+        verdicts.append(above(gap, -0.01, min_n=MIN_SEEDS))
+        parts.append(f"{configuration} - sync {gap}")
+    seeds = int(wide["sync"].notna().sum())
+    reason = f"{seeds} seed(s); the claim needs {MIN_SEEDS}" if seeds < MIN_SEEDS else ""
+    return Finding("; ".join(parts), f"{table['dataset'].iloc[0]}, {seeds} seeds, test accuracy; differences paired "
+                   "by seed; holds when the interval of async - sync lies above -0.01", combine(verdicts),
+                   tuple(estimates), reason=reason)
 
 
 @claim("simulator-predicts", "The pipeline simulator predicts the real pipeline (epoch time within 10 %, "
-       "compute utilization within 5 points)", ("pipeline_validation_summary.json",))
+       "compute utilization within 5 points)", ("pipeline_validation.csv",))
 def _simulator(results: Path) -> Finding:
-    summary = json.loads((results / "pipeline_validation_summary.json").read_text())
-    time_error, points = summary["median_abs_epoch_time_error"], summary["median_abs_utilization_error_points"]
-    speed = summary.get("simulator_speed") or {}
-    measured = (f"median absolute error: epoch time {100 * time_error:.1f} %, utilization {points:.1f} points over "
-                f"{summary['predictions']} held-out runs; {speed.get('batches', 0):,} batches simulated in "
-                f"{speed.get('wall_s', float('nan')):.1f} s")
-    verdict = HOLDS if time_error <= 0.10 and points <= 5 else PARTLY if time_error <= 0.2 else FAILS
-    return Finding(measured, "calibrated on each dataset x sampler's sync run, never on the predicted run", verdict)
+    table = pd.read_csv(results / "pipeline_validation.csv")
+    used, loaded = split_under_load(table)
+    time_error = bootstrap_interval(used["epoch_time_error"].abs())
+    points = bootstrap_interval(used["utilization_error_points"].abs())
+    estimates = (Estimate("median |epoch time error|", time_error, "< 0.10"),
+                 Estimate("median |utilization error| (points)", points, "< 5"))
+    verdict = combine([below(time_error, 0.10, min_n=3), below(points, 5.0, min_n=3)])
+    measured = (f"median absolute error (bootstrap 95 % interval over {len(used)} held-out runs): epoch time "
+                f"{_pct(time_error)}, compute utilization {points.format(1)} points")
+    summary_path = results / "pipeline_validation_summary.json"
+    if summary_path.exists():
+        speed = json.loads(summary_path.read_text()).get("simulator_speed") or {}
+        if speed:
+            measured += f"; {speed.get('batches', 0):,} batches simulated in {speed.get('wall_s', math.nan):.1f} s"
+    return Finding(measured, "calibrated on each dataset x sampler's sync run, never on the predicted run",
+                   verdict, estimates, excluded=_excluded(loaded, lambda r: f"{r['dataset']}/{r['sampler']} "
+                                                                            f"{r['configuration']}"))
+
+
+def _disk_setting(label: str, rows: pd.DataFrame) -> tuple[list[str], list[str], list[Estimate]]:
+    parts, verdicts, estimates = [], [], []
+    for _, row in rows.iterrows():
+        if "timed_runs" in row:  # intervals over seeds (each run's warm-epoch mean), ratios paired by seed
+            ratio = table_interval(row, "time_ratio_vs_in_memory", "timed_runs", "paired log t over seeds")
+            wait = table_interval(row, "io_wait_fraction", "timed_runs", "t over seeds")
+        else:  # intervals over the warm epochs of one run
+            ratio = table_interval(row, "time_ratio_vs_in_memory", "warm_epochs", "Welch log t over warm epochs")
+            wait = table_interval(row, "io_wait_fraction", "warm_epochs", "t over warm epochs")
+        name = f"{label} {row['configuration']}"
+        estimates += [Estimate(f"{name} epoch / in-memory", ratio, "<= 1.3"),
+                      Estimate(f"{name} IO wait fraction", wait, "<= 0.10")]
+        verdicts.append(combine([below(ratio, 1.3), below(wait, 0.10)]))
+        parts.append(f"{name}: epoch x{ratio} of in-memory, IO wait {_pct(wait)}")
+    return parts, verdicts, estimates
 
 
 @claim("disk-out-of-core", "Disk-based training with a buffer of a fraction of the graph runs near in-memory "
@@ -152,80 +367,118 @@ def _disk_out_of_core(results: Path) -> Finding:
     table = pd.read_csv(results / "disk_nc.csv")
     disk = table[(table["system"] == "disk") & table["prefetch"].astype(bool)]
     if disk.empty:
-        return Finding("no disk run", "", MISSING)
+        return Finding("no disk run with prefetch", "", NOT_TESTABLE, reason="disk_nc.csv has no such run")
     quarter = disk[disk["buffer_capacity"] * 4 == disk["num_partitions"]]
-    rows = quarter if len(quarter) else disk
-    best = rows.loc[rows["time_ratio_vs_in_memory"].idxmin()]
-    dd = best.get("dd_read_bandwidth_bytes_per_s")
-    bandwidth = best.get("read_bandwidth_bytes_per_s")
-    measured = (f"{best['configuration']}: epoch x{best['time_ratio_vs_in_memory']:.2f} of in-memory, IO wait "
-                f"{100 * best['io_wait_fraction']:.1f} % of the epoch, reads at {bandwidth / 1e6:.0f} MB/s"
-                + (f" (dd: {dd / 1e6:.0f} MB/s)" if pd.notna(dd) else "")
-                + f", test accuracy {best['test_accuracy']:.3f} vs in-memory "
-                f"{table[table['system'] == 'in_memory']['test_accuracy'].iloc[0]:.3f}")
-    settings = [(f"{best['dataset']} 2-layer NC", best)]
-    extra = []
-    deep_path, lp_path = results / "disk_nc_deep.csv", results / "disk_lp_timing.csv"
-    if deep_path.exists():  # the 3-layer speed comparison, when recorded (full mode)
-        deep = pd.read_csv(deep_path)
-        for _, row in deep[deep["system"] == "disk"].iterrows():
-            settings.append((f"{row['dataset']} 3-layer NC", row))
-    if lp_path.exists():  # link prediction, runs one at a time (full mode)
-        timing = pd.read_csv(lp_path)
-        for _, row in timing[timing["configuration"] != "in_memory"].iterrows():
-            settings.append((f"FB15k-237 {row['model']}", row))
-    for label, row in settings[1:]:
-        extra.append(f"{label} {row['configuration']}: x{row['time_ratio_vs_in_memory']:.2f}, IO wait "
-                     f"{100 * row['io_wait_fraction']:.1f} %")
-    if extra:
-        measured += "; " + "; ".join(extra)
-    meets = [row["time_ratio_vs_in_memory"] <= 1.3 and row["io_wait_fraction"] <= 0.10 for _, row in settings]
-    verdict = HOLDS if all(meets) else PARTLY if any(meets) else FAILS
-    return Finding(measured, f"{best['dataset']}, node classification, c = p/4 where measured"
-                   + ("; and the settings after ';' (goal: epoch x1.3 or less, IO wait 10 % or less)" if extra else ""),
-                   verdict)
+    rows, loaded = split_under_load(quarter if len(quarter) else disk)
+    dataset = str(table["dataset"].iloc[0])
+    parts, verdicts, estimates = _disk_setting(f"{dataset} 2-layer NC", rows)
+    groups = [any_of(verdicts) if verdicts else INCONCLUSIVE]
+    excluded = [_excluded(loaded, lambda r: r["configuration"])]
+    for name, label, keep in (("disk_nc_deep.csv", f"{dataset} 3-layer NC", lambda t: t["system"] == "disk"),
+                              ("disk_lp_timing.csv", "FB15k-237", lambda t: t["configuration"] != "in_memory")):
+        if (results / name).exists():  # full mode: the 3-layer NC and the link-prediction timing runs
+            extra = pd.read_csv(results / name)
+            extra, extra_loaded = split_under_load(extra[keep(extra)])
+            if "model" in extra:
+                extra = extra.assign(configuration=extra["model"] + " " + extra["configuration"])
+            more_parts, more_verdicts, more_estimates = _disk_setting(label, extra)
+            parts += more_parts
+            estimates += more_estimates
+            groups.append(any_of(more_verdicts) if more_verdicts else INCONCLUSIVE)
+            excluded.append(_excluded(extra_loaded, lambda r: r["configuration"]))
+    memory = table[table["system"] == "in_memory"]
+    if "accuracy_gap_vs_in_memory" in table and len(memory):
+        accuracy = ", ".join(f"{r['configuration']} {table_interval(r, 'accuracy_gap_vs_in_memory', 'seeds')}"
+                             for _, r in rows.iterrows())
+        measured = "; ".join(parts) + (f" (test accuracy, not part of this verdict, see disk-accuracy: in-memory "
+                                       f"{table_interval(memory.iloc[0], 'test_accuracy', 'seeds')}; disk - "
+                                       f"in-memory {accuracy})")
+    else:
+        accuracy = ", ".join(f"{r['configuration']} {r['test_accuracy']:.3f}" for _, r in rows.iterrows())
+        measured = "; ".join(parts) + (f" (test accuracy, one seed, not part of the verdict: {accuracy} vs "
+                                       f"in-memory {memory['test_accuracy'].iloc[0]:.3f})" if len(memory) else "")
+    return Finding(measured, f"{dataset} node classification, c = p/4 where measured; per setting, some "
+                   "configuration needs epoch x1.3 or less of in-memory and IO wait 10 % or less (intervals over "
+                   "warm epochs)", combine(groups), tuple(estimates),
+                   excluded="; ".join(e for e in excluded if e))
+
+
+@claim("disk-accuracy", "Training from a partition buffer of a fraction of the graph keeps in-memory accuracy "
+       "(MariusGNN: disk-based node classification on papers100M within about a point of in-memory)", ("disk_nc.csv",))
+def _disk_accuracy(results: Path) -> Finding:
+    table = pd.read_csv(results / "disk_nc.csv")
+    if "accuracy_gap_vs_in_memory" not in table:
+        return Finding("no paired accuracy in disk_nc.csv", "", NOT_TESTABLE,
+                       reason="disk_nc.csv has no accuracy_gap_vs_in_memory (one seed per run)")
+    disk = table[(table["system"] == "disk") & table["accuracy_gap_vs_in_memory"].notna()]
+    if disk.empty:
+        return Finding("no disk run with a paired in-memory run", "", NOT_TESTABLE,
+                       reason="disk_nc.csv has no disk row with an accuracy difference")
+    memory = table[table["system"] == "in_memory"]
+    estimates = [Estimate("in-memory test accuracy", table_interval(memory.iloc[0], "test_accuracy", "seeds"))] \
+        if len(memory) else []
+    verdicts, parts = [], []
+    for _, row in disk.iterrows():
+        gap = table_interval(row, "accuracy_gap_vs_in_memory", "seeds", "paired t over seeds")
+        quarter = row["buffer_capacity"] * 4 == row["num_partitions"]
+        estimates.append(Estimate(f"{row['configuration']} - in-memory test accuracy", gap,
+                                  ">= -0.01" if quarter else ""))
+        if quarter:
+            verdicts.append(above(gap, -0.01, min_n=MIN_SEEDS))
+        parts.append(f"{row['configuration']} {gap}")
+    return Finding("test accuracy difference to in-memory, paired by seed: " + "; ".join(parts),
+                   f"{table['dataset'].iloc[0]}, the same epochs and model; c = p/4 rows decide (some configuration "
+                   "within 0.01)", any_of(verdicts) if verdicts else NOT_TESTABLE, tuple(estimates))
 
 
 @claim("comet-accuracy", "COMET keeps in-memory accuracy where BETA loses (MariusGNN: COMET's MRR within about "
-       "0.01 of in-memory training, BETA's lower)", ("disk_lp.csv",))
+       "0.01 of in-memory training, BETA's lower)", ("disk_lp_runs.csv",))
 def _comet_accuracy(results: Path) -> Finding:
-    table = pd.read_csv(results / "disk_lp.csv")
-    parts, comet_close, beta_worse = [], [], []
-    for model, rows in table.groupby("model", sort=True):
-        by_policy = rows.set_index("policy")
-        if not {"in_memory", "comet", "beta"} <= set(by_policy.index):
+    runs = pd.read_csv(results / "disk_lp_runs.csv")
+    parts, verdicts, estimates, seeds = [], [], [], []
+    for model, rows in runs.groupby("model", sort=True):
+        wide = rows.pivot_table(index="seed", columns="policy", values="test_mrr", aggfunc="first")
+        if not {"in_memory", "comet", "beta"} <= set(wide.columns):
             continue
-        base, comet, beta = (by_policy.loc[name] for name in ("in_memory", "comet", "beta"))
-        text = (f"{model}: in-memory {base['test_mrr_mean']:.4f}, COMET {comet['test_mrr_mean']:.4f} "
-                f"({comet['mrr_minus_in_memory']:+.4f}), BETA {beta['test_mrr_mean']:.4f} "
-                f"({beta['mrr_minus_in_memory']:+.4f})")
-        if "random" in by_policy.index:
-            text += f", random {by_policy.loc['random', 'test_mrr_mean']:.4f}"
+        both = wide[["in_memory", "comet", "beta"]].dropna()
+        seeds.append(len(both))
+        comet_gap = difference_interval(list(both["comet"]), list(both["in_memory"]))
+        beta_gap = difference_interval(list(both["beta"]), list(both["comet"]))
+        estimates += [Estimate(f"{model} in-memory MRR", mean_interval(both["in_memory"])),
+                      Estimate(f"{model} COMET - in-memory MRR", comet_gap, "> -0.01"),
+                      Estimate(f"{model} BETA - COMET MRR", beta_gap, "< 0")]
+        verdicts.append(combine([above(comet_gap, -0.01, min_n=MIN_SEEDS), below(beta_gap, 0.0, min_n=MIN_SEEDS)]))
+        text = (f"{model}: in-memory {mean_interval(both['in_memory'])}, COMET - in-memory {comet_gap}, "
+                f"BETA - COMET {beta_gap}")
+        if "random" in wide:
+            text += f", random {mean_interval(wide['random'])}"
         parts.append(text)
-        comet_close.append(comet["mrr_minus_in_memory"] >= -0.01)  # keeps: at most 0.01 below in-memory
-        beta_worse.append(beta["mrr_minus_in_memory"] < comet["mrr_minus_in_memory"])
     if not parts:
-        return Finding("disk_lp.csv has no model with in-memory, COMET and BETA rows", "", MISSING)
-    seeds = int(table["seeds"].min())
-    configurations = ", ".join(sorted(c for c in set(table["configuration"]) if c != "in_memory"))
-    setting = f"FB15k-237 link prediction ({configurations}), {seeds} seed(s), filtered test MRR, mean over seeds"
-    verdict = HOLDS if all(comet_close) and all(beta_worse) else PARTLY if any(comet_close) else FAILS
-    return Finding("; ".join(parts), setting, verdict)
+        return Finding("no model with in-memory, COMET and BETA runs", "", NOT_TESTABLE,
+                       reason="disk_lp_runs.csv lacks a policy")
+    configurations = ", ".join(sorted(c for c in set(runs["configuration"]) if c != "in_memory"))
+    reason = f"{min(seeds)} seed(s); the claim needs {MIN_SEEDS}" if min(seeds) < MIN_SEEDS else ""
+    return Finding("; ".join(parts), f"FB15k-237 link prediction ({configurations}), {min(seeds)} seed(s), filtered "
+                   "test MRR, differences paired by seed; holds when COMET - in-memory > -0.01 and BETA - COMET < 0",
+                   combine(verdicts), tuple(estimates), reason=reason)
+
+
+def _epoch_times(cell) -> list[float]:
+    values = json.loads(cell) if isinstance(cell, str) else list(cell or [])
+    return [float(v) for v in values]
 
 
 @claim("disk-cost", "Disk-based training costs a fraction of in-memory multi-GPU training (MariusGNN: a disk-based "
        "run on one machine at a fraction of the cost of in-memory training on multi-GPU machines)", ("cost.csv",))
 def _disk_cost(results: Path) -> Finding:
     table = pd.read_csv(results / "cost.csv")
-    needed = {"dataset", "configuration", "kind", "mode", "gpus", "profile", "priced_as", "hourly_usd",
-              "cost_per_epoch_usd", "cost_to_target_usd", "target"}
-    if not needed <= set(table.columns):
-        return Finding(f"cost.csv lacks the column {sorted(needed - set(table.columns))[0]}", "", MISSING)
-    disk = table[(table["mode"] == "measured") & (table["kind"] == "disk")]
+    disk_all = table[(table["mode"] == "measured") & (table["kind"] == "disk")]
+    disk, loaded = split_under_load(disk_all)
     if disk.empty:
-        return Finding("cost.csv has no measured disk-based run", "", MISSING)
+        return Finding("cost.csv has no measured disk-based run without load", "", NOT_TESTABLE,
+                       reason="no disk run", excluded=_excluded(loaded, lambda r: r["configuration"]))
     multi = table[(table["mode"] == "simulated") & (table["kind"] == "in-memory") & (table["gpus"] > 1)]
-    parts, settings, verdicts, missing = [], [], [], []
+    parts, settings, verdicts, estimates, missing = [], [], [], [], []
     for dataset, disk_rows in disk.groupby("dataset", sort=True):
         gpu_rows = multi[multi["dataset"] == dataset]
         if gpu_rows.empty:
@@ -233,41 +486,42 @@ def _disk_cost(results: Path) -> Finding:
             missing.append(f"no in-memory multi-GPU projection on {dataset} (the disk runs' dataset): the simulator "
                            "is calibrated on a measured pipelined sync run with batch records of the same workload, "
                            f"and cost.csv projects {', '.join(projected) if projected else 'no dataset'} (a "
-                           f"pipelined sync: true run beside the disk runs would give it)")
+                           "pipelined sync: true run beside the disk runs would give it)")
             continue
-        reached_disk = disk_rows.dropna(subset=["cost_to_target_usd"])
-        reached_gpu = gpu_rows.dropna(subset=["cost_to_target_usd"])
-        target = disk_rows["target"].iloc[0]
-        if len(reached_disk) and len(reached_gpu):
-            column, what = "cost_to_target_usd", "to target"
-            best_disk = reached_disk.loc[reached_disk[column].idxmin()]
-            best_gpu = reached_gpu.loc[reached_gpu[column].idxmin()]
-            ratio = best_disk[column] / best_gpu[column]
-            verdicts.append(HOLDS if ratio < 1 else FAILS)
-        else:  # a side never reached the target: compare the cost of an epoch
-            column = "cost_per_epoch_usd"
-            what = "per epoch (" + ("neither reached" if not (len(reached_disk) or len(reached_gpu)) else
-                                    "no disk run reached" if len(reached_gpu) else
+        disk_reached = disk_rows["cost_to_target_usd"].notna().any()
+        gpu_reached = gpu_rows["cost_to_target_usd"].notna().any()
+        column = "cost_to_target_usd" if disk_reached and gpu_reached else "cost_per_epoch_usd"
+        disk_best = disk_rows.dropna(subset=[column]).sort_values(column).iloc[0]
+        gpu_best = gpu_rows.dropna(subset=[column]).sort_values(column).iloc[0]
+
+        def scale(row: pd.Series) -> float:  # cost = epochs x mean epoch time x price per second
+            epochs = row["epochs_to_target"] if column == "cost_to_target_usd" else 1
+            return float(epochs) * float(row["hourly_usd"]) / 3600
+
+        ratio = ratio_interval([t * scale(disk_best) for t in _epoch_times(disk_best["epoch_times_s"])],
+                               [t * scale(gpu_best) for t in _epoch_times(gpu_best["epoch_times_s"])], paired=False)
+        if column == "cost_to_target_usd":
+            what, verdict = "to target", below(ratio, 1.0)
+        else:  # a side never reached the target: the cost of an epoch decides only against the disk run
+            what = "per epoch (" + ("neither reached" if not (disk_reached or gpu_reached) else
+                                    "no disk run reached" if gpu_reached else
                                     "no multi-GPU projection reached") + " the target)"
-            best_disk = disk_rows.loc[disk_rows[column].idxmin()]
-            best_gpu = gpu_rows.loc[gpu_rows[column].idxmin()]
-            ratio = best_disk[column] / best_gpu[column]
-            if len(reached_disk):  # disk reaches the target, multi-GPU training does not
-                verdicts.append(HOLDS if ratio < 1 else PARTLY)
-            else:
-                verdicts.append(PARTLY if ratio < 1 else FAILS)
-        parts.append(f"{dataset}: {best_disk['configuration']} {best_disk[column]:.6f} USD {what} vs "
-                     f"{best_gpu['configuration']} on {best_gpu['profile']} ({int(best_gpu['gpus'])} GPUs) "
-                     f"{best_gpu[column]:.6f} USD: x{ratio:.2f}")
-        settings.append(f"{dataset}: disk measured here, priced as {best_disk['priced_as']} "
-                        f"({best_disk['hourly_usd']:g} USD/h); multi-GPU in-memory projected by the simulator "
-                        "(data-parallel, all-reduce not modelled: a lower bound); target valid "
-                        + (f"{target:.3f}" if pd.notna(target) else "none"))
+            verdict = below(ratio, 1.0)
+            if not disk_reached and verdict == HOLDS:
+                verdict = INCONCLUSIVE  # cheaper per epoch, but it never reached the target
+        kind = "to target" if column == "cost_to_target_usd" else "per epoch"
+        estimates.append(Estimate(f"{dataset} disk / multi-GPU cost {kind}", ratio, "< 1"))
+        verdicts.append(verdict)
+        parts.append(f"{dataset}: {disk_best['configuration']} {disk_best[column]:.6f} USD {what} vs PROJECTED "
+                     f"{gpu_best['configuration']} on {gpu_best['profile']} ({int(gpu_best['gpus'])} GPUs) "
+                     f"{gpu_best[column]:.6f} USD: x{ratio}")
+        settings.append(f"{dataset}: disk measured here, priced as {disk_best['priced_as']} "
+                        f"({disk_best['hourly_usd']:g} USD/h); multi-GPU in-memory is a simulator projection "
+                        "(data-parallel, all-reduce not modelled: a lower bound); interval over epoch times")
     if not verdicts:
-        return Finding("; ".join(missing), "", MISSING)
-    verdict = HOLDS if all(v == HOLDS for v in verdicts) else FAILS if all(v == FAILS for v in verdicts) \
-        else PARTLY
-    return Finding("; ".join(parts + missing), "; ".join(settings), verdict)
+        return Finding("; ".join(missing), "", NOT_TESTABLE, reason="; ".join(missing))
+    return Finding("; ".join(parts + missing), "; ".join(settings), combine(verdicts), tuple(estimates),
+                   excluded=_excluded(loaded, lambda r: r["configuration"]))
 
 
 # ---------------------------------------------------------------------------------------------- the report
@@ -282,17 +536,36 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def findings(results: Path) -> dict[str, Finding]:
+    """Every registered claim's finding on the tables under ``results``, in registration order."""
+    return {item.name: item.evaluate(Path(results)) for item in CLAIMS.in_order()}
+
+
 def render(results: Path, mode: str, job_times: dict[str, float] | None = None) -> str:
     """The report's Markdown (pure: reads only the tables under ``results``)."""
+    results = Path(results)
+    found = findings(results)
     lines = [f"# Reproduction report ({mode})", "",
              f"Generated {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')} from the tables in "
              f"this folder (git {_git_sha()[:12]}). Every number below is read from them by "
-             "`experiments/report.py`.", "",
-             "| claim | paper | measured here | setting | verdict |", "|---|---|---|---|---|"]
+             "`experiments/report.py`; brackets are 95 % confidence intervals (t intervals over seeds or repeats, "
+             "or a percentile bootstrap; `suite/stats.py`).", "",
+             "| claim | paper | measured here (95 % CI) | setting | verdict |", "|---|---|---|---|---|"]
     for item in CLAIMS.in_order():
-        finding = item.evaluate(results)
+        finding = found[item.name]
         lines.append(f"| {item.name} | {_cell(item.statement)} | {_cell(finding.measured)} | "
                      f"{_cell(finding.setting)} | **{finding.verdict}** |")
+    notes = [(name, f) for name, f in found.items() if f.reason or f.excluded]
+    if notes:
+        lines += ["", "## Notes", ""]
+        for name, finding in notes:
+            text = "; ".join(t for t in (finding.reason, finding.excluded) if t)
+            lines.append(f"- **{name}** ({finding.verdict}): {text}")
+    lines += ["", "Verdicts: **holds** / **does not hold** when the interval of every quantity the claim needs lies "
+              "on one side of its threshold; **inconclusive** when one straddles it or is not defined (one seed or "
+              f"repeat; accuracy claims need {MIN_SEEDS} seeds); **not testable here** when this machine lacks what "
+              "the claim needs (a simulator projection, labelled PROJECTION, is shown instead where one exists). "
+              "Timing claims leave out runs measured under foreign load (`under_load` in the tables)."]
     figures = sorted(p.name for p in results.glob("*.png"))
     lines += ["", "## Figures", ""] + [f"- [{name}]({name})" for name in figures]
     if job_times:
@@ -309,4 +582,10 @@ def write_report(results: Path, mode: str = "quick", job_times: dict[str, float]
     return path
 
 
-__all__ = ["CLAIMS", "Claim", "Finding", "claim", "render", "write_report"]
+def verdicts(results: Path) -> dict[str, str]:
+    """Claim name -> verdict on the tables under ``results``."""
+    return {name: finding.verdict for name, finding in findings(results).items()}
+
+
+__all__ = ["CLAIMS", "Claim", "Estimate", "FAILS", "Finding", "HOLDS", "INCONCLUSIVE", "MIN_SEEDS", "NOT_TESTABLE",
+           "claim", "findings", "render", "split_under_load", "table_interval", "verdicts", "write_report"]

@@ -1,13 +1,38 @@
-"""``gnnsuite reproduce``: run every figure's experiment, redraw every figure, write ``REPORT.md``.
+"""``gnnsuite reproduce``: run every figure's experiment into a fresh folder, redraw every figure, write
+``REPORT.md``, and compare the outcome with the committed reference (``gnnsuite report DIR --against results/``).
 
 Each figure is a :class:`Job` registered in :data:`JOBS`: how to run its experiment in ``quick`` and ``full``
-mode (the experiments' grids skip runs already recorded, so a second call only redraws), the tables and figures it
-writes, and what the full mode costs. The report (:mod:`experiments.report`) is then generated from the tables
-alone.
+mode, the tables and figures it writes, and what the full mode costs. The report (:mod:`experiments.report`) is
+then generated from the tables alone, and :mod:`experiments.compare` compares them with the reference claim by
+claim and table by table.
 
-Modes: ``quick`` (the README's main command; <= 15 minutes on a 2-core machine; small settings) writes to
-``results/``, whose files are the committed reference outputs; ``full`` (the paper-scale settings; its time and
-disk needs are listed before it starts) writes to ``results/full/``. Runs go to ``out/reproduce-<mode>/``.
+Where things go: ``--out DIR`` (default ``out/reproduce``; ``out/reproduce-full`` in full mode) receives the
+tables, figures and ``REPORT.md`` under ``DIR/results`` and the runs under ``DIR/runs``, with ``DIR/reproduction.json``
+(mode, git SHA, job times, status). A folder holding a previous reproduction is refused unless ``--resume`` (its
+finished runs are reused) or ``--overwrite`` (it is removed first). The tracked ``results/`` (quick) and
+``results/full/`` (full) are the committed reference: nothing writes there except ``--update-reference``, which
+copies a completed reproduction's outputs over the reference and regenerates its ``REPORT.md``.
+
+Modes: ``quick`` (the README's main command ``make main``; within 10 minutes on a 2-core machine; small settings,
+3 seeds for the accuracy claims and repeats for the timing claims) and ``full`` (the paper-scale settings; its time
+and disk needs are listed before it starts). The quick settings, chosen so that every claim is still decided from
+repeated measurements:
+
+- sampling: 20,000-node versions of both graphs, 500 / 100 roots, 60 timed repeats of naive and DENSE per
+  configuration after one warm-up (10 of PyG, which no claim reads), every sampler on the same roots in each repeat
+  (the naive / DENSE ratios are paired by repeat);
+- pipeline: arxiv-like shrunk to 50,000 nodes, and only it (products-like is left out of quick mode): the speed grid
+  (both samplers x 6 configurations, 2 epochs of 6 batches) and the accuracy grid (sync, async in order, async out
+  of order) x 3 seeds x 2 full epochs;
+- pipeline_validation: contention microbenchmark windows of 0.3 s, one repeat, 2 simulator seeds per prediction,
+  a 20,000-batch simulator speed test; the accelerator projection on p3.2xlarge over 5 simulator seeds;
+- link_prediction (no claim reads it): 3 epochs, test split only;
+- disk_nc: papers-like-s shrunk to 200,000 nodes, p = 8, c = 2 and 4, 3 epochs, seeds 0-2 (the timing repeats:
+  each run's mean over its 2 warm epochs);
+- disk_lp: DistMult, in-memory, BETA and COMET (random, which no claim reads, left out), 3 seeds, 2 epochs, test
+  split only;
+- buffer_io, work_depth: the scripts' quick sizes (deterministic); async_gnn: Cora, 20 iterations, s in {0, 2},
+  3 seeds; cost: reads the runs above.
 """
 
 from __future__ import annotations
@@ -84,26 +109,37 @@ def _sampling(mode: str, paths: Paths) -> None:
     _check(sampling.main(args + (["--quick"] if mode == "quick" else [])), "experiments/sampling.py")
 
 
-@job("pipeline", "pipelined vs in-memory: epoch time, compute utilization, efficiency; async vs sync accuracy",
-     ("pipeline_speed.csv", "pipeline_accuracy.csv", "pipeline_speed.png"),
-     "about 40 minutes; arxiv-like and products-like stores, ~3 GiB")
+@job("pipeline", "pipelined vs in-memory: epoch time, compute utilization, efficiency; async vs sync accuracy "
+     "(3 seeds); on a GPU machine also experiments/pipeline_cuda.py (3 seeds)",
+     ("pipeline_speed.csv", "pipeline_accuracy.csv", "pipeline_accuracy_summary.csv", "pipeline_speed.png",
+      "pipeline_cuda.csv"),
+     "about 90 minutes (the accuracy grid: 3 configurations x 3 seeds of 2 full epochs); arxiv-like and "
+     "products-like stores, ~3 GiB")
 def _pipeline(mode: str, paths: Paths) -> None:
-    from experiments import pipeline
+    import torch
+
+    from experiments import pipeline, pipeline_cuda
 
     args = ["--out", str(paths.runs / "pipeline"), "--results", str(paths.results), "--data-dir", str(paths.data),
             "--quiet"]
     _check(pipeline.main(args + (["--quick"] if mode == "quick" else [])), "experiments/pipeline.py")
+    if torch.cuda.is_available():  # the claim needs an accelerator: measure it where there is one
+        _check(pipeline_cuda.main(["--out", str(paths.runs / "pipeline_cuda"), "--results", str(paths.results),
+                                   "--seeds", "3", "--batches", "10" if mode == "quick" else "30"]),
+               "experiments/pipeline_cuda.py")
 
 
-@job("pipeline_validation", "pipeline simulator: predicted vs measured epoch time and utilization",
-     ("pipeline_validation.csv", "pipeline_validation.png", "pipeline_validation_summary.json"),
+@job("pipeline_validation", "pipeline simulator: predicted vs measured epoch time and utilization; its projection "
+     "on a GPU machine profile", ("pipeline_validation.csv", "pipeline_validation.png",
+                                  "pipeline_validation_summary.json", "pipeline_validation_contention.json",
+                                  "pipeline_projection.csv"),
      "about 12 minutes after the pipeline job (a contention microbenchmark of each calibration run's workload)")
 def _pipeline_validation(mode: str, paths: Paths) -> None:
     from experiments import pipeline_validation
 
     args = ["--runs", str(paths.runs / "pipeline" / "pipeline_speed"), "--results", str(paths.results)]
-    if mode == "quick":  # shorter contention windows, one repeat: about a minute in all
-        args += ["--seeds", "2", "--contention-window", "0.3", "--contention-repeats", "1"]
+    if mode == "quick":  # shorter contention windows, one repeat, a shorter simulator speed test: about a minute
+        args += ["--seeds", "2", "--contention-window", "0.3", "--contention-repeats", "1", "--speed-batches", "20000"]
     _check(pipeline_validation.main(args), "experiments/pipeline_validation.py")
 
 
@@ -119,7 +155,10 @@ def _link_prediction(mode: str, paths: Paths) -> None:
 
     names = ["fb15k237_distmult.yaml"] + ([] if mode == "quick" else ["fb15k237_complex.yaml",
                                                                         "fb15k237_graphsage_distmult.yaml"])
-    overrides = ["training.epochs=3"] if mode == "quick" else []
+    from suite.datasets import shared_datasets_dir
+
+    overrides = (["training.epochs=3", "evaluation.splits=[test]"] if mode == "quick" else []) + [
+        f"dataset.root={shared_datasets_dir() / 'fb15k237'}", f"dataset.cache_dir={paths.data}"]
     specs = [load_spec(REPO_ROOT / "experiments" / name, overrides) for name in names]
     specs += expand_grid(REPO_ROOT / "experiments" / "link_prediction_pipelined.yaml", overrides)
     threads = torch.get_num_threads()
@@ -130,12 +169,14 @@ def _link_prediction(mode: str, paths: Paths) -> None:
         torch.set_num_threads(threads)
     if failed:
         raise RuntimeError(f"link prediction: {len(failed)} runs failed ({failed[0].get('error')})")
-    _check(link_prediction.main(["--runs", str(paths.runs / "lp"), "--out", str(paths.results / "link_prediction.csv")]),
+    _check(link_prediction.main(["--runs", str(paths.runs / "lp"), "--out",
+                                 str(paths.results / "link_prediction.csv")]),
            "experiments/link_prediction.py")
 
 
 @job("disk_nc", "disk-based vs in-memory node classification: epoch time, IO wait, bytes read, accuracy",
-     ("disk_nc.csv", "disk_nc.png"), "about 20 minutes; papers-like-s and a partitioned copy, ~6 GiB")
+     ("disk_nc.csv", "disk_nc_runs.csv", "disk_nc_curve.csv", "disk_nc_timeline.csv", "disk_nc.png",
+      "disk_nc_timeline.png"), "about 25 minutes; papers-like-s and a partitioned copy, ~6 GiB")
 def _disk_nc(mode: str, paths: Paths) -> None:
     from experiments import disk
 
@@ -165,7 +206,7 @@ def _buffer_io(mode: str, paths: Paths) -> None:
 
 
 @job("work_depth", "work and depth of GNN models: formulas, and counts on real operator DAGs",
-     ("work_depth.csv", "work_depth_check.csv", "work_depth_check.png"), "about 1 minute")
+     ("work_depth.csv", "work_depth_check.csv", "work_depth_fit.csv", "work_depth_check.png"), "about 1 minute")
 def _work_depth(mode: str, paths: Paths) -> None:
     from experiments import work_depth
 
@@ -174,7 +215,8 @@ def _work_depth(mode: str, paths: Paths) -> None:
 
 
 @job("async_gnn", "asynchronous micro/macro GNN pipelines: Gantt charts, staleness vs accuracy and throughput",
-     ("async_gnn_modes.csv", "async_gnn_gantt.png", "async_staleness_accuracy.csv", "async_tradeoff.png"),
+     ("async_gnn_modes.csv", "async_gnn_tasks.csv", "async_gnn_gantt.png", "async_staleness_accuracy.csv",
+      "async_accuracy_summary.csv", "async_tradeoff.csv", "async_tradeoff.png"),
      "about 15 minutes (Cora 3 seeds, arxiv-like)")
 def _async_gnn(mode: str, paths: Paths) -> None:
     from experiments import async_gnn
@@ -195,6 +237,20 @@ def _cost(mode: str, paths: Paths) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- running
+MANIFEST = "reproduction.json"
+"""The file that marks a reproduction folder: mode, git SHA, jobs, their times, status."""
+
+
+def default_out(mode: str, root: Path = REPO_ROOT) -> Path:
+    """Where a reproduction goes by default: ``out/reproduce`` (quick) or ``out/reproduce-full``."""
+    return root / "out" / ("reproduce" if mode == "quick" else "reproduce-full")
+
+
+def reference_dir(mode: str, root: Path = REPO_ROOT) -> Path:
+    """The committed reference of ``mode``: ``results/`` (quick) or ``results/full/``."""
+    return root / "results" / ("" if mode == "quick" else "full")
+
+
 def plan(only: Sequence[str] | None) -> list[Job]:
     """The jobs to run, in registration order (``only``: these names, checked)."""
     jobs = JOBS.in_order()
@@ -204,19 +260,51 @@ def plan(only: Sequence[str] | None) -> list[Job]:
     return [item for item in jobs if not only or item.name in only]
 
 
-def reproduce(mode: str, only: Sequence[str] | None = None, root: Path = REPO_ROOT,
-              data: Path | None = None) -> dict[str, float]:
-    """Run the jobs of ``mode``, then write the report; return each job's wall time in seconds."""
+def prepare_out(out: Path, *, resume: bool, overwrite: bool, root: Path = REPO_ROOT) -> None:
+    """Check (and clear, with ``overwrite``) the reproduction folder ``out``.
+
+    Refused (``ConfigError``, one line): a folder inside the tracked ``results/`` (the reference: only
+    ``--update-reference`` writes there); a folder that holds a previous reproduction or other files, unless
+    ``resume`` (its finished runs are reused) or ``overwrite`` (it is removed first).
+    """
+    import shutil
+
+    out = Path(out).resolve()
+    reference = (Path(root) / "results").resolve()
+    if out == reference or reference in out.parents:
+        raise ConfigError(f"--out: {out} is inside the committed reference {reference}; reproduce elsewhere "
+                          "(default out/reproduce) and use --update-reference to regenerate the reference")
+    if out.exists() and any(out.iterdir()):
+        if overwrite:
+            if not (out / MANIFEST).exists():
+                raise ConfigError(f"--out: {out} is not empty and holds no {MANIFEST} (not a reproduction "
+                                  "folder); refusing to remove it")
+            shutil.rmtree(out)
+        elif not resume:
+            raise ConfigError(f"--out: {out} already holds files (a previous reproduction?); give --resume to "
+                              "reuse its finished runs, --overwrite to start it again, or another --out")
+
+
+def reproduce(mode: str, only: Sequence[str] | None = None, out: Path | None = None, data: Path | None = None,
+              *, resume: bool = False, overwrite: bool = False, root: Path = REPO_ROOT) -> dict[str, float]:
+    """Run the jobs of ``mode`` into ``out`` (tables, figures and ``REPORT.md`` under ``out/results``, runs under
+    ``out/runs``), then write the report; return each job's wall time in seconds. Never writes the reference."""
     if mode not in MODES:
         raise ConfigError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
-    paths = Paths(results=root / "results" / ("" if mode == "quick" else "full"),
-                  runs=root / "out" / f"reproduce-{mode}", data=data or root / "data")
-    paths.results.mkdir(parents=True, exist_ok=True)
+    out = Path(out) if out is not None else default_out(mode, root)
     jobs = plan(only)
+    prepare_out(out, resume=resume, overwrite=overwrite, root=root)
+    paths = Paths(results=out / "results", runs=out / "runs", data=data or root / "data")
+    paths.results.mkdir(parents=True, exist_ok=True)
     if mode == "full":
         print("full reproduction; expected costs:", file=sys.stderr)
         for item in jobs:
             print(f"  {item.name}: {item.full_cost}", file=sys.stderr)
+    from suite.provenance import git_sha
+
+    manifest = {"mode": mode, "git_sha": git_sha(), "jobs": [item.name for item in jobs], "times_s": {},
+                "started": _now(), "status": "running"}
+    _write_manifest(out, manifest)
     times: dict[str, float] = {}
     for item in jobs:
         print(f"[reproduce {mode}] {item.name}: {item.title}", file=sys.stderr, flush=True)
@@ -224,43 +312,146 @@ def reproduce(mode: str, only: Sequence[str] | None = None, root: Path = REPO_RO
         item.run(mode, paths)
         times[item.name] = time.perf_counter() - started
         print(f"[reproduce {mode}] {item.name}: done in {times[item.name]:.0f} s", file=sys.stderr, flush=True)
+        _write_manifest(out, {**manifest, "times_s": times})
     from experiments.report import write_report
 
     report = write_report(paths.results, mode=mode, job_times=times)
+    _write_manifest(out, {**manifest, "times_s": times, "finished": _now(), "status": "completed"})
     print(f"wrote {report}", file=sys.stderr)
     return times
 
 
+def update_reference(out: Path, mode: str, only: Sequence[str] | None = None, root: Path = REPO_ROOT,
+                     job_times: dict[str, float] | None = None) -> Path:
+    """Copy the outputs of the jobs of a completed reproduction in ``out`` into the committed reference of
+    ``mode`` (each file atomically), then regenerate the reference's ``REPORT.md`` from its tables. The only code
+    path that writes under ``results/``."""
+    from experiments.report import write_report
+    from suite.io import atomic_write_bytes
+
+    source, target = Path(out) / "results", reference_dir(mode, root)
+    target.mkdir(parents=True, exist_ok=True)
+    copied = 0
+    for item in plan(only):
+        for name in item.outputs:
+            if (source / name).exists():
+                atomic_write_bytes(target / name, (source / name).read_bytes())
+                copied += 1
+    report = write_report(target, mode=mode, job_times=job_times)
+    print(f"updated the reference {target}: {copied} files and {report.name}", file=sys.stderr)
+    return target
+
+
+def _now() -> str:
+    import datetime as _dt
+
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_manifest(out: Path, manifest: dict) -> None:
+    from suite.io import atomic_write_json
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / MANIFEST, manifest)
+
+
 def add_command(commands: argparse._SubParsersAction) -> None:
-    """Add ``reproduce`` to the ``gnnsuite`` subcommands."""
-    parser = commands.add_parser("reproduce", help="run every figure's experiment, redraw figures, write REPORT.md")
+    """Add ``reproduce`` and ``report`` to the ``gnnsuite`` subcommands."""
+    parser = commands.add_parser("reproduce", help="run every figure's experiment, redraw figures, write REPORT.md "
+                                                   "into a fresh folder, compare it with the reference")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--quick", dest="mode", action="store_const", const="quick",
-                       help="small settings, <= 15 minutes on 2 cores; writes results/ (the default)")
+                       help="small settings, <= 10 minutes on 2 cores (the default); reference results/")
     group.add_argument("--full", dest="mode", action="store_const", const="full",
-                       help="paper-scale settings; writes results/full/ (lists its costs first)")
+                       help="paper-scale settings (lists its costs first); reference results/full/")
+    parser.add_argument("--out", type=Path, help="reproduction folder: tables, figures and REPORT.md in OUT/results, "
+                                                 "runs in OUT/runs (default out/reproduce, out/reproduce-full)")
     parser.add_argument("--only", action="append", metavar="FIG", help="only this figure (repeatable)")
     parser.add_argument("--data-dir", type=Path, help="dataset cache (default data/)")
+    existing = parser.add_mutually_exclusive_group()
+    existing.add_argument("--resume", action="store_true", help="reuse the finished runs of a previous "
+                                                                "reproduction in OUT")
+    existing.add_argument("--overwrite", action="store_true", help="remove a previous reproduction in OUT first")
+    parser.add_argument("--against", type=Path, help="reference to compare with (default: results/ or results/full/)")
+    parser.add_argument("--no-compare", action="store_true", help="do not compare with the reference")
+    parser.add_argument("--update-reference", action="store_true",
+                        help="then copy the outputs into the committed reference (results/ or results/full/) and "
+                             "regenerate its REPORT.md: the only command that writes there")
     parser.set_defaults(func=_cmd_reproduce, mode="quick")
+
+    report = commands.add_parser("report", help="claims and tables of a results folder, compared with a reference")
+    report.add_argument("dir", type=Path, help="results folder, or a reproduction folder (gnnsuite reproduce --out)")
+    report.add_argument("--against", type=Path, help="reference results folder to compare with (e.g. results/)")
+    report.add_argument("--markdown", type=Path, help="also write the comparison to this file")
+    report.add_argument("--strict", action="store_true", help="exit with status 1 when a change is flagged")
+    report.set_defaults(func=_cmd_report)
+
+
+def _print_verdicts(results: Path) -> None:
+    from experiments.report import findings
+
+    for name, finding in findings(results).items():
+        print(f"  {name}: {finding.verdict}" + (f" ({finding.reason})" if finding.reason else ""))
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    times = reproduce(args.mode, args.only, data=args.data_dir)
-    print(f"reproduce --{args.mode}: {len(times)} figures in {time.perf_counter() - started:.0f} s")
+    out = args.out or default_out(args.mode)
+    times = reproduce(args.mode, args.only, out, data=args.data_dir, resume=args.resume, overwrite=args.overwrite)
+    wall = time.perf_counter() - started
+    results = Path(out) / "results"
+    print(f"reproduce --{args.mode}: {len(times)} figures in {wall:.0f} s (wall)")
+    print(f"  tables and figures: {results}/\n  report: {results / 'REPORT.md'}\n  runs: {Path(out) / 'runs'}/")
+    print("verdicts:")
+    _print_verdicts(results)
+    if args.update_reference:
+        update_reference(Path(out), args.mode, args.only, job_times=times)
+    reference = args.against or reference_dir(args.mode)
+    if not args.no_compare and not args.update_reference and reference.is_dir():
+        from experiments.compare import compare
+
+        print()
+        print(compare(results, reference).text(), end="")
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from experiments.compare import compare, results_folder
+    from experiments.report import render
+
+    results = results_folder(args.dir)
+    if args.against is None:
+        print(render(results, mode=str(results)), end="")
+        return 0
+    comparison = compare(results, args.against)
+    text = comparison.text()
+    print(text, end="")
+    if args.markdown:
+        from suite.io import atomic_write_bytes
+
+        atomic_write_bytes(args.markdown, ("```\n" + text + "```\n").encode())
+    return 1 if args.strict and comparison.flagged else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python experiments/reproduce.py [--quick|--full] [--only FIG]`` (same as ``gnnsuite reproduce``)."""
+    """``python experiments/reproduce.py [--quick|--full] [--out DIR] [--only FIG]`` (same as ``gnnsuite
+    reproduce``)."""
+    from suite.cli import EXIT_USER_ERROR
+    from suite.errors import SuiteError
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command")
     add_command(commands)
     args = parser.parse_args(["reproduce", *(argv if argv is not None else sys.argv[1:])])
-    return args.func(args)
+    try:
+        return args.func(args)
+    except SuiteError as err:
+        print(f"reproduce: error: {err}", file=sys.stderr)
+        return EXIT_USER_ERROR
 
 
-__all__ = ["JOBS", "Job", "Paths", "add_command", "job", "plan", "reproduce"]
+__all__ = ["JOBS", "Job", "MANIFEST", "Paths", "add_command", "default_out", "job", "plan", "prepare_out",
+           "reference_dir", "reproduce", "update_reference"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python experiments/sampling.py [--quick] [--data-dir data] [--csv results/sampling.csv]
-        [--png results/sampling.png] [--no-plot] [--settings livejournal papers] [--layers 1 2 3 4 5]
+    python experiments/sampling.py [--quick] [--data-dir data] [--csv out/results/sampling.csv]
+        [--png out/results/sampling.png] [--no-plot] [--settings livejournal papers] [--layers 1 2 3 4 5]
         [--samplers naive dense pyg] [--repeats 5] [--warmup 1] [--long-batch-s 10] [--long-repeats 3]
         [--min-seconds 2] [--max-repeats 25] [--max-memory-gib 8] [--replace] [--threads N] [--seed 0]
 
@@ -67,7 +67,8 @@ resetting it through ``/proc/self/clear_refs``; at least :data:`MIN_BYTES_PER_ED
 
 Stores are generated once into ``--data-dir`` (default ``data/``, git-ignored; the same cache entries
 ``gnnsuite`` runs use, ``<preset>-<hash>``) and reused. ``--quick``: 20,000-node versions of both graphs (no
-features), 500 / 100 roots, 2 repeats after 1 warm-up; seconds, for tests and ``gnnsuite reproduce --quick``.
+features), 500 / 100 roots, 60 repeats after 1 warm-up (10 for PyG, ``--peer-repeats``: the claim compares naive and
+DENSE); about 20 seconds, for tests and ``gnnsuite reproduce --quick``.
 
 Output: a tidy CSV (one row per setting x layer count x sampler, with provenance: git SHA, a hash of the sampler
 sources, torch / PyG versions, threads, CPU, date), written atomically, and the figure that
@@ -100,27 +101,45 @@ if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite`, `systems` a
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-DEFAULT_CSV = REPO_ROOT / "results" / "sampling.csv"
-DEFAULT_PNG = REPO_ROOT / "results" / "sampling.png"
+from suite.load import LoadMonitor, load_columns  # noqa: E402
+from suite.stats import bootstrap_interval, ratio_interval  # noqa: E402
+
+DEFAULT_CSV = REPO_ROOT / "out" / "results" / "sampling.csv"
+DEFAULT_PNG = REPO_ROOT / "out" / "results" / "sampling.png"
 SAMPLER_NAMES = ("naive", "dense", "pyg", "naive-torch", "dense-torch")
 DEFAULT_SAMPLERS = ("naive", "dense", "pyg")
 MIN_BYTES_PER_EDGE = 48
 """Floor of the memory price of one sampled edge, before a sampler has been measured (bytes)."""
 QUICK_NODES = 20_000
+QUICK_REPEATS = 60
+"""Timed repeats per configuration in quick mode: enough paired naive/DENSE ratios for a 95 % interval that
+decides the claim (batches take milliseconds there)."""
+QUICK_PEER_REPEATS = 10
+"""Timed repeats of the peers (PyG: 0.1 s a batch) in quick mode; the claim does not read them."""
+CLAIM_SAMPLERS = ("naive", "dense")
+"""The samplers the DENSE claim compares; the others (peers, torch backends) may get fewer repeats."""
 
 COLUMNS = (
     "setting", "dataset", "num_nodes", "num_edges", "direction", "root_pool", "num_roots", "layers", "fanouts",
-    "replace", "sampler", "status", "reason", "time_s", "time_s_min", "time_s_max", "repeats", "warmup",
-    "sampled_edges", "estimated_edges", "unique_nodes_per_hop", "total_unique_nodes", "one_hop_calls",
-    "sampled_edges_per_s", "time_ratio_vs_dense", "edges_ratio_vs_dense", "peak_extra_mib", "threads",
-    "backend", "quick", "seed", "git_sha", "sampling_code_sha", "torch", "torch_geometric", "python", "cpu_model",
-    "cpu_cores", "date",
+    "replace", "sampler", "status", "reason", "time_s", "time_s_ci_low", "time_s_ci_high", "time_s_min",
+    "time_s_max", "repeats", "warmup", "times_s", "sampled_edges", "estimated_edges", "unique_nodes_per_hop",
+    "total_unique_nodes", "one_hop_calls", "sampled_edges_per_s", "time_ratio_vs_dense",
+    "time_ratio_vs_dense_ci_low", "time_ratio_vs_dense_ci_high", "paired_repeats", "edges_ratio_vs_dense",
+    "peak_extra_mib", "foreign_cores", "under_load", "threads", "backend", "quick", "seed", "git_sha",
+    "sampling_code_sha", "torch", "torch_geometric", "python", "cpu_model", "cpu_cores", "date",
 )
-"""Columns of the CSV, in order. ``time_s`` is the median time per batch; ``sampled_edges``, ``one_hop_calls`` and
+"""Columns of the CSV, in order. ``time_s`` is the median time per batch, ``time_s_ci_low``/``_high`` its 95 %
+bootstrap interval (:func:`suite.stats.bootstrap_interval`), ``times_s`` every timed repeat in order (a JSON list;
+repeat ``r`` of every sampler of a configuration ran on the same roots); ``sampled_edges``, ``one_hop_calls`` and
 each entry of ``unique_nodes_per_hop`` (a JSON list) are medians over the timed repeats; ``estimated_edges`` is
 the memory guard's upper estimate; ``peak_extra_mib`` is the largest growth of the resident set during one call (a
-lower bound of what the call allocated: memory the allocator already held is reused without growing it)."""
-INTEGER_COLUMNS = ("repeats", "warmup", "sampled_edges", "estimated_edges", "total_unique_nodes", "one_hop_calls")
+lower bound of what the call allocated: memory the allocator already held is reused without growing it);
+``time_ratio_vs_dense`` is the geometric mean over the ``paired_repeats`` repeats both ran of this sampler's time /
+DENSE's time on the same roots, with its 95 % t interval (``_ci_low``/``_high``, :func:`suite.stats.ratio_interval`);
+``foreign_cores`` and ``under_load`` are the other processes' CPU use while the configuration (setting x layer
+count, all its samplers) was measured (:mod:`suite.load`; ``under_load``: at least 0.25 cores)."""
+INTEGER_COLUMNS = ("repeats", "warmup", "sampled_edges", "estimated_edges", "total_unique_nodes", "one_hop_calls",
+                   "paired_repeats")
 
 
 # ---------------------------------------------------------------------------------------------- settings
@@ -483,29 +502,37 @@ def run_setting(setting: Setting, store, layers: Sequence[int], adapters: dict[s
             long = est_time > args.long_batch_s
             plans[name] = ((0, min(args.long_repeats, args.repeats), False) if long
                            else (args.warmup, args.repeats, True))
+            if name not in CLAIM_SAMPLERS and args.peer_repeats is not None:  # a peer: the first rounds only
+                warmup, repeats, _ = plans[name]
+                plans[name] = (warmup, min(repeats, args.peer_repeats), False)
         for name, reason in missing.items():
             rows.append({**base, "sampler": name, "status": "skipped", "reason": reason})
 
-        measured = measure_interleaved(graph, fanouts, {n: adapters[n] for n in plans}, plans, pool, num_roots,
-                                       args.seed, args.replace, args.min_seconds, args.max_repeats)
+        with LoadMonitor() as monitor:
+            measured = measure_interleaved(graph, fanouts, {n: adapters[n] for n in plans}, plans, pool, num_roots,
+                                           args.seed, args.replace, args.min_seconds, args.max_repeats)
+        load = load_columns(monitor.result)
         for name, result in measured.items():
             stats = result.median_stats()
             time_s = statistics.median(result.times)
             # Priced by the latest (largest) run: small runs overprice (fixed costs), which errs on the safe side.
             bytes_per_edge = max(MIN_BYTES_PER_EDGE, (result.peak_extra or 0) / max(stats.sampled_edges, 1))
             history[name] = History(num_layers, stats, time_s, bytes_per_edge)
+            median = bootstrap_interval(result.times)
             rows.append({
                 **base, "sampler": name, "status": "ok", "reason": "", "time_s": time_s,
+                "time_s_ci_low": median.low, "time_s_ci_high": median.high,
                 "time_s_min": min(result.times), "time_s_max": max(result.times), "repeats": len(result.times),
-                "warmup": result.warmup, "sampled_edges": stats.sampled_edges, "estimated_edges": estimates[name],
+                "warmup": result.warmup, "times_s": json.dumps([round(t, 7) for t in result.times]), **load,
+                "sampled_edges": stats.sampled_edges, "estimated_edges": estimates[name],
                 "unique_nodes_per_hop": json.dumps(stats.unique_nodes_per_hop),
                 "total_unique_nodes": sum(stats.unique_nodes_per_hop), "one_hop_calls": stats.one_hop_calls,
                 "sampled_edges_per_s": stats.sampled_edges / time_s if time_s > 0 else math.nan,
                 "peak_extra_mib": None if result.peak_extra is None else result.peak_extra / 2**20,
                 "backend": adapters[name].backend + (f" ({result.backend})" if result.backend else ""),
             })
-            print(f"[{setting.name} L={num_layers}] {name}: {time_s:.4f} s/batch (min {min(result.times):.4f}, "
-                  f"{len(result.times)} repeats), {stats.sampled_edges:,} edges, nodes/hop "
+            print(f"[{setting.name} L={num_layers}] {name}: {time_s:.4f} s/batch [{median.low:.4f}, "
+                  f"{median.high:.4f}] ({len(result.times)} repeats), {stats.sampled_edges:,} edges, nodes/hop "
                   f"{stats.unique_nodes_per_hop}, one-hop calls {stats.one_hop_calls:,}", flush=True)
         del measured
         gc.collect()
@@ -546,14 +573,31 @@ def measure_interleaved(graph, fanouts: tuple[int, ...], adapters: dict[str, Sam
     return results
 
 
+def paired_times(row_times: str | float, dense_times: str | float) -> tuple[list[float], list[float]]:
+    """The repeats two samplers of one configuration both ran (a common prefix of the rounds: repeat ``r`` of
+    both used the same roots), from their ``times_s`` cells."""
+    if not isinstance(row_times, str) or not isinstance(dense_times, str):
+        return [], []
+    mine, dense = json.loads(row_times), json.loads(dense_times)
+    count = min(len(mine), len(dense))
+    return mine[:count], dense[:count]
+
+
 def add_ratios(table: pd.DataFrame) -> pd.DataFrame:
-    """``time_ratio_vs_dense`` and ``edges_ratio_vs_dense`` of every measured row against DENSE's row of the same
-    setting and layer count (NaN where DENSE has no measured row)."""
+    """``time_ratio_vs_dense`` (geometric mean of the paired per-repeat ratios, with its 95 % interval and the
+    number of pairs) and ``edges_ratio_vs_dense`` (median sampled edges / DENSE's) of every measured row against
+    DENSE's row of the same setting and layer count (NaN where DENSE has no measured row)."""
     table = table.copy()
     key = ["setting", "layers"]
     dense = table[(table["sampler"] == "dense") & (table["status"] == "ok")].set_index(key)
     index = pd.MultiIndex.from_frame(table[key])
-    table["time_ratio_vs_dense"] = table["time_s"].to_numpy(float) / dense["time_s"].reindex(index).to_numpy(float)
+    dense_times = dense["times_s"].reindex(index).to_numpy(object)
+    ratios = [ratio_interval(*paired_times(mine, theirs)) if status == "ok" else None
+              for mine, theirs, status in zip(table["times_s"], dense_times, table["status"])]
+    table["time_ratio_vs_dense"] = [r.estimate if r else math.nan for r in ratios]
+    table["time_ratio_vs_dense_ci_low"] = [r.low if r else math.nan for r in ratios]
+    table["time_ratio_vs_dense_ci_high"] = [r.high if r else math.nan for r in ratios]
+    table["paired_repeats"] = pd.array([r.n if r and r.n else None for r in ratios], dtype="Int64")
     table["edges_ratio_vs_dense"] = (table["sampled_edges"].to_numpy(float)
                                      / dense["sampled_edges"].reindex(index).to_numpy(float))
     return table
@@ -647,7 +691,8 @@ def run(args: argparse.Namespace) -> pd.DataFrame:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options (quick mode changes the defaults of the repeats)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small graphs and batches, 2 repeats (seconds)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"small graphs and batches, {QUICK_REPEATS} repeats (seconds)")
     parser.add_argument("--num-nodes", type=int, help="graph size override for both settings (implies small "
                         "batches, like --quick)")
     parser.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data",
@@ -660,11 +705,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--layers", nargs="+", type=int, default=[1, 2, 3, 4, 5], choices=[1, 2, 3, 4, 5])
     parser.add_argument("--samplers", nargs="+", default=list(DEFAULT_SAMPLERS), choices=list(SAMPLER_NAMES),
                         help="default: %(default)s")
-    parser.add_argument("--repeats", type=int, help="timed batches per configuration (default 5; quick 2)")
+    parser.add_argument("--repeats", type=int,
+                        help=f"timed batches per configuration (default 5; quick {QUICK_REPEATS})")
     parser.add_argument("--warmup", type=int, help="untimed batches first (default 1)")
     parser.add_argument("--long-batch-s", type=float, default=10.0,
                         help="expected batch time above which --long-repeats and no warm-up apply")
     parser.add_argument("--long-repeats", type=int, default=3)
+    parser.add_argument("--peer-repeats", type=int,
+                        help="at most this many timed repeats for samplers other than naive and DENSE, in the first "
+                             f"rounds (default: as --repeats; quick {QUICK_PEER_REPEATS})")
     parser.add_argument("--min-seconds", type=float,
                         help="keep adding timed rounds while a configuration's timed calls took less than this in "
                              "all (default 2; quick 0)")
@@ -678,7 +727,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be >= 1")
     if args.repeats is None:
-        args.repeats = 2 if args.quick else 5
+        args.repeats = QUICK_REPEATS if args.quick else 5
+    if args.peer_repeats is None and args.quick:
+        args.peer_repeats = QUICK_PEER_REPEATS
     if args.warmup is None:
         args.warmup = 1
     if args.min_seconds is None:

@@ -2,18 +2,18 @@
 
 Usage::
 
-    python experiments/scale_out.py [--quick] [--out out/scale_out] [--results results] [--part ddp|grid|both]
+    python experiments/scale_out.py [--quick] [--out out/scale_out] [--results out/results] [--part ddp|grid|both]
 
 Two measurements, each through the harness (``gnnsuite run`` / ``gnnsuite grid`` do the same):
 
-- ``results/scale_out_ddp.csv``: Cora (``experiments/cora.yaml``: 2-layer GraphSAGE, batch 64, 30 epochs) on
+- ``out/results/scale_out_ddp.csv``: Cora (``experiments/cora.yaml``: 2-layer GraphSAGE, batch 64, 30 epochs) on
   the ``in_memory`` system with 1 rank and with 2 ranks (``system.options.world_size: 2``; gloo on the CPU; each
   rank takes half of every batch of 64, so the total batch size and the optimizer steps are the same), seeds 0, 1,
   2. One row per run: valid/test accuracy, final training loss, mean epoch time (epochs after the first), and per
   rank its mean busy time per epoch of ``sample`` and ``compute`` and its all-reduce time per epoch (part of
   ``compute``). The process start-up of the ranks (imports, rendezvous) is outside the epoch times but inside
   ``wall_s``.
-- ``results/scale_out_grid.csv`` (and every repeat in ``scale_out_grid_runs.csv``): one grid
+- ``out/results/scale_out_grid.csv`` (and every repeat in ``scale_out_grid_runs.csv``): one grid
   (``experiments/quickstart_grid.yaml`` -- GraphSAGE and MLP on ``arxiv-like`` -- with a seed axis of 2: 4 runs of
   one epoch of 20 batches, no evaluation) through ``gnnsuite grid`` on every executor, each into a fresh folder:
   local (1 job; a process pool of 2), Ray (a local instance started by the grid; a cluster of 2 ``ray start``
@@ -235,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer epochs and runs (for the tests)")
     parser.add_argument("--out", default=None, help="runs folder (default out/scale_out[-quick])")
-    parser.add_argument("--results", default=str(REPO_ROOT / "results"), help="where the CSV files go")
+    parser.add_argument("--results", default=str(REPO_ROOT / "out" / "results"), help="where the CSV files go")
     parser.add_argument("--data-dir", default="data", help="dataset cache folder")
     parser.add_argument("--part", choices=("ddp", "grid", "both"), default="both")
     parser.add_argument("--repeats", type=int, default=3, help="grid: repeats per executor (default 3)")

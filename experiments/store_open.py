@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/store_open.py STORE [STORE ...] [--repeats 5] [--csv results/store_open.csv]
+    python experiments/store_open.py STORE [STORE ...] [--repeats 5] [--csv out/results/store_open.csv]
 
 For each store, a fresh Python process imports the suite, then times ``GraphStore.open`` plus handing out
 zero-copy tensors of every file, and reports the resident-set growth. Median over repeats; the page cache is
@@ -38,8 +38,11 @@ print(json.dumps({"open_s": elapsed, "rss_growth_bytes": process.memory_info().r
 
 def measure(store: Path, repeats: int) -> dict:
     """Median open time and RSS growth of ``store`` over ``repeats`` fresh processes."""
-    runs = [json.loads(subprocess.check_output([sys.executable, "-c", _PROBE, str(store)], text=True))
-            for _ in range(repeats)]
+    from suite.load import LoadMonitor, load_columns
+
+    with LoadMonitor() as monitor:  # the probes are children waited for: their CPU time is ours, not foreign
+        runs = [json.loads(subprocess.check_output([sys.executable, "-c", _PROBE, str(store)], text=True))
+                for _ in range(repeats)]
     return {
         "store": str(store),
         "store_bytes": runs[0]["store_bytes"],
@@ -48,6 +51,7 @@ def measure(store: Path, repeats: int) -> dict:
         "open_s_median": statistics.median(r["open_s"] for r in runs),
         "rss_growth_bytes_median": statistics.median(r["rss_growth_bytes"] for r in runs),
         "repeats": repeats,
+        **load_columns(monitor.result),
     }
 
 

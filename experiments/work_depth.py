@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/work_depth.py [--quick] [--out-dir results] [--seed 0]
+    python experiments/work_depth.py [--quick] [--out-dir out/results] [--seed 0]
 
 Writes (atomically, tidy CSV with provenance columns):
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import io
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,50 +71,6 @@ def write_csv(table: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def plot_check(check_csv: str | Path, fit_csv: str | Path, out_png: str | Path) -> Path:
-    """Counted (markers) vs fitted formula (lines) of W (top) and D (bottom), one column per swept variable,
-    one colour per model; log-log. Reads only the two CSVs (the constants are refitted from the counts)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from simulators.work_depth import _term_matrix, fit_constants, fit_terms
-
-    check = pd.read_csv(check_csv)
-    fit = pd.read_csv(fit_csv)
-    variables = list(dict.fromkeys(check["variable"]))
-    models = list(dict.fromkeys(check["model"]))
-    colors = dict(zip(models, plt.cm.tab10(np.linspace(0, 1, 10))))
-    fig, axes = plt.subplots(2, len(variables), figsize=(3.2 * len(variables), 6.4), squeeze=False)
-    for model in models:
-        rows = check[check["model"] == model]
-        for row, quantity in enumerate(("work", "depth")):
-            fitted = _term_matrix(fit_terms(model, quantity), rows) @ fit_constants(model, quantity, rows)
-            rows = rows.assign(**{f"fitted_{quantity}": fitted})
-            for col, variable in enumerate(variables):
-                part = rows[rows["variable"] == variable].sort_values("value")
-                ax = axes[row, col]
-                ax.plot(part["value"], part[f"counted_{quantity}"], "o", ms=3, color=colors[model],
-                        label=model if (row, col) == (0, 0) else None)
-                ax.plot(part["value"], part[f"fitted_{quantity}"], "-", lw=0.8, color=colors[model])
-                ax.set_xscale("log", base=2)
-                ax.set_yscale("log")
-                ax.set_xlabel(variable)
-                ax.set_title(f"{quantity} vs {variable}", fontsize=9)
-    passed = int(fit["passed"].sum())
-    fig.suptitle(f"Counted W, D of the forward DAG (markers) vs fitted leading-term formulas (lines): "
-                 f"{passed}/{len(fit)} checks pass", fontsize=10)
-    fig.legend(loc="lower center", ncol=len(models), fontsize=8)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=130)
-    plt.close(fig)
-    atomic_write_bytes(Path(out_png), buffer.getvalue())
-    return Path(out_png)
-
-
 def run(args: argparse.Namespace) -> dict[str, Path]:
     """Compute the table, the sweeps and the fits; write the CSVs and the figure."""
     prov = provenance(args.seed, args.quick)
@@ -129,7 +84,9 @@ def run(args: argparse.Namespace) -> dict[str, Path]:
     paths = {"table": write_csv(table, out / "work_depth.csv"), "check": write_csv(check, out / "work_depth_check.csv"),
              "fit": write_csv(fit, out / "work_depth_fit.csv")}
     if not args.no_plot:
-        paths["figure"] = plot_check(paths["check"], paths["fit"], out / "work_depth_check.png")
+        from experiments.figures import plot_work_depth_check
+
+        paths["figure"] = plot_work_depth_check(paths["check"], out / "work_depth_check.png", fit_csv=paths["fit"])
     with pd.option_context("display.width", 220, "display.max_columns", 20, "display.max_colwidth", 60):
         print(table[["model", "family", "layer_work", "layer_depth", "iteration_work", "iteration_depth"]]
               .to_string(index=False))
@@ -143,7 +100,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sweeps (seconds)")
-    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "out" / "results")
     parser.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data", help="where arxiv-like is cached")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-plot", action="store_true")

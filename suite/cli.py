@@ -225,7 +225,7 @@ def _cmd_results(args: argparse.Namespace) -> int:
 def _runs_parser(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run one spec (YAML) and record its results")
     run.add_argument("spec", help="run spec YAML file")
-    run.add_argument("--out", default="results/runs", help="results folder (default results/runs)")
+    run.add_argument("--out", default="out/runs", help="results folder (default out/runs)")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override a spec field, e.g. --set training.epochs=3 (repeatable)")
     run.add_argument("--overwrite", action="store_true", help="redo the run even if it is complete")
@@ -234,7 +234,7 @@ def _runs_parser(commands: argparse._SubParsersAction) -> None:
 
     grid = commands.add_parser("grid", help="run every point of a grid (base spec + axes), skipping finished runs")
     grid.add_argument("grid", help="grid YAML file")
-    grid.add_argument("--out", default="results/runs", help="results folder (default results/runs)")
+    grid.add_argument("--out", default="out/runs", help="results folder (default out/runs)")
     grid.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
     grid.add_argument("--jobs", type=int, default=None,
                       help="runs at once (local: a process pool when > 1, default 1; ray/slurm: tasks in flight, "

@@ -19,6 +19,7 @@ import dataclasses
 import fcntl
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,6 +27,18 @@ from suite.config import DatasetSpec
 from suite.errors import ConfigError, DataError
 from suite.graph import GraphStore
 from suite.registry import DATASETS
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_datasets_dir() -> Path:
+    """The project's shared raw datasets: ``$GNNSUITE_SHARED/datasets``, else ``shared/datasets`` beside the checkout.
+
+    Experiments pass it as ``dataset.root`` instead of the specs' relative ``../shared/datasets/...`` (which only
+    resolves from a checkout placed beside ``shared/``).
+    """
+    return Path(os.environ.get("GNNSUITE_SHARED", REPO_ROOT.parent / "shared")) / "datasets"
 
 
 def _digest(data: object) -> str:

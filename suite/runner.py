@@ -22,7 +22,7 @@ from suite.graph import GraphStore
 from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
 from suite.recorder import Recorder, is_complete, read_summary
-from suite.threads import LoadMeter, MachineLoad
+from suite.load import LoadMonitor, MachineLoad
 from systems import distributed
 
 
@@ -87,7 +87,7 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: fl
         "partition_swaps": outcome.partition_swaps,
         "peak_rss_bytes": peak_rss_bytes(),
         "threads": outcome.threads,
-        "machine_load": machine_load.record() if machine_load is not None else None,
+        "machine_load": machine_load.to_dict() if machine_load is not None else None,
         "metrics": {
             "main": main_metric,
             "valid": valid_curve[-1][1] if valid_curve else {},
@@ -163,7 +163,7 @@ def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch
     io_before = io_counters()
     torch.manual_seed(spec.seed)
     try:
-        with GpuUtilizationSampler(device) as gpu, LoadMeter() as load:
+        with GpuUtilizationSampler(device) as gpu, LoadMonitor() as load:
             outcome = system_class(spec, store, device, recorder).run(progress=progress)
         io_after = io_counters()
         summary = summarize(spec, store, outcome, wall_time_s=time.perf_counter() - started,

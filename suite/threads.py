@@ -4,14 +4,13 @@ Torch's intra-op pool (OpenMP) spins at its barriers: any other busy thread on i
 thread, another process) makes one of its threads late, and the whole team waits for it. On a small machine that
 slows compute by an order of magnitude, erratically. Every system therefore sizes the pools to the cores its own
 threads leave free (:func:`plan_budget`, :func:`apply_budget`), and every run records that choice and how busy the
-rest of the machine was while it ran (:class:`LoadMeter`), so that a timing taken under foreign load is flagged
+rest of the machine was while it ran (:class:`suite.load.LoadMonitor`), so that a timing taken under foreign load is flagged
 rather than silently compared. A budget also gives way to foreign load (:func:`adapt_budget`): the cores other
 processes kept busy during setup, or during the last epoch, are left to them for the next one (one busy process
 beside a two-thread pool on two cores made warm epochs three times slower here; one thread, 1.3 times).
 
-Foreign load is the CPU time that processes other than this one (and its children) spent while the run ran, from
-``/proc/stat`` (all CPUs) minus this process tree's own CPU time (``/proc/self/stat`` and its children), divided by
-the wall time: the number of cores others kept busy on average.
+Foreign load (:mod:`suite.load`) is the CPU time that processes other than this one (and its children) spent
+while the run ran, divided by the wall time: the number of cores others kept busy on average.
 """
 
 from __future__ import annotations
@@ -19,18 +18,13 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import psutil
 import torch
 
-UNDER_LOAD_CORES = 0.25
-"""Foreign load (in cores, averaged over a run) from which the run counts as measured under load."""
-
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+from suite.load import MachineLoad
 
 
 def usable_cores() -> int:
@@ -131,87 +125,5 @@ def budget_applied(budget: ThreadBudget) -> Iterator[ThreadBudget]:
             _set_numba_threads(previous[1])
 
 
-# ----------------------------------------------------------------------------------------------- foreign load
-def machine_busy_seconds() -> float:
-    """CPU seconds all CPUs spent busy since boot (``/proc/stat``: user, nice, system, irq, softirq; steal and
-    idle/iowait excluded), or NaN where ``/proc/stat`` is missing."""
-    try:
-        with open("/proc/stat") as handle:
-            fields = handle.readline().split()
-    except OSError:
-        return float("nan")
-    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[1:8])
-    return (user + nice + system + irq + softirq) / _CLOCK_TICKS
-
-
-def own_cpu_seconds() -> float:
-    """CPU seconds of this process, its reaped children and its live descendants."""
-    process = psutil.Process()
-    times = process.cpu_times()
-    total = times.user + times.system + times.children_user + times.children_system
-    for child in process.children(recursive=True):
-        try:
-            child_times = child.cpu_times()
-        except psutil.Error:
-            continue
-        total += child_times.user + child_times.system
-    return total
-
-
-@dataclass(frozen=True)
-class MachineLoad:
-    """Other processes' CPU use over an interval.
-
-    Attributes:
-        wall_s: the interval.
-        foreign_cpu_s: CPU seconds of processes other than this one and its descendants.
-        foreign_cores: ``foreign_cpu_s / wall_s``, the cores others kept busy on average.
-        under_load: ``foreign_cores >= UNDER_LOAD_CORES``.
-    """
-
-    wall_s: float
-    foreign_cpu_s: float
-    foreign_cores: float
-    under_load: bool
-
-    def record(self) -> dict[str, Any]:
-        """The load as ``summary.json``'s ``machine_load`` field."""
-        return {"foreign_cpu_s": round(self.foreign_cpu_s, 3), "foreign_cores": round(self.foreign_cores, 3),
-                "under_load": self.under_load}
-
-
-class LoadMeter:
-    """Measures the machine's foreign load between :meth:`start` and :meth:`stop` (or as a context manager)."""
-
-    def __init__(self) -> None:
-        self._start: tuple[float, float, float] | None = None
-        self.result: MachineLoad | None = None
-
-    def start(self) -> "LoadMeter":
-        """Take the starting counters."""
-        self._start = (time.perf_counter(), machine_busy_seconds(), own_cpu_seconds())
-        return self
-
-    def stop(self) -> MachineLoad:
-        """The foreign load since :meth:`start`."""
-        started, busy, own = self._start
-        wall = time.perf_counter() - started
-        foreign = max(0.0, (machine_busy_seconds() - busy) - (own_cpu_seconds() - own))
-        if foreign != foreign:  # NaN: no /proc/stat
-            self.result = MachineLoad(wall, float("nan"), float("nan"), False)
-        else:
-            cores = foreign / wall if wall > 0 else 0.0
-            self.result = MachineLoad(wall, foreign, cores, cores >= UNDER_LOAD_CORES)
-        return self.result
-
-    def __enter__(self) -> "LoadMeter":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-
-__all__ = ["LoadMeter", "MIN_LOAD_WINDOW_S", "MachineLoad", "ThreadBudget", "UNDER_LOAD_CORES", "adapt_budget",
-           "apply_budget", "budget_applied",
-           "machine_busy_seconds",
-           "own_cpu_seconds", "plan_budget", "usable_cores"]
+__all__ = ["MIN_LOAD_WINDOW_S", "ThreadBudget", "adapt_budget", "apply_budget", "budget_applied", "plan_budget",
+           "usable_cores"]

@@ -27,7 +27,8 @@ from suite.config import RunSpec
 from suite.graph import GraphStore
 from suite.metrics import StageTimer
 from suite.recorder import Recorder
-from suite.threads import (LoadMeter, MachineLoad, ThreadBudget, adapt_budget, apply_budget, budget_applied,
+from suite.load import LoadMonitor, MachineLoad
+from suite.threads import (ThreadBudget, adapt_budget, apply_budget, budget_applied,
                            plan_budget, usable_cores)
 
 
@@ -134,7 +135,7 @@ class System(ABC):
         return 0
 
     def _run(self, outcome: RunOutcome, progress: bool) -> None:
-        meter = LoadMeter().start()
+        meter = LoadMonitor().start()
         self.setup()
         self._adapt_threads(meter.stop())
         try:
@@ -150,7 +151,8 @@ class System(ABC):
                 stats = self.train_epoch(epoch, progress=progress)
                 elapsed = time.perf_counter() - started
                 load = meter.stop()
-                stats.extra.update(compute_threads=threads, foreign_cores=round(load.foreign_cores, 3))
+                stats.extra.update(compute_threads=threads,
+                                   foreign_cores=round(load.foreign_cores, 3) if load is not None else None)
                 outcome.threads["per_epoch"].append(threads)
                 self._adapt_threads(load)
                 evaluated = {split: self.evaluate(split) for split, after in schedule

@@ -141,7 +141,7 @@ def test_main_writes_the_table_and_figure_and_the_claim_reads_it(recorded, tmp_p
     table = pd.read_csv(results / "cost.csv")
     assert list(table.columns) == list(cost.COLUMNS)
     finding = report.CLAIMS.get("disk-cost").evaluate(results)
-    assert finding.verdict == report.MISSING
+    assert finding.verdict == report.NOT_TESTABLE
     assert "no in-memory multi-GPU projection on toy-disk" in finding.measured and "projects toy" in finding.measured
 
 
@@ -167,25 +167,38 @@ def test_figure_from_a_small_csv(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- the claim
-def _claim_table(disk_to_target, gpu_to_target, disk_per_epoch=1e-5, gpu_per_epoch=1e-4, gpu_dataset="d"):
+def _claim_table(disk_to_target, gpu_to_target, disk_per_epoch=1e-5, gpu_per_epoch=1e-4, gpu_dataset="d",
+                 disk_load=False):
+    """A disk run priced at 1 USD/h (epoch times 0.036 s x (1 +- 5 %): 1e-5 USD per epoch) against an 8-GPU
+    projection; costs to target from 2 epochs on each side."""
     base = {"kind": "in-memory", "priced_as": "x", "hourly_usd": 1.0, "target": 0.5}
+
+    def times(per_epoch: float) -> str:
+        mean = per_epoch * 3600
+        return json.dumps([mean * f for f in (0.95, 1.0, 1.05, 1.0)])
+
     return pd.DataFrame([
         {**base, "dataset": "d", "configuration": "disk dispersed p8 c2", "kind": "disk", "mode": "measured",
-         "profile": "local", "gpus": 0, "cost_per_epoch_usd": disk_per_epoch, "cost_to_target_usd": disk_to_target},
+         "profile": "local", "gpus": 0, "cost_per_epoch_usd": disk_per_epoch, "cost_to_target_usd": disk_to_target,
+         "epochs_to_target": None if disk_to_target is None else disk_to_target / disk_per_epoch,
+         "epoch_times_s": times(disk_per_epoch), "under_load": disk_load},
         {**base, "dataset": gpu_dataset, "configuration": "sync", "mode": "simulated", "profile": "p3.16xlarge",
-         "gpus": 8, "cost_per_epoch_usd": gpu_per_epoch, "cost_to_target_usd": gpu_to_target},
+         "gpus": 8, "cost_per_epoch_usd": gpu_per_epoch, "cost_to_target_usd": gpu_to_target,
+         "epochs_to_target": None if gpu_to_target is None else gpu_to_target / gpu_per_epoch,
+         "epoch_times_s": times(gpu_per_epoch)},
         {**base, "dataset": gpu_dataset, "configuration": "sync", "mode": "simulated", "profile": "p3.2xlarge",
-         "gpus": 1, "cost_per_epoch_usd": 1e-9, "cost_to_target_usd": 1e-9},  # one GPU: not the claim's baseline
+         "gpus": 1, "cost_per_epoch_usd": 1e-9, "cost_to_target_usd": 1e-9, "epochs_to_target": 1,
+         "epoch_times_s": times(1e-9)},  # one GPU: not the claim's baseline
     ])
 
 
 @pytest.mark.parametrize("disk, gpu, kwargs, verdict, text", [
-    (2e-5, 2e-4, {}, report.HOLDS, "x0.10"),
-    (4e-4, 2e-4, {}, report.FAILS, "x2.00"),
-    (None, 2e-4, {}, report.PARTLY, "no disk run reached the target"),           # cheaper per epoch only
-    (None, 2e-4, {"disk_per_epoch": 1e-3}, report.FAILS, "x10.00"),
+    (2e-5, 2e-4, {}, report.HOLDS, "x0.100 ["),
+    (4e-4, 2e-4, {}, report.FAILS, "x2.000 ["),
+    (None, 2e-4, {}, report.INCONCLUSIVE, "no disk run reached the target"),  # cheaper per epoch, never there
+    (None, 2e-4, {"disk_per_epoch": 1e-3}, report.FAILS, "x10.000 ["),
     (2e-5, None, {}, report.HOLDS, "no multi-GPU projection reached the target"),
-    (2e-5, 2e-4, {"gpu_dataset": "other"}, report.MISSING, "no in-memory multi-GPU projection on d"),
+    (2e-5, 2e-4, {"gpu_dataset": "other"}, report.NOT_TESTABLE, "no in-memory multi-GPU projection on d"),
 ])
 def test_disk_cost_claim_verdicts(tmp_path, disk, gpu, kwargs, verdict, text):
     _claim_table(disk, gpu, **kwargs).to_csv(tmp_path / "cost.csv", index=False)
@@ -195,10 +208,14 @@ def test_disk_cost_claim_verdicts(tmp_path, disk, gpu, kwargs, verdict, text):
 
 
 def test_disk_cost_claim_without_a_disk_run_or_table(tmp_path):
-    assert report.CLAIMS.get("disk-cost").evaluate(tmp_path).verdict == report.MISSING  # no cost.csv
+    assert report.CLAIMS.get("disk-cost").evaluate(tmp_path).verdict == report.NOT_TESTABLE  # no cost.csv
     _claim_table(2e-5, 2e-4).query("kind != 'disk'").to_csv(tmp_path / "cost.csv", index=False)
     finding = report.CLAIMS.get("disk-cost").evaluate(tmp_path)
-    assert (finding.verdict, finding.measured) == (report.MISSING, "cost.csv has no measured disk-based run")
+    assert (finding.verdict, finding.measured) == (report.NOT_TESTABLE,
+                                                   "cost.csv has no measured disk-based run without load")
+    _claim_table(2e-5, 2e-4, disk_load=True).to_csv(tmp_path / "cost.csv", index=False)
+    finding = report.CLAIMS.get("disk-cost").evaluate(tmp_path)
+    assert finding.verdict == report.NOT_TESTABLE and "measured under foreign load" in finding.excluded
 
 
 # ---------------------------------------------------------------------------------------------- bad input, job

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from experiments import pipeline, pipeline_cuda
+from experiments import pipeline, pipeline_cuda, report
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +50,19 @@ def test_configuration_labels():
 
 def test_cuda_script_runs_the_same_path_on_cpu(tmp_path, capsys):
     status = pipeline_cuda.main(["--device", "cpu", "--preset", "tiny", "--batches", "2", "--batch-size", "20",
-                                 "--samplers", "dense", "--out", str(tmp_path / "runs")])
+                                 "--samplers", "dense", "--seeds", "3", "--out", str(tmp_path / "runs"),
+                                 "--results", str(tmp_path)])
     assert status == 0
     printed = capsys.readouterr().out
     assert "in_memory" in printed and "4T 2X q4/4 b16" in printed and "sync" in printed
+    table = pd.read_csv(tmp_path / "pipeline_cuda.csv")
+    assert len(table) == 9 and sorted(set(table["seed"])) == [0, 1, 2] and set(table["device"]) == {"cpu"}
+    assert (table[table["system"] == "in_memory"]["time_ratio_vs_in_memory"] == 1.0).all()  # per seed
+    # where the table exists (a GPU machine), the pipeline claim is decided from it, over its seeds
+    table.to_csv(tmp_path / "pipeline_speed.csv", index=False)
+    finding = report.CLAIMS.get("pipeline-utilization").evaluate(tmp_path)
+    assert finding.verdict != report.NOT_TESTABLE and "measured on cpu" in finding.setting
+    assert "3 seeds" in finding.setting and "compute utilization" in finding.measured
 
 
 def test_cuda_script_says_when_there_is_no_cuda(capsys):

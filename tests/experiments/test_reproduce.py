@@ -1,11 +1,17 @@
-"""``gnnsuite reproduce`` and REPORT.md: job selection, one real job end to end, claims computed from tables."""
+"""``gnnsuite reproduce`` into a fresh folder, the reference left alone, ``--update-reference``, REPORT.md claims
+decided from intervals, and ``gnnsuite report DIR --against REF``."""
 
 from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from experiments import report, reproduce
+from experiments import compare, report, reproduce
+from suite.cli import main as gnnsuite
 from suite.errors import ConfigError
 
 
@@ -19,37 +25,238 @@ def test_jobs_are_registered_in_order_and_selectable():
         reproduce.reproduce("medium")
 
 
-def test_one_job_end_to_end_writes_its_outputs_and_the_report(tmp_path):
-    times = reproduce.reproduce("quick", ["buffer_io"], root=tmp_path, data=tmp_path / "data")
+@pytest.fixture()
+def repo(tmp_path) -> Path:
+    """A stand-in checkout: a committed reference ``results/`` with one file that must never change."""
+    root = tmp_path / "repo"
+    (root / "results").mkdir(parents=True)
+    (root / "results" / "buffer_io.csv").write_text("reference\n")
+    return root
+
+
+def test_one_job_goes_to_the_out_folder_and_never_to_the_reference(repo, tmp_path):
+    out = tmp_path / "repro"
+    times = reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo)
     assert set(times) == {"buffer_io"}
     for name in reproduce.JOBS.get("buffer_io").outputs:
-        assert (tmp_path / "results" / name).stat().st_size > 0
-    text = (tmp_path / "results" / "REPORT.md").read_text()
-    assert "| dense-speedup |" in text and "**not measured**" in text and "buffer_io.png" in text
+        assert (out / "results" / name).stat().st_size > 0
+    text = (out / "results" / "REPORT.md").read_text()
+    assert "| dense-speedup |" in text and "**not testable here**" in text and "buffer_io.png" in text
+    manifest = json.loads((out / reproduce.MANIFEST).read_text())
+    assert manifest["mode"] == "quick" and manifest["status"] == "completed" and "buffer_io" in manifest["times_s"]
+    assert sorted(p.name for p in (repo / "results").iterdir()) == ["buffer_io.csv"]
+    assert (repo / "results" / "buffer_io.csv").read_text() == "reference\n"
 
 
-def _sampling_table(ratios: dict[int, tuple[float, float]]) -> pd.DataFrame:
+def test_a_previous_reproduction_is_refused_unless_resumed_or_overwritten(repo, tmp_path):
+    out = tmp_path / "repro"
+    reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo)
+    with pytest.raises(ConfigError, match="--out: .* already holds files .* --resume .* --overwrite"):
+        reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo)
+    (out / "results" / "stale.csv").write_text("x\n")
+    reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo, resume=True)
+    assert (out / "results" / "stale.csv").exists()
+    reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo, overwrite=True)
+    assert not (out / "results" / "stale.csv").exists()
+    other = tmp_path / "not-a-reproduction"
+    other.mkdir()
+    (other / "mine.txt").write_text("keep me")
+    with pytest.raises(ConfigError, match="holds no reproduction.json"):
+        reproduce.reproduce("quick", ["buffer_io"], other, data=tmp_path / "data", root=repo, overwrite=True)
+    assert (other / "mine.txt").read_text() == "keep me"
+
+
+def test_the_reference_folder_is_refused_as_out(repo, tmp_path):
+    for out in (repo / "results", repo / "results" / "full"):
+        with pytest.raises(ConfigError, match="inside the committed reference"):
+            reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo)
+    assert sorted(p.name for p in (repo / "results").iterdir()) == ["buffer_io.csv"]
+
+
+def test_update_reference_copies_the_outputs_and_regenerates_the_report(repo, tmp_path):
+    out = tmp_path / "repro"
+    times = reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo)
+    target = reproduce.update_reference(out, "quick", ["buffer_io"], root=repo, job_times=times)
+    assert target == repo / "results"
+    assert (repo / "results" / "buffer_io.csv").read_bytes() == (out / "results" / "buffer_io.csv").read_bytes()
+    assert (repo / "results" / "buffer_io.png").exists() and (repo / "results" / "REPORT.md").exists()
+
+
+def test_cli_refuses_results_as_out_with_a_one_line_error(capsys):
+    assert gnnsuite(["reproduce", "--quick", "--only", "buffer_io", "--out", str(reproduce.reference_dir("quick")),
+                     "--no-compare"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gnnsuite: error: --out:")
+
+
+# ---------------------------------------------------------------------------------------------- claims
+def _sampling_table(times: dict[int, tuple[list[float], list[float]]], quick: bool = False) -> pd.DataFrame:
+    """naive and DENSE rows per layer count from per-repeat times (the ratios computed as the experiment does)."""
+    from experiments.sampling import add_ratios
+
     rows = []
-    for layers, (time_ratio, edge_ratio) in ratios.items():
-        for sampler, t, e in (("naive", time_ratio, edge_ratio), ("dense", 1.0, 1.0)):
+    for layers, (naive, dense) in times.items():
+        for sampler, values in (("naive", naive), ("dense", dense)):
             rows.append({"setting": "papers", "dataset": "papers-like-s", "num_roots": 1000, "layers": layers,
-                         "sampler": sampler, "status": "ok", "time_ratio_vs_dense": t, "edges_ratio_vs_dense": e,
-                         "quick": False})
-    return pd.DataFrame(rows)
+                         "sampler": sampler, "status": "ok", "time_s": sorted(values)[len(values) // 2],
+                         "times_s": json.dumps(values), "sampled_edges": 100 * layers * (2 if sampler == "naive"
+                                                                                          else 1),
+                         "quick": quick, "under_load": False})
+    return add_ratios(pd.DataFrame(rows))
+
+
+def _repeats(ratio: float, n: int = 8, jitter: float = 0.02) -> tuple[list[float], list[float]]:
+    dense = [0.010 * (1 + 0.05 * (i % 3)) for i in range(n)]
+    return [d * ratio * (1 + jitter * ((-1) ** i)) for i, d in enumerate(dense)], dense
 
 
 @pytest.mark.parametrize("ratios, verdict", [
-    ({3: (1.2, 1.1), 4: (1.4, 1.3), 5: (1.9, 1.7)}, report.HOLDS),
-    ({3: (1.2, 1.1), 4: (1.1, 1.3), 5: (1.9, 1.7)}, report.FAILS),   # speedup does not grow
-    ({3: (1.2, 1.1), 4: (1.4, 1.3), 5: (1.6, 1.7)}, report.FAILS),   # less efficient per edge at 5 layers
+    ({3: 1.3, 4: 1.6, 5: 2.0}, report.HOLDS),              # faster at every depth, and growing
+    ({3: 1.3, 4: 1.3, 5: 1.3}, report.INCONCLUSIVE),       # faster, but the growth's interval straddles 0
+    ({3: 2.0, 4: 1.6, 5: 1.3}, report.FAILS),              # the advantage shrinks
+    ({3: 0.8, 4: 1.6, 5: 2.0}, report.FAILS),              # slower at 3 layers
 ])
-def test_dense_claim_verdicts_follow_the_table(tmp_path, ratios, verdict):
-    _sampling_table(ratios).to_csv(tmp_path / "sampling.csv", index=False)
+def test_dense_claim_is_decided_from_paired_repeats(tmp_path, ratios, verdict):
+    _sampling_table({layers: _repeats(r) for layers, r in ratios.items()}).to_csv(tmp_path / "sampling.csv",
+                                                                                 index=False)
     finding = report.CLAIMS.get("dense-speedup").evaluate(tmp_path)
     assert finding.verdict == verdict
-    assert "1.20" in finding.measured
+    assert "papers: naive/DENSE time 1." in finding.measured or "papers: naive/DENSE time 2." in finding.measured \
+        or "papers: naive/DENSE time 0." in finding.measured
+    assert "[" in finding.measured and {e.name for e in finding.estimates} >= {"papers L3 naive/DENSE time"}
 
 
-def test_missing_tables_are_not_measured(tmp_path):
+def test_dense_claim_from_one_repeat_is_inconclusive(tmp_path):
+    _sampling_table({3: ([0.02], [0.01]), 4: ([0.03], [0.01]), 5: ([0.05], [0.01])}).to_csv(
+        tmp_path / "sampling.csv", index=False)
+    finding = report.CLAIMS.get("dense-speedup").evaluate(tmp_path)
+    assert finding.verdict == report.INCONCLUSIVE
+    assert "no interval" in finding.measured
+
+
+def test_dense_claim_leaves_out_rows_measured_under_load(tmp_path):
+    table = _sampling_table({layers: _repeats(r) for layers, r in {3: 1.3, 4: 1.6, 5: 2.0}.items()})
+    table.loc[table["layers"] == 5, "under_load"] = True
+    table.to_csv(tmp_path / "sampling.csv", index=False)
+    finding = report.CLAIMS.get("dense-speedup").evaluate(tmp_path)
+    assert "at 3, 4 layers" in finding.measured
+    assert finding.excluded.startswith("1 measured under foreign load, left out: papers L5")
+
+
+def test_old_tables_without_repeats_cannot_be_decided(tmp_path):
+    pd.DataFrame([{"setting": "papers", "layers": layers, "sampler": sampler, "status": "ok",
+                   "time_ratio_vs_dense": 2.0 if sampler == "naive" else 1.0, "edges_ratio_vs_dense": 1.5,
+                   "quick": True} for layers in (3, 4) for sampler in ("naive", "dense")]).to_csv(
+        tmp_path / "sampling.csv", index=False)
+    finding = report.CLAIMS.get("dense-speedup").evaluate(tmp_path)
+    assert finding.verdict == report.INCONCLUSIVE and "missing" in finding.reason
+
+
+def test_missing_tables_are_not_testable_with_the_reason(tmp_path):
     for item in report.CLAIMS.in_order():
-        assert item.evaluate(tmp_path).verdict == report.MISSING
+        finding = item.evaluate(tmp_path)
+        assert finding.verdict == report.NOT_TESTABLE and "missing" in finding.reason
+
+
+@pytest.mark.parametrize("gaps, verdict", [
+    ({"b16": [0.0, 0.0, 0.0]}, report.HOLDS),                      # in-order async computes what sync does
+    ({"b16 ooo": [-0.002, 0.001, -0.001]}, report.HOLDS),
+    ({"b16 ooo": [-0.05, -0.04, -0.06]}, report.FAILS),
+    ({"b16 ooo": [-0.03, 0.01, -0.02]}, report.INCONCLUSIVE),      # the interval straddles -0.01
+])
+def test_async_accuracy_claim(tmp_path, gaps, verdict):
+    sync = [0.70, 0.72, 0.71]
+    rows = [{"dataset": "arxiv-like", "configuration": "sync", "seed": s, "test_accuracy": a}
+            for s, a in enumerate(sync)]
+    for config, values in gaps.items():
+        rows += [{"dataset": "arxiv-like", "configuration": config, "seed": s, "test_accuracy": sync[s] + g}
+                 for s, g in enumerate(values)]
+    pd.DataFrame(rows).to_csv(tmp_path / "pipeline_accuracy.csv", index=False)
+    assert report.CLAIMS.get("async-accuracy").evaluate(tmp_path).verdict == verdict
+
+
+def test_async_accuracy_claim_needs_three_seeds(tmp_path):
+    rows = [{"dataset": "a", "configuration": c, "seed": s, "test_accuracy": 0.7} for c in ("sync", "b16")
+            for s in (0, 1)]
+    pd.DataFrame(rows).to_csv(tmp_path / "pipeline_accuracy.csv", index=False)
+    finding = report.CLAIMS.get("async-accuracy").evaluate(tmp_path)
+    assert finding.verdict == report.INCONCLUSIVE and "2 seed(s); the claim needs 3" in finding.reason
+
+
+def test_pipeline_claim_is_not_testable_without_an_accelerator_and_shows_the_projection(tmp_path):
+    speed = pd.DataFrame([
+        {"dataset": "d", "sampler": "dense", "system": "in_memory", "configuration": "in_memory",
+         "epoch_time_s": 1.0, "time_ratio_vs_in_memory": 1.0, "compute_utilization": 0.97, "device": "cpu"},
+        {"dataset": "d", "sampler": "dense", "system": "pipelined", "configuration": "4T 2X q4/4 b16",
+         "epoch_time_s": 1.1, "time_ratio_vs_in_memory": 1.1, "compute_utilization": 0.96, "device": "cpu"},
+    ])
+    speed.to_csv(tmp_path / "pipeline_speed.csv", index=False)
+    pd.DataFrame([
+        {"dataset": "d", "sampler": "dense", "profile": "p3.2xlarge", "configuration": "sync", "seeds": 5,
+         "compute_utilization": 0.4, "compute_utilization_ci_low": 0.39, "compute_utilization_ci_high": 0.41,
+         "hardware": "V100"},
+        {"dataset": "d", "sampler": "dense", "profile": "p3.2xlarge", "configuration": "4T 2X q4/4 b16", "seeds": 5,
+         "compute_utilization": 0.95, "compute_utilization_ci_low": 0.94, "compute_utilization_ci_high": 0.96,
+         "time_ratio_vs_sync": 0.45, "time_ratio_vs_sync_ci_low": 0.44, "time_ratio_vs_sync_ci_high": 0.46,
+         "hardware": "V100"},
+    ]).to_csv(tmp_path / "pipeline_projection.csv", index=False)
+    finding = report.CLAIMS.get("pipeline-utilization").evaluate(tmp_path)
+    assert finding.verdict == report.NOT_TESTABLE and "no accelerator" in finding.reason
+    assert "PROJECTION (simulator, not a measurement) on p3.2xlarge" in finding.measured
+    assert "the projection holds" in finding.measured and "measured here on the CPU" in finding.measured
+
+
+def test_a_verdict_without_an_interval_becomes_inconclusive(tmp_path):
+    item = report.Claim("point", "a point estimate", (), lambda results: report.Finding("1.5", "", report.HOLDS))
+    finding = item.evaluate(tmp_path)
+    assert finding.verdict == report.INCONCLUSIVE and "point estimate" in finding.reason
+    bad = report.Claim("bad", "a made-up verdict", (), lambda results: report.Finding("", "", "partly"))
+    with pytest.raises(ValueError, match="not one of"):
+        bad.evaluate(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------- report --against
+def _folder(path: Path, ratio_low: float, ratio_high: float, swaps: int = 42) -> Path:
+    path.mkdir(parents=True)
+    table = _sampling_table({layers: _repeats(r) for layers, r in {3: 1.3, 4: 1.6, 5: 2.0}.items()})
+    table.loc[table["sampler"] == "naive", "time_ratio_vs_dense_ci_low"] = ratio_low
+    table.loc[table["sampler"] == "naive", "time_ratio_vs_dense_ci_high"] = ratio_high
+    table.to_csv(path / "sampling.csv", index=False)
+    pd.DataFrame([{"policy": "beta", "num_partitions": 16, "capacity": 4, "logical_partitions": 16, "swaps": swaps,
+                   "bytes_read": 1e9, "bytes_written": 5e8, "epoch_time_prefetch_s": 10.0}]).to_csv(
+        path / "buffer_io.csv", index=False)
+    return path
+
+
+def test_comparison_flags_only_intervals_that_do_not_overlap_and_exact_changes(tmp_path):
+    reference = _folder(tmp_path / "reference", 1.2, 2.2)
+    same = _folder(tmp_path / "same", 1.5, 2.5)
+    assert compare.compare(same, reference).flagged == 0
+    moved = _folder(tmp_path / "moved", 3.0, 4.0, swaps=40)
+    result = compare.compare(moved, reference)
+    text = result.text()
+    # the three naive rows' ratio intervals moved (in the table, and in the claim's estimates), one exact swap
+    # count changed
+    assert result.flagged == 3 + 3 + 1
+    assert text.count("papers L") == 3 and "papers L3 naive/DENSE time" in text
+    assert "time_ratio_vs_dense" in text and "[FLAGGED: intervals do not overlap]" in text
+    assert "swaps 42 -> 40  [FLAGGED: exact value changed]" in text
+    assert "dense-speedup: " in text
+
+
+def test_report_command_compares_a_reproduction_folder(tmp_path, capsys):
+    reference = _folder(tmp_path / "reference", 1.2, 2.2)
+    reproduction = tmp_path / "repro"
+    _folder(reproduction / "results", 3.0, 4.0)
+    assert gnnsuite(["report", str(reproduction), "--against", str(reference)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"comparison of {reproduction / 'results'} against the reference {reference}")
+    assert gnnsuite(["report", str(reproduction), "--against", str(reference), "--strict"]) == 1
+    assert gnnsuite(["report", str(tmp_path / "nowhere"), "--against", str(reference)]) == 2
+    assert "no results folder" in capsys.readouterr().err
+
+
+def test_interval_format():
+    assert report.table_interval(pd.Series({"x": 1.5, "x_ci_low": 1.2, "x_ci_high": 1.9}), "x").format(2) == \
+        "1.50 [1.20, 1.90]"
+    assert math.isnan(report.table_interval(pd.Series({"x": 1.5}), "x").low)

@@ -9,7 +9,8 @@ import time
 
 import torch
 
-from suite.threads import (LoadMeter, MachineLoad, adapt_budget, apply_budget, budget_applied, own_cpu_seconds,
+from suite.load import LoadMonitor, MachineLoad, own_cpu_seconds
+from suite.threads import (adapt_budget, apply_budget, budget_applied,
                            plan_budget, usable_cores)
 
 SPIN = "import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"
@@ -27,10 +28,10 @@ def test_budgets_by_hand():
 
 def test_a_budget_gives_way_to_foreign_load_measured_long_enough():
     budget = plan_budget(0, cores=2)
-    busy = MachineLoad(wall_s=2.0, foreign_cpu_s=1.6, foreign_cores=0.8, under_load=True)
+    busy = MachineLoad(foreign_cpu_s=1.6, foreign_cores=0.8, under_load=True, wall_s=2.0)
     assert adapt_budget(budget, busy).compute == 1
-    assert adapt_budget(adapt_budget(budget, busy), MachineLoad(2.0, 0.0, 0.0, False)).compute == 2
-    assert adapt_budget(budget, MachineLoad(0.1, 0.08, 0.8, True)).compute == 2  # too short to tell
+    assert adapt_budget(adapt_budget(budget, busy), MachineLoad(0.0, 0.0, False, wall_s=2.0)).compute == 2
+    assert adapt_budget(budget, MachineLoad(0.08, 0.8, True, wall_s=0.1)).compute == 2  # too short to tell
     pinned = plan_budget(0, requested=2, cores=2)
     assert adapt_budget(pinned, busy) is pinned
 
@@ -47,7 +48,7 @@ def test_a_busy_foreign_process_is_measured_and_our_own_child_is_not():
     # A spinning grandchild of a detached shell is no descendant of ours once the shell exits: it is foreign.
     detached = subprocess.Popen(["sh", "-c", f"{sys.executable} -c '{SPIN.format(seconds=1.3)}' &"])
     detached.wait()
-    with LoadMeter() as meter:
+    with LoadMonitor() as meter:
         time.sleep(1.0)
     assert meter.result.wall_s >= 1.0
     assert meter.result.foreign_cores >= 0.5 and meter.result.under_load
