@@ -8,6 +8,7 @@ provenance), so every system is summarized the same way.
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -94,6 +95,10 @@ class System(ABC):
             for epoch in range(len(done), epochs):
                 started = time.perf_counter()
                 stats = self.train_epoch(epoch, progress=progress)
+                if not math.isfinite(stats.loss):  # systems whose tasks do not check every batch's loss
+                    from systems.tasks.base import diverged
+
+                    raise diverged(stats.loss, epoch)
                 elapsed = time.perf_counter() - started
                 metrics = None
                 splits = self.spec.evaluation.splits

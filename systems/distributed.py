@@ -426,6 +426,9 @@ class NullRecorder:
         self.run_id = spec.run_id
         self.run_dir = Path(out) / spec.run_id
 
+    def open(self) -> None:
+        """Nothing to open."""
+
     def record(self, kind: str, **fields: Any) -> None:
         """Drop the record."""
 

@@ -69,7 +69,7 @@ _ROW_KEYS = ("features", "labels")
 # metadata fields that partition_store writes itself; every other top-level field of the input is copied
 _OWN_FIELDS = frozenset({
     "format", "format_version", "name", "num_nodes", "num_edges", "directed", "num_relations", "num_classes",
-    "feature_dim", "dtypes", "source", "created_at", "suite_version", "files", "partitioning",
+    "feature_dim", "dtypes", "source", "created_at", "suite_version", "files", "partitioning", "checks",
 })
 
 Ordering = Callable[[GraphStore, int], np.ndarray]
@@ -257,8 +257,9 @@ class PartitionLayout:
     bucket_edges: torch.Tensor
 
     @classmethod
-    def from_store(cls, store: GraphStore) -> "PartitionLayout":
-        """Read the layout of a store written by :func:`partition_store`.
+    def from_store(cls, store: GraphStore, checked: bool = True) -> "PartitionLayout":
+        """Read the layout of a store written by :func:`partition_store` (``checked``: see
+        :meth:`GraphStore.array <suite.graph.store.GraphStore.array>`).
 
         Raises:
             DataError: when the store is not partitioned or the layout files disagree in size.
@@ -266,17 +267,17 @@ class PartitionLayout:
         missing = [key for key in PARTITION_KEYS if not store.has(key)]
         if missing:
             raise DataError(f"{store.path}: not a partitioned store (no {', '.join(missing)}; run partition first)")
-        offsets = store.tensor("partition_offsets")
+        offsets = store.tensor("partition_offsets", checked)
         p = len(offsets) - 1
-        bucket_offsets = store.tensor("bucket_offsets")
-        bucket_edges = store.tensor("bucket_edges")
+        bucket_offsets = store.tensor("bucket_offsets", checked)
+        bucket_edges = store.tensor("bucket_edges", checked)
         if len(bucket_offsets) != p * p + 1:
             raise DataError(f"{store.file('bucket_offsets')}: has {len(bucket_offsets)} entries, expected p*p+1 = "
                             f"{p * p + 1} for p = {p} partitions")
         if int(bucket_offsets[-1]) != len(bucket_edges):
             raise DataError(f"{store.file('bucket_offsets')}: ends at {int(bucket_offsets[-1])}, but bucket_edges "
                             f"has {len(bucket_edges)} rows")
-        return cls(p, offsets, store.tensor("node_map"), bucket_offsets, bucket_edges)
+        return cls(p, offsets, store.tensor("node_map", checked), bucket_offsets, bucket_edges)
 
     def partition_range(self, i: int) -> tuple[int, int]:
         """New ids ``[start, end)`` of partition ``i``."""
@@ -312,7 +313,7 @@ def verify_partitioning(store: GraphStore, chunk_edges: int = DEFAULT_CHUNK_EDGE
     Raises:
         DataError: naming the first file that is wrong.
     """
-    layout = PartitionLayout.from_store(store)
+    layout = PartitionLayout.from_store(store, checked=False)
     n, p = store.num_nodes, layout.num_partitions
     offsets = layout.offsets.numpy()
     if offsets[0] != 0 or offsets[-1] != n or (np.diff(offsets) <= 0).any():
@@ -326,7 +327,7 @@ def verify_partitioning(store: GraphStore, chunk_edges: int = DEFAULT_CHUNK_EDGE
         raise DataError(f"{store.file('bucket_edges')}: holds {int(bucket_offsets[-1])} edges, expected {expected}")
     file = store.file("bucket_edges")
     previous = None
-    for start, rows in _row_chunks(store.array("bucket_edges"), chunk_edges):
+    for start, rows in _row_chunks(store.array("bucket_edges", checked=False), chunk_edges):
         src, rel, dst = rows[:, 0], rows[:, 1], rows[:, 2]
         if rows.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n
                           or rel.min() < 0 or rel.max() >= store.num_relations):

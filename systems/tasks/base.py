@@ -13,13 +13,36 @@ that training does not change, or state versioned by ``optimizer_steps``.
 from __future__ import annotations
 
 import contextlib
+import math
 from abc import ABC, abstractmethod
 
 import torch
 
 from suite.config import RunSpec
+from suite.errors import DivergedError
 from suite.graph import GraphStore
 from systems.batch import Batch
+
+
+def non_finite_name(value: float) -> str:
+    """``"nan"``, ``"inf"`` or ``"-inf"``."""
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def diverged(loss: float, epoch: int, batch: int | None = None) -> DivergedError:
+    """The error that stops a run whose training loss became ``loss`` (non-finite) at ``epoch`` (and ``batch``)."""
+    where = f"epoch {epoch}" + (f", batch {batch}" if batch is not None else "")
+    name = non_finite_name(loss)
+    return DivergedError(f"training diverged: the loss became {name} at {where} (status 'diverged'; try a smaller "
+                         f"training.learning_rate)", epoch=epoch, batch=batch, loss=name)
+
+
+def check_loss(loss: float, batch: Batch) -> float:
+    """``loss`` (a batch's training loss) when it is finite; else raise :class:`~suite.errors.DivergedError` naming
+    the batch, which stops the run with status ``diverged``."""
+    if not math.isfinite(loss):
+        raise diverged(loss, batch.epoch, batch.index)
+    return loss
 
 
 class Task(ABC):
@@ -108,4 +131,4 @@ class Task(ABC):
         """Drop what ``setup`` loaded (the trained model may stay)."""
 
 
-__all__ = ["Task"]
+__all__ = ["Task", "check_loss", "diverged", "non_finite_name"]

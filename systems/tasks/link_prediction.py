@@ -50,7 +50,7 @@ from systems.batch import Batch, batch_generator, plan_epoch
 from systems.models.decoders import Decoder, build_decoder
 from systems.models.embeddings import EmbeddingTable
 from systems.sampling.base import SampledSubgraph, Sampler, SamplingGraph
-from systems.tasks.base import Task
+from systems.tasks.base import Task, check_loss
 from systems.tasks.negatives import NegativeSampler, chunked_scores
 from systems.tasks.node_classification import make_optimizer
 
@@ -297,7 +297,7 @@ class LinkPredictionTask(Task):
         if self.optimizer is not None:
             self.optimizer.step()
         self.optimizer_steps += 1
-        batch.loss = float(loss.detach())
+        batch.loss = check_loss(float(loss.detach()), batch)  # a non-finite loss stops the run (status diverged)
         if self.embeddings is not None:
             extra["grad"] = x.grad.detach()
             extra["embedding_staleness"] = batch.version_applied - extra["embedding_version"]

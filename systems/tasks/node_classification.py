@@ -25,7 +25,7 @@ import systems.models  # noqa: F401  (registers the built-in models)
 import systems.sampling  # noqa: F401  (registers the built-in samplers)
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.sampling.base import Sampler, SamplingGraph
-from systems.tasks.base import Task
+from systems.tasks.base import Task, check_loss
 
 # Offset between the training seed and the evaluation sampling seed (any constant keeps them independent).
 _EVAL_SEED_OFFSET = 0x5EED
@@ -134,7 +134,7 @@ class NodeClassificationTask(Task):
         batch.version_applied = self.optimizer_steps
         self.optimizer.step()
         self.optimizer_steps += 1
-        batch.loss = float(loss.detach())
+        batch.loss = check_loss(float(loss.detach()), batch)  # a non-finite loss stops the run (status diverged)
         batch.x = batch.y = batch.ready = None  # the device memory goes back to the allocator now
 
     def train(self) -> None:
