@@ -8,7 +8,9 @@ Registered dataset names (``DATASETS``):
 - every raw-data loader of :mod:`suite.graph.loaders` (``cora``, ``fb15k237``, ``ogbn-arxiv``...): prepared once
   from ``root`` into ``cache_dir/<name>-<hash of root>`` and reused.
 
-Preparation takes a file lock on the cache entry, so concurrent runs of a grid prepare a dataset once.
+Preparation waits for and holds a lock on the cache entry (removed afterwards), so concurrent runs of a grid
+prepare a dataset once; a failed or killed preparation leaves neither a partial store nor a lock file behind (the
+next attempt removes what a killed one left, see :func:`suite.io.staged_directory`).
 Errors name the spec field (``dataset.root: ...``).
 """
 
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from pathlib import Path
 from suite.config import DatasetSpec
 from suite.errors import ConfigError, DataError
 from suite.graph import GraphStore
+from suite.io import exclusive_lock
 from suite.registry import DATASETS
 
 
@@ -34,13 +36,14 @@ def _digest(data: object) -> str:
 
 @contextlib.contextmanager
 def _cache_lock(entry: Path) -> Iterator[None]:
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    with open(entry.parent / f".{entry.name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
+    """Wait for and hold the lock of cache entry ``entry`` (``.<name>.cache.lock``, removed on release; the
+    lock of a process that died is taken over)."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(entry.with_name(f".{entry.name}.cache.lock"), f"dataset cache entry {entry}", wait=True):
             yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    except PermissionError as err:
+        raise DataError(f"dataset.cache_dir: {entry.parent}: cannot write ({err.strerror})") from None
 
 
 def _cached(entry: Path, build: Callable[[Path], GraphStore]) -> GraphStore:

@@ -264,12 +264,29 @@ def _usable(cached: Any, signature: list[int], entry: dict[str, Any]) -> bool:
             and cached.get("checksum") == entry.get("checksum") and cached.get("dtype") == entry.get("dtype"))
 
 
-def check_store(store: Any, *, cache: bool = True) -> dict[str, dict[str, Any]]:
+PARTITION_CHECKSUMS = {"features": "feature_crc32", "bucket_edges": "bucket_crc32"}
+"""Files of a partitioned store whose partitions (or buckets) carry their own CRC-32 in ``metadata["partitioning"]``
+(checked at every read by the disk system)."""
+
+
+def partition_checksummed(meta: dict[str, Any]) -> set[str]:
+    """The files of ``meta``'s store checked partition by partition when read (see :data:`PARTITION_CHECKSUMS`)."""
+    partitioning = meta.get("partitioning")
+    if not isinstance(partitioning, dict):
+        return set()
+    return {key for key, field in PARTITION_CHECKSUMS.items() if isinstance(partitioning.get(field), list)}
+
+
+def check_store(store: Any, *, cache: bool = True, whole_files: bool = True) -> dict[str, dict[str, Any]]:
     """Check every file of an opened store against :data:`RULES` and its recorded checksum.
 
     Files whose cached scan (``metadata.json`` ``checks``) still matches their signature are not read; the others
     are scanned, and their scans are written back into ``metadata.json`` when ``cache`` (best effort: skipped when
     the store is read-only or another process is writing it).
+
+    With ``whole_files=False`` the whole-file checksum of a file checked partition by partition when read
+    (:func:`partition_checksummed`) is not compared: its reader reports a mismatch naming the partition, and can be
+    told not to check (the disk system's ``verify_checksums: false``). Its rules still apply.
 
     Returns:
         The scans of every file, by key.
@@ -279,6 +296,7 @@ def check_store(store: Any, *, cache: bool = True) -> dict[str, dict[str, Any]]:
     """
     meta = store.metadata
     cached = _cached_scans(meta)
+    by_partition = set() if whole_files else partition_checksummed(meta)
     scans: dict[str, dict[str, Any]] = {}
     fresh: dict[str, dict[str, Any]] = {}
     for key, entry in meta["files"].items():
@@ -296,7 +314,7 @@ def check_store(store: Any, *, cache: bool = True) -> dict[str, dict[str, Any]]:
         problem = rule(stats, meta) if rule is not None else None
         if problem:
             raise DataError(f"{path}: {problem}")
-        if stats["checksum"] != entry["checksum"]:
+        if stats["checksum"] != entry["checksum"] and key not in by_partition:
             raise DataError(f"{path}: checksum mismatch (file changed since it was written; metadata says "
                             f"{entry['checksum'][:19]}..., the file hashes to {stats['checksum'][:19]}...)")
         scans[key] = stats
@@ -329,5 +347,5 @@ def _write_cache(store: Any, fresh: dict[str, dict[str, Any]]) -> None:
             store.metadata[CHECKS_FIELD] = current[CHECKS_FIELD]
 
 
-__all__ = ["CHECKS_FIELD", "MAX_COLUMNS", "RULES", "check_store", "checks_field", "file_signature", "rule_for",
+__all__ = ["CHECKS_FIELD", "MAX_COLUMNS", "PARTITION_CHECKSUMS", "RULES", "check_store", "partition_checksummed", "checks_field", "file_signature", "rule_for",
            "scan_file", "scans_for"]

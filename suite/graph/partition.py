@@ -17,6 +17,11 @@ bucket_edges        (k, 3) int64    ``(src, rel, dst)`` rows in new ids, sorted 
                                     partition, src, dst, rel)
 ==================  ==============  ====================================================================
 
+Checksums (in ``metadata["partitioning"]``): ``feature_crc32`` holds the CRC-32 of every partition's feature rows,
+``bucket_crc32`` that of every bucket's rows (``p * p``, bucket ``(i, j)`` at ``i * p + j``); the disk system checks
+every partition and bucket it reads against them (:func:`check_bucket_crc`), so a corrupted read names the file and
+the partition or bucket.
+
 Partition sizes are balanced as :func:`numpy.array_split` does: the first ``n % p`` partitions hold
 ``n // p + 1`` nodes, the others ``n // p``; so sizes differ by at most one and none is empty.
 
@@ -36,6 +41,7 @@ whatever the number of edges.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import zlib
@@ -308,7 +314,7 @@ def verify_partitioning(store: GraphStore, chunk_edges: int = DEFAULT_CHUNK_EDGE
     Checks: ``partition_offsets`` start at 0, end at ``n`` and increase; ``node_map`` is a permutation;
     ``bucket_offsets`` start at 0 and never decrease; every bucket row lies in its bucket's partitions with ids
     and relations in range; rows are sorted by (bucket, src, dst, rel); the bucket edges count the training edges
-    (link prediction) or all edges.
+    (link prediction) or all edges; every bucket matches its CRC-32 (when recorded).
 
     Raises:
         DataError: naming the first file that is wrong.
@@ -350,6 +356,14 @@ def verify_partitioning(store: GraphStore, chunk_edges: int = DEFAULT_CHUNK_EDGE
                 row = start + int(np.flatnonzero(decreasing)[0]) - (0 if previous is None else 1)
                 raise DataError(f"{file}: rows {row} and {row + 1} are not sorted by (bucket, src, dst, rel)")
         previous = keys[-1:]
+    checksums = bucket_checksums(store)
+    if checksums is not None:
+        if len(checksums) != p * p:
+            raise DataError(f"{store.path / METADATA_FILE}: field 'partitioning.bucket_crc32' has {len(checksums)} "
+                            f"entries, expected p*p = {p * p}")
+        edges = store.array("bucket_edges", checked=False)
+        for b in range(p * p):
+            check_bucket_crc(checksums, b // p, b % p, edges[bucket_offsets[b]:bucket_offsets[b + 1]], file)
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -428,8 +442,8 @@ def _bin_bounds(counts: np.ndarray, max_edges: int) -> np.ndarray:
 
 
 def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]], offsets: np.ndarray,
-                   max_bucket_edges: int) -> int:
-    """Write ``bucket_offsets`` and ``bucket_edges``; return the number of edges.
+                   max_bucket_edges: int) -> list[int]:
+    """Write ``bucket_offsets`` and ``bucket_edges``; return the CRC-32 of every bucket's rows (``p * p``).
 
     Pass 1 counts the edges of every bucket. Pass 2 scatters the edges into scratch files, one per *bin* of
     consecutive buckets holding at most ``max_bucket_edges`` edges (at most ``_MAX_OPEN_BINS`` files open at
@@ -443,6 +457,7 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
     bucket_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     bins = _bin_bounds(counts, max_bucket_edges)
     num_bins = len(bins) - 1
+    crcs = [0] * (p * p)  # zlib.crc32(b"") of the empty buckets
     scratch = writer.root / "_partition_scratch"
     scratch.mkdir(exist_ok=True)
     try:
@@ -466,11 +481,15 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
                     rows = np.fromfile(paths[k], dtype=np.int64).reshape(-1, 3)
                     paths[k].unlink()
                     order = np.lexsort((rows[:, 1], rows[:, 2], rows[:, 0], _bucket_of(rows, offsets)))
-                    out.append(rows[order])
+                    rows = np.ascontiguousarray(rows[order])
+                    base = bucket_offsets[bins[k]]
+                    for b in range(bins[k], bins[k + 1]):
+                        crcs[b] = zlib.crc32(rows[bucket_offsets[b] - base:bucket_offsets[b + 1] - base].view(np.uint8))
+                    out.append(rows)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     writer.write_array("bucket_offsets", bucket_offsets)
-    return int(bucket_offsets[-1])
+    return crcs
 
 
 def partition_crc32(path: Path, offsets: np.ndarray, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[int]:
@@ -485,6 +504,31 @@ def partition_crc32(path: Path, offsets: np.ndarray, chunk_bytes: int = DEFAULT_
             crc = zlib.crc32(np.ascontiguousarray(array[first:min(first + rows, stop)]).view(np.uint8), crc)
         crcs.append(crc)
     return crcs
+
+
+def bucket_checksums(store: GraphStore) -> list[int] | None:
+    """The CRC-32 of every edge bucket of a partitioned store (``p * p``, bucket ``i * p + j``), or None for a
+    store partitioned before buckets carried checksums."""
+    crcs = store.metadata.get("partitioning", {}).get("bucket_crc32")
+    return crcs if isinstance(crcs, list) else None
+
+
+def check_bucket_crc(checksums: list[int] | None, i: int, j: int, rows: torch.Tensor | np.ndarray,
+                     path: str | os.PathLike) -> None:
+    """Check the rows read of bucket ``(i, j)`` against its CRC-32 (:func:`bucket_checksums`; None: unchecked).
+
+    Raises:
+        DataError: ``<path>: bucket (i, j) (edges from partition i to partition j) fails its CRC-32 check``.
+    """
+    if checksums is None:
+        return
+    p = math.isqrt(len(checksums))
+    if isinstance(rows, torch.Tensor):
+        rows = rows.numpy()
+    crc = zlib.crc32(np.ascontiguousarray(rows).view(np.uint8))
+    if not (0 <= i < p and 0 <= j < p) or crc != checksums[i * p + j]:
+        raise DataError(f"{path}: bucket ({i}, {j}) (edges from partition {i} to partition {j}, {len(rows)} rows) "
+                        f"fails its CRC-32 check (corrupted)")
 
 
 def partition_store(
@@ -576,7 +620,8 @@ def partition_store(
         bar.update()
         bar.set_postfix_str("buckets")
         bucket_source = "train_edges" if store.has("train_edges") else "edges"
-        _write_buckets(writer, _example_edges(store, inverse, chunk_edges), offsets, max_bucket_edges)
+        bucket_crc32 = _write_buckets(writer, _example_edges(store, inverse, chunk_edges), offsets,
+                                      max_bucket_edges)
         bar.update()
         bar.set_postfix_str("metadata")
         checksum = file_checksum(store.path / METADATA_FILE)
@@ -591,6 +636,7 @@ def partition_store(
             "source_checksum": checksum,
             "dropped_keys": dropped,
             **({"feature_crc32": feature_crc32} if feature_crc32 is not None else {}),
+            "bucket_crc32": bucket_crc32,
         }
         source = {
             "kind": "partition",

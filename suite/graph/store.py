@@ -216,7 +216,7 @@ class GraphStore:
         self.path = path
         self.metadata = meta
         self._arrays: dict[str, np.ndarray] = {}
-        self._checked = False
+        self._checked = ""  # "" not yet, "rules" before use (_check_before_use), "whole" for a run (check_for_run)
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> "GraphStore":
@@ -290,21 +290,32 @@ class GraphStore:
         Raises:
             DataError: one line naming the first file at fault.
         """
-        if not self._checked:
+        if self._checked != "whole":
             from suite.graph.checks import check_store
 
             check_store(self)
-            self._checked = True
+            self._checked = "whole"
+
+    def _check_before_use(self) -> None:
+        """:meth:`check_for_run`, except that files checked partition by partition when read (a partitioned store's
+        features and buckets, see :func:`suite.graph.checks.partition_checksummed`) are left to their reader's
+        per-partition checksums."""
+        if not self._checked:
+            from suite.graph.checks import check_store
+
+            check_store(self, whole_files=False)
+            self._checked = "rules"
 
     def array(self, key: str, checked: bool = True) -> np.ndarray:
         """The array ``key`` as a copy-on-write memory map (no data read until touched).
 
-        The store is checked first (:meth:`check_for_run`, once), so no array with an id out of range, a label
-        outside its classes or a non-finite feature is ever handed out. ``checked=False`` skips that, for
-        verification code that checks the data itself (:meth:`verify`).
+        The store is checked first (once: :meth:`check_for_run`, where partition-checksummed files are left to
+        their reader), so no array with an id out of range, a label outside its classes or a non-finite feature is
+        ever handed out. ``checked=False`` skips that, for verification code that checks the data itself
+        (:meth:`verify`).
         """
         if checked:
-            self.check_for_run()
+            self._check_before_use()
         return self._map(key)
 
     def _map(self, key: str) -> np.ndarray:

@@ -38,11 +38,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from suite.config import RunSpec, validate_system_options
 from suite.errors import ConfigError, DataError
 from suite.graph import GraphStore
+from suite.graph.partition import bucket_checksums, check_bucket_crc
 from suite.io import IOCounters, evict_page_cache, process_io_bytes
 from suite.metrics import StageTimer, accuracy
 from suite.recorder import Recorder
@@ -86,6 +87,12 @@ class DiskOptions(BaseModel):
         if value is not None and value not in POLICIES:
             raise ValueError(f"unknown policy {value!r} (known: {', '.join(POLICIES.names())})")
         return value
+
+    @model_validator(mode="after")
+    def _buffer_fits(self) -> "DiskOptions":  # checked when the spec is loaded, before any output exists
+        if self.buffer_capacity > self.num_partitions:
+            raise ValueError(f"buffer_capacity: {self.buffer_capacity} exceeds num_partitions {self.num_partitions}")
+        return self
 
 
 def partitioned_store_path(store: GraphStore, num_partitions: int, order: str, seed: int) -> Path:
@@ -137,6 +144,7 @@ class BufferedGraph:
 
     def __init__(self, store: GraphStore, direction: str, counters: IOCounters, evict: bool):
         self.edges = PartitionArray(store.file("bucket_edges"), counters, evict=evict)
+        self.bucket_crc32 = bucket_checksums(store)
         self.bucket_offsets = store.array("bucket_offsets").astype(np.int64)
         self.partition_offsets = store.array("partition_offsets").astype(np.int64)
         self.p = len(self.partition_offsets) - 1
@@ -155,6 +163,7 @@ class BufferedGraph:
             block = torch.empty((stop - start, 3), dtype=torch.int64)
             if stop > start:
                 self.edges.read_rows(start, stop, block)
+            check_bucket_crc(self.bucket_crc32, i, j, block, self.edges.path)
             self.cache[(i, j)] = (block[:, 0] - int(self.partition_offsets[i]), block[:, 1],
                                   block[:, 2] - int(self.partition_offsets[j]))
         return resident
