@@ -32,6 +32,7 @@ import hashlib
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -135,27 +136,42 @@ def _reason(err: BaseException) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- rules
-Rule = Callable[[dict[str, Any], dict[str, Any]], str | None]
-"""A rule: ``(stats of the file, store metadata) -> None`` when the file is usable, else what is wrong."""
+@dataclass(frozen=True)
+class OutOfRange:
+    """A rule's finding: some value (of ``column``) lies outside ``[low, high)``; :func:`check_store` locates the
+    first such row to name it.
+
+    Attributes:
+        low / high: the allowed range.
+        what: what one value is, e.g. ``"destination node id"``.
+        context: where the bound comes from, e.g. ``"num_nodes in metadata.json"``.
+        column: the column of a 2-D array (None: any value).
+    """
+
+    low: int
+    high: int
+    what: str
+    context: str
+    column: int | None = None
 
 
-def _in_range(stats: dict[str, Any], low: int, high: int, what: str, column: int | None = None) -> str | None:
-    """None when every value (of ``column``) lies in ``[low, high)``; else the message."""
+Rule = Callable[[dict[str, Any], dict[str, Any]], "str | OutOfRange | None"]
+"""A rule: ``(stats of the file, store metadata) -> None`` when the file is usable, else what is wrong (a message,
+or an :class:`OutOfRange` finding)."""
+
+
+def _in_range(stats: dict[str, Any], low: int, high: int, what: str, context: str,
+              column: int | None = None) -> OutOfRange | None:
+    """None when every value (of ``column``) lies in ``[low, high)``; else the finding."""
     if column is None:
         lo, hi = stats.get("min"), stats.get("max")
     else:
         mins, maxs = stats.get("column_min"), stats.get("column_max")
-        if mins is None or maxs is None:
-            return None if stats.get("rows", 0) == 0 else f"has no per-column statistics for {what}"
-        lo, hi = mins[column], maxs[column]
+        lo = None if mins is None else mins[column]
+        hi = None if maxs is None else maxs[column]
     if lo is None:  # empty
         return None
-    where = "" if column is None else f" in column {column}"
-    if lo < low:
-        return f"value {lo}{where} is out of range [{low}, {high}) for {what}"
-    if hi >= high:
-        return f"value {hi}{where} is out of range [{low}, {high}) for {what}"
-    return None
+    return OutOfRange(low, high, what, context, column) if lo < low or hi >= high else None
 
 
 def _offsets(stats: dict[str, Any], end: int, what: str) -> str | None:
@@ -169,26 +185,23 @@ def _offsets(stats: dict[str, Any], end: int, what: str) -> str | None:
     return None
 
 
-def _node_ids(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
-    return _in_range(stats, 0, meta["num_nodes"], f"node ids (num_nodes={meta['num_nodes']})")
+def _node_ids(stats: dict[str, Any], meta: dict[str, Any]) -> OutOfRange | None:
+    return _in_range(stats, 0, meta["num_nodes"], "node id", "num_nodes in metadata.json")
 
 
-def _relations(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
-    return _in_range(stats, 0, meta["num_relations"], f"relation ids (num_relations={meta['num_relations']})")
+def _relations(stats: dict[str, Any], meta: dict[str, Any]) -> OutOfRange | None:
+    return _in_range(stats, 0, meta["num_relations"], "relation id", "num_relations in metadata.json")
 
 
 def _indptr(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
     return _offsets(stats, meta["num_edges"], f"CSR offsets of num_edges={meta['num_edges']} edges")
 
 
-def _labels(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
+def _labels(stats: dict[str, Any], meta: dict[str, Any]) -> OutOfRange | None:
     classes = meta["num_classes"]
     if classes > 0:
-        return _in_range(stats, -1, classes, f"labels (num_classes={classes}; -1 = unlabeled)")
-    low = stats.get("min")
-    if low is not None and low < -1:
-        return f"value {low} is out of range for labels (-1 = unlabeled, classes from 0)"
-    return None
+        return _in_range(stats, -1, classes, "label", "num_classes in metadata.json; -1 = unlabeled")
+    return _in_range(stats, -1, 2**62, "label", "-1 = unlabeled, classes from 0")
 
 
 def _finite(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
@@ -199,17 +212,14 @@ def _finite(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
     return None
 
 
-def _edge_list(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
+def _edge_list(stats: dict[str, Any], meta: dict[str, Any]) -> str | OutOfRange | None:
+    if "column_min" not in stats:
+        return None if stats.get("rows", 0) == 0 else "expected (k, 3) integer rows 'src, rel, dst'"
+    nodes, relations = "num_nodes in metadata.json", "num_relations in metadata.json"
     n, r = meta["num_nodes"], meta["num_relations"]
-    return (_in_range(stats, 0, n, f"source node ids (num_nodes={n})", column=0)
-            or _in_range(stats, 0, r, f"relation ids (num_relations={r})", column=1)
-            or _in_range(stats, 0, n, f"destination node ids (num_nodes={n})", column=2))
-
-
-def _num_partitions(meta: dict[str, Any]) -> int | None:
-    partitioning = meta.get("partitioning")
-    p = partitioning.get("num_partitions") if isinstance(partitioning, dict) else None
-    return p if isinstance(p, int) and not isinstance(p, bool) else None
+    return (_in_range(stats, 0, n, "source node id", nodes, column=0)
+            or _in_range(stats, 0, r, "relation id", relations, column=1)
+            or _in_range(stats, 0, n, "destination node id", nodes, column=2))
 
 
 def _partition_offsets(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
@@ -217,8 +227,8 @@ def _partition_offsets(stats: dict[str, Any], meta: dict[str, Any]) -> str | Non
 
 
 def _bucket_offsets(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
-    files = meta["files"]
-    rows = files.get("bucket_edges", {}).get("shape", [0])[0] if isinstance(files.get("bucket_edges"), dict) else 0
+    entry = meta["files"].get("bucket_edges")
+    rows = entry["shape"][0] if isinstance(entry, dict) and entry.get("shape") else 0
     return _offsets(stats, rows, f"bucket boundaries of the {rows} rows of bucket_edges")
 
 
@@ -312,6 +322,8 @@ def check_store(store: Any, *, cache: bool = True, whole_files: bool = True) -> 
                 fresh[key] = stats
         rule = rule_for(key)
         problem = rule(stats, meta) if rule is not None else None
+        if isinstance(problem, OutOfRange):
+            raise DataError(f"{path}: {_locate(path, problem)}")
         if problem:
             raise DataError(f"{path}: {problem}")
         if stats["checksum"] != entry["checksum"] and key not in by_partition:
@@ -321,6 +333,23 @@ def check_store(store: Any, *, cache: bool = True, whole_files: bool = True) -> 
     if fresh and cache:
         _write_cache(store, fresh)
     return scans
+
+
+def _locate(path: Path, finding: OutOfRange) -> str:
+    """The message of ``finding``, naming the first row (and column) holding a value out of range."""
+    array = np.load(path, mmap_mode="r", allow_pickle=False)
+    rows = max(1, _CHUNK_BYTES // max(1, _row_bytes(array.shape, array.dtype)))
+    for start in range(0, array.shape[0], rows):
+        chunk = np.asarray(array[start:start + rows])
+        values = chunk if finding.column is None else chunk[:, finding.column]
+        bad = (values < finding.low) | (values >= finding.high)
+        if bad.any():
+            flat = int(np.flatnonzero(bad.reshape(len(values), -1).any(axis=1))[0])
+            row_values = values[flat].reshape(-1)
+            value = int(row_values[((row_values < finding.low) | (row_values >= finding.high))][0])
+            return (f"row {start + flat}: {finding.what} {value} is out of range [{finding.low}, "
+                    f"{finding.high}) ({finding.context})")
+    return f"a {finding.what} is out of range [{finding.low}, {finding.high}) ({finding.context})"
 
 
 def checks_field(scans: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -347,5 +376,5 @@ def _write_cache(store: Any, fresh: dict[str, dict[str, Any]]) -> None:
             store.metadata[CHECKS_FIELD] = current[CHECKS_FIELD]
 
 
-__all__ = ["CHECKS_FIELD", "MAX_COLUMNS", "PARTITION_CHECKSUMS", "RULES", "check_store", "partition_checksummed", "checks_field", "file_signature", "rule_for",
+__all__ = ["CHECKS_FIELD", "MAX_COLUMNS", "PARTITION_CHECKSUMS", "RULES", "OutOfRange", "check_store", "partition_checksummed", "checks_field", "file_signature", "rule_for",
            "scan_file", "scans_for"]
