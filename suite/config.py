@@ -180,7 +180,8 @@ class RunSpec(_Spec):
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
     machine: MachineSpec = Field(default_factory=MachineSpec)
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=2**32, description="seed of every random choice of the run (a 32-bit unsigned "
+                                                      "integer, as numpy's and torch's generators take)")
 
     @model_validator(mode="after")
     def _evaluation_fanouts_match_layers(self) -> "RunSpec":

@@ -96,6 +96,20 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: fl
     }
 
 
+def check_inputs(spec: RunSpec, store: GraphStore) -> None:
+    """Every check of the run's inputs that needs no training, made before the run folder exists: the store's
+    ids, labels, finiteness and checksums (:meth:`GraphStore.check_for_run`), then what the task needs from it.
+
+    Raises:
+        DataError / ConfigError: one line naming the file or field.
+    """
+    from suite.registry import TASKS
+
+    store.check_for_run()  # before anything reaches a compiled kernel or the run folder
+    if spec.training.task in TASKS:
+        TASKS.get(spec.training.task).check_inputs(spec, store)
+
+
 def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
              progress: bool = False) -> dict[str, Any]:
     """Run ``spec`` into ``out/<run_id>`` and return its summary.
@@ -121,7 +135,7 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
             distributed.shutdown_rank()
     # ---------------------------------------------------------------------------------------------------------
     store = open_dataset(spec.dataset, progress=progress)
-    store.check_for_run()  # ids, labels, finiteness, checksums: before anything reaches a kernel or the run folder
+    check_inputs(spec, store)
     device = resolve_device(spec.system.device)
     system_class = SYSTEMS.get(spec.system.name)
     return _run(spec, out, store, device, system_class, Recorder(out, spec, open=False), progress)
@@ -139,7 +153,7 @@ def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool) -> dict[str
     if context.rank != 0:
         dist.barrier()
     store = open_dataset(spec.dataset, progress=progress and context.rank == 0)
-    store.check_for_run()
+    check_inputs(spec, store)
     if context.rank == 0:
         dist.barrier()
     system_class = distributed.data_parallel(SYSTEMS.get(spec.system.name))

@@ -91,6 +91,15 @@ class Task(ABC):
         return Batch(epoch=batch.epoch, index=batch.index, roots=share,
                      extra={"global_examples": batch.num_examples})
 
+    @classmethod
+    def check_inputs(cls, spec: RunSpec, store: GraphStore) -> None:
+        """Check that ``store`` holds what the task needs for ``spec`` (files, splits), before a run starts: the
+        runner calls it before the run folder exists, so missing inputs leave no output.
+
+        Raises:
+            DataError / ConfigError: one line naming the store file or spec field.
+        """
+
     @abstractmethod
     def sample(self, batch: Batch) -> None:
         """Sample what the batch needs from the graph (neighbourhoods, negatives): sets ``batch.sample``."""

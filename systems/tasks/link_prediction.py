@@ -171,6 +171,18 @@ class LinkPredictionTask(Task):
         self._filter: TripleFilter | None = None
 
     # ------------------------------------------------------------------ setup
+    @classmethod
+    def check_inputs(cls, spec, store) -> None:
+        """A decoder; the store's edge splits (train required); features unless the embeddings are learned."""
+        if spec.model.decoder is None:
+            raise ConfigError(f"model.decoder: link prediction needs a decoder (known: {', '.join(DECODERS.names())})")
+        check_edge_split(store, "train", required=True)
+        for split in ("valid", "test"):
+            check_edge_split(store, split, required=False)
+        if not spec.model.learnable_embeddings and not store.has("features"):
+            raise DataError(f"{store.path}: store has no 'features'; set model.learnable_embeddings: true to "
+                            f"learn node embeddings instead")
+
     def setup(self) -> None:
         """Check and load the edge splits; build embeddings or load features, model, optimizer and samplers."""
         spec, store = self.spec, self.store

@@ -65,6 +65,16 @@ class NodeClassificationTask(Task):
         self.eval_sampler: Sampler | None = None
 
     # ------------------------------------------------------------------ setup
+    @classmethod
+    def check_inputs(cls, spec, store) -> None:
+        """The store has features, labels and a train split with at least one labeled node."""
+        for what in ("features", "labels", "train_nodes"):
+            if not store.has(what):
+                raise DataError(f"{store.path}: store has no '{what}'; node classification needs it")
+        train = store.tensor("train_nodes")
+        if len(train) == 0 or not bool((store.tensor("labels")[train.to(torch.int64)] >= 0).any()):
+            raise DataError(f"{store.file('train_nodes')}: the train split has no labeled node")
+
     def setup(self) -> None:
         """Load the CSR, features and labels into memory; build samplers, model and optimizer."""
         spec = self.spec

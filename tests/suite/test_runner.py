@@ -66,13 +66,28 @@ def test_bad_dataset_leaves_no_run_folder(tmp_path):
         run_spec(_spec(tmp_path, "dataset.params.nodes=5"), tmp_path / "runs")
 
 
-def test_failure_during_training_is_recorded_as_failed(tmp_path):
-    spec = _spec(tmp_path, "training.task=link_prediction")
-    with pytest.raises(ConfigError):
+def test_failure_during_training_is_recorded_as_failed(tmp_path, monkeypatch):
+    from systems.tasks.node_classification import NodeClassificationTask
+
+    def broken(self, batch):
+        raise RuntimeError("the device fell over")
+
+    monkeypatch.setattr(NodeClassificationTask, "compute", broken)
+    spec = _spec(tmp_path)
+    with pytest.raises(RuntimeError, match="the device fell over"):
         run_spec(spec, tmp_path / "runs")
     run_dir = tmp_path / "runs" / spec.run_id
-    assert not is_complete(run_dir)
-    assert json.loads((run_dir / "summary.json").read_text())["status"] == "failed"
+    assert not is_complete(run_dir) and not (run_dir / ".lock").exists()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["error"] == "RuntimeError: the device fell over"
+
+
+def test_inputs_the_task_lacks_fail_before_the_run_folder_exists(tmp_path):
+    with pytest.raises(ConfigError, match=r"model\.decoder: link prediction needs a decoder"):
+        run_spec(_spec(tmp_path, "training.task=link_prediction"), tmp_path / "runs")
+    with pytest.raises(DataError, match=r"store has no 'labels'; node classification needs it"):
+        run_spec(_spec(tmp_path, "dataset.params.label_rate=0.0"), tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
 
 
 def _store_with(tmp_path, **arrays):
