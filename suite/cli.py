@@ -263,13 +263,21 @@ def _runs_parser(commands: argparse._SubParsersAction) -> None:
     results.set_defaults(func=_cmd_results)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one-line :class:`ConfigError` (exit status 2, like every other
+    error a user can cause) instead of argparse's usage text."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ConfigError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser of ``gnnsuite``."""
     from suite import __version__
 
     import suite
 
-    parser = argparse.ArgumentParser(prog="gnnsuite", description=suite.__doc__)
+    parser = _Parser(prog="gnnsuite", description=suite.__doc__)
     parser.add_argument("--version", action="version", version=f"gnnsuite {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _datasets_parser(commands)
