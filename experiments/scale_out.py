@@ -24,7 +24,6 @@ Two measurements, each through the harness (``gnnsuite run`` / ``gnnsuite grid``
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import sys
@@ -40,6 +39,7 @@ import pandas as pd  # noqa: E402
 
 from suite.config import load_spec  # noqa: E402
 from suite.grid import expand_grid, failures, load_grid, parse_grid, run_grid  # noqa: E402
+from suite.io import strict_json_dumps  # noqa: E402
 from suite.recorder import read_records  # noqa: E402
 from suite.runner import run_spec  # noqa: E402
 
@@ -87,7 +87,7 @@ def ddp_rows(out: Path, quick: bool, data_dir: str) -> list[dict]:
                                                                for e in entries)
                 row[f"rank{rank}_allreduce_s"] = statistics.mean(e["allreduce_s"] for e in entries)
             rows.append(row)
-            print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}),
+            print(strict_json_dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}),
                   file=sys.stderr)
     return rows
 
@@ -121,7 +121,7 @@ def grid_rows(out: Path, quick: bool, data_dir: str) -> list[dict]:
                      "runs": len(specs), "wall_s": wall,
                      "sum_run_wall_s": sum(s["wall_time_s"] for s in summaries),
                      "mean_epoch_time_s": statistics.mean(s["epoch_time_s"][0] for s in summaries)})
-        print(json.dumps(rows[-1]), file=sys.stderr)
+        print(strict_json_dumps(rows[-1]), file=sys.stderr)
     return rows
 
 
