@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -43,15 +44,24 @@ def _cache_lock(entry: Path) -> Iterator[None]:
         with exclusive_lock(entry.with_name(f".{entry.name}.cache.lock"), f"dataset cache entry {entry}", wait=True):
             yield
     except PermissionError as err:
-        raise DataError(f"dataset.cache_dir: {entry.parent}: cannot write ({err.strerror})") from None
+        raise DataError(f"{entry.parent}: cannot write the cache entry {entry.name} ({err.strerror})") from None
 
 
-def _cached(entry: Path, build: Callable[[Path], GraphStore]) -> GraphStore:
-    """Open the store at ``entry``, building it first (under a lock) if it is not there."""
+def cached_store(entry: str | os.PathLike, build: Callable[[Path], object]) -> GraphStore:
+    """Open the store at ``entry`` (a cache entry: a generated, prepared or partitioned store), building it first
+    with ``build(entry)`` if it is not there.
+
+    Concurrent callers (threads or processes) wait for each other on the entry's lock, so the store is built once
+    and nobody sees it half-built; a build that failed or was killed leaves nothing behind for the next caller.
+    """
+    entry = Path(entry)
     with _cache_lock(entry):
         if not (entry / "metadata.json").exists():
             build(entry)
     return GraphStore.open(entry)
+
+
+_cached = cached_store
 
 
 @DATASETS.register("synthetic")

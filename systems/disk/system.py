@@ -102,12 +102,11 @@ def partitioned_store_path(store: GraphStore, num_partitions: int, order: str, s
 
 def partitioned_store(store: GraphStore, num_partitions: int, order: str, seed: int) -> GraphStore:
     """The store partitioned into ``num_partitions`` (cached next to it, created once, atomically)."""
+    from suite.datasets import cached_store
     from suite.graph.partition import partition_store
 
-    path = partitioned_store_path(store, num_partitions, order, seed)
-    if path.exists():
-        return GraphStore.open(path)
-    return partition_store(store, path, num_partitions, order=order, seed=seed)
+    path = partitioned_store_path(store, num_partitions, order, seed)  # runs needing it at once wait for one build
+    return cached_store(path, lambda out: partition_store(store, out, num_partitions, order=order, seed=seed))
 
 
 @dataclass

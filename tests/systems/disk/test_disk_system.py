@@ -209,6 +209,40 @@ def test_a_corrupted_edge_bucket_fails_its_checksum_naming_the_bucket(store, tmp
         run(make_spec(GraphStore.open(copy), options, epochs=1), GraphStore.open(copy), tmp_path / "runs")
 
 
+def test_runs_needing_the_same_partitioned_store_at_once_build_it_once(store, tmp_path):
+    import shutil
+    import threading
+
+    import suite.graph.partition as partition
+
+    copy = tmp_path / "store"
+    shutil.copytree(store.path, copy)
+    built, results, errors = [], [], []
+    real = partition.partition_store
+
+    def counting(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    def run_one() -> None:
+        try:
+            results.append(partitioned_store(GraphStore.open(copy), 4, "train-first", 0).path)
+        except Exception as err:  # noqa: BLE001 - collected for the assertion
+            errors.append(err)
+
+    partition.partition_store = counting
+    try:
+        threads = [threading.Thread(target=run_one) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    finally:
+        partition.partition_store = real
+    assert errors == [] and len(set(results)) == 1 and len(results) == 3 and built == [1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store", "store-p4-train-first-s0"]  # no lock left
+
+
 def test_bad_options_name_the_field(store):
     with pytest.raises(ConfigError, match="system.options.policy: .*unknown policy 'lru'"):
         make_spec(store, {"policy": "lru"})
