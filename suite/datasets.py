@@ -58,7 +58,11 @@ def cached_store(entry: str | os.PathLike, build: Callable[[Path], object]) -> G
     with _cache_lock(entry):
         if not (entry / "metadata.json").exists():
             build(entry)
-    return GraphStore.open(entry)
+    store = GraphStore.open(entry)
+    # Checked now, not at its first array: a scan that must read the files (a store written before the checks were
+    # cached) then happens before a disk-based system drops them from the page cache to measure its reads.
+    store.check_before_use()
+    return store
 
 
 _cached = cached_store

@@ -216,7 +216,7 @@ class GraphStore:
         self.path = path
         self.metadata = meta
         self._arrays: dict[str, np.ndarray] = {}
-        self._checked = ""  # "" not yet, "rules" before use (_check_before_use), "whole" for a run (check_for_run)
+        self._checked = ""  # "" not yet, "rules" before use (check_before_use), "whole" for a run (check_for_run)
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> "GraphStore":
@@ -296,7 +296,7 @@ class GraphStore:
             check_store(self)
             self._checked = "whole"
 
-    def _check_before_use(self) -> None:
+    def check_before_use(self) -> None:
         """:meth:`check_for_run`, except that files checked partition by partition when read (a partitioned store's
         features and buckets, see :func:`suite.graph.checks.partition_checksummed`) are left to their reader's
         per-partition checksums."""
@@ -315,7 +315,7 @@ class GraphStore:
         (:meth:`verify`).
         """
         if checked:
-            self._check_before_use()
+            self.check_before_use()
         return self._map(key)
 
     def _map(self, key: str) -> np.ndarray:
