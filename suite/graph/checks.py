@@ -40,6 +40,7 @@ import numpy as np
 
 from suite.errors import DataError, LockedError
 from suite.graph.npy import read_npy_header
+from suite.io import CHECKSUM_ALGORITHM
 
 CHECKS_FIELD = "checks"
 CHECKS_VERSION = 1
@@ -58,7 +59,7 @@ def _row_bytes(shape: tuple[int, ...], dtype: np.dtype) -> int:
     return int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
 
 
-def scan_file(path: str | os.PathLike, algorithm: str = "sha256") -> dict[str, Any]:
+def scan_file(path: str | os.PathLike, algorithm: str = CHECKSUM_ALGORITHM) -> dict[str, Any]:
     """One pass over a ``.npy`` file: its checksum and the statistics :data:`RULES` read (see the module docstring).
 
     Returns:
@@ -94,7 +95,7 @@ def scan_file(path: str | os.PathLike, algorithm: str = "sha256") -> dict[str, A
             digest.update(np.ascontiguousarray(array).tobytes())
         for start in range(0, shape[0] if shape else 0, rows_per_chunk):
             chunk = np.ascontiguousarray(array[start:start + rows_per_chunk])
-            digest.update(memoryview(chunk).cast("B"))
+            digest.update(chunk.reshape(-1).view(np.uint8))
             if chunk.size == 0:
                 continue
             if kind in "iu":
@@ -317,7 +318,7 @@ def check_store(store: Any, *, cache: bool = True, whole_files: bool = True) -> 
             raise DataError(f"{path}: cannot read ({_reason(err)})") from None
         stats = cached.get(key)
         if not _usable(stats, signature, entry):
-            stats = scan_file(path, entry["checksum"].split(":", 1)[0] if ":" in entry["checksum"] else "sha256")
+            stats = scan_file(path)  # SHA-256, as the store's writer hashed it (another algorithm: a mismatch)
             if stats["checksum"] == entry["checksum"]:
                 fresh[key] = stats
         rule = rule_for(key)

@@ -292,6 +292,11 @@ def build_cases(inputs: Inputs) -> list[Case]:  # noqa: C901, PLR0915 - one flat
     meta_case("meta-format-version", lambda m: m.update(format_version=99), "field 'format_version' is 99")
     meta_case("meta-checksum-missing", lambda m: m["files"]["labels"].pop("checksum"),
               "field 'files.labels' must hold path, dtype, shape, bytes and checksum")
+    case = I.folder("meta-checksum-algorithm")
+    store = I.store(case)
+    I.edit_metadata(store, lambda m: m["files"]["labels"].update(checksum="shake_128:00"))
+    add("meta-checksum-algorithm", ["datasets", "info", str(store), "--verify", "--quiet"],
+        "labels.npy: checksum mismatch")
     meta_case("meta-path-escapes", lambda m: m["files"]["labels"].update(path="../../etc/passwd"),
               "files.labels.path' must be a relative path inside the store")
     meta_case("meta-shape-string", lambda m: m["files"]["labels"].update(shape="four"),
