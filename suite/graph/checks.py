@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import re
 from collections.abc import Callable
@@ -56,7 +57,7 @@ def file_signature(path: str | os.PathLike) -> list[int]:
 
 
 def _row_bytes(shape: tuple[int, ...], dtype: np.dtype) -> int:
-    return int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+    return math.prod(shape[1:]) * dtype.itemsize
 
 
 def scan_file(path: str | os.PathLike, algorithm: str = CHECKSUM_ALGORITHM) -> dict[str, Any]:

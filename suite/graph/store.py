@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import math
 import os
 import warnings
 from collections.abc import Iterator
@@ -193,7 +194,7 @@ def _check_file(root: Path, key: str, entry: Any, meta: dict[str, Any]) -> None:
         raise DataError(f"{file}: dtype is {dtype}, metadata says {entry['dtype']}")
     if list(shape) != list(entry["shape"]):
         raise DataError(f"{file}: shape is {shape}, metadata says {tuple(entry['shape'])}")
-    if offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != size:
+    if offset + math.prod(shape) * dtype.itemsize != size:  # Python ints: a huge header shape cannot overflow
         raise DataError(f"{file}: data size does not match its header shape {shape}")
     allowed = _expected_dtypes(meta).get(key)
     if allowed is not None and str(dtype) not in allowed:
