@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -38,7 +37,7 @@ from simulators.async_gnn import (async_spec_from_dict, simulate, simulate_modes
                                   summary_table, tasks_table)
 from simulators.stale_training import StaleTrainingConfig, train_stale  # noqa: E402
 from suite.datasets import shared_datasets_dir  # noqa: E402
-from suite.io import atomic_write_bytes  # noqa: E402
+from suite.io import atomic_write_bytes, strict_json_dumps  # noqa: E402
 
 DEFAULT_SPEC = REPO_ROOT / "experiments" / "async_gnn.yaml"
 
@@ -114,7 +113,7 @@ def run_accuracy(names: Sequence[str], staleness: Sequence[int], seeds: Sequence
                 rows.append({"dataset": name, "staleness_bound": s, "seed": seed, **result,
                              "num_nodes": int(data.num_nodes), "num_edges": int(data.edge_index.shape[1]),
                              "partitions": PARTITIONS, "iterations": config.iterations, "hidden": config.hidden,
-                             "curve": json.dumps(curve), **prov})
+                             "curve": strict_json_dumps(curve), **prov})
                 print(f"[{name}] s={s} seed={seed}: test {result['test_accuracy']:.4f} "
                       f"(valid {result['best_valid_accuracy']:.4f}, mean staleness {result['mean_staleness']:.2f}, "
                       f"{result['train_s']:.1f} s)", flush=True)

@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from suite.graph import csr, synthetic
     from suite.graph.synthetic import config_from_spec
+    from suite.io import strict_json_dumps
 
     sizes = {"chunk_edges": args.chunk_edges or csr.DEFAULT_CHUNK_EDGES,
              "max_bucket_edges": args.max_bucket_edges or synthetic.MAX_BUCKET_EDGES}
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for spec in args.specs:
         rows.append(measure(spec, args.workdir, args.repeats, args.keep, args.verify, sizes))
-        print(json.dumps(rows[-1]), flush=True)
+        print(strict_json_dumps(rows[-1]), flush=True)
     table = pd.DataFrame(rows)
     if args.append and args.csv.exists():
         table = pd.concat([pd.read_csv(args.csv), table], ignore_index=True)

@@ -163,7 +163,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for label, group in runs.groupby("configuration", sort=False):
         quiet = group[group["quiet"]]
-        paired = quiet[quiet["seed"].map(lambda s: s in base.index and bool(base.loc[s, "quiet"]))]
+        paired = quiet[quiet["seed"].map(lambda s: s in base.index and bool(base.loc[s, "quiet"])).astype(bool)]
         ratio = ratio_interval(list(paired["epoch_time_s"]), [base.loc[s, "epoch_time_s"] for s in paired["seed"]])
         both = group[group["seed"].isin(base.index)]
         gap = difference_interval(list(both["test_accuracy"]), [base.loc[s, "test_accuracy"] for s in both["seed"]])

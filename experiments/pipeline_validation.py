@@ -59,7 +59,7 @@ from simulators.calibrate import calibrate, model_for, summary_of  # noqa: E402
 from simulators.contention import Contention, UniformSlowdown, measure_for_run  # noqa: E402
 from simulators.pipeline import simulate  # noqa: E402
 from suite.config import read_yaml, spec_from_dict  # noqa: E402
-from suite.io import atomic_write_json  # noqa: E402
+from suite.io import atomic_write_json, strict_json_dumps  # noqa: E402
 from suite.results import export  # noqa: E402
 from suite.stats import bootstrap_interval, mean_interval, ratio_interval  # noqa: E402
 from systems.pipelined import PipelineOptions  # noqa: E402
@@ -324,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "predicted_compute_utilization", "utilization_error_points",
                      "utilization_error_points_max_min"]].to_string(index=False,
                                                                      float_format=lambda v: f"{v:.3f}"))
-    print(json.dumps(summary, indent=2))
+    print(strict_json_dumps(summary, indent=2))
     if not args.no_plot:
         from experiments.figures import plot_pipeline_validation
 

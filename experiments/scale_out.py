@@ -31,7 +31,6 @@ Two measurements, each through the harness (``gnnsuite run`` / ``gnnsuite grid``
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import sys
@@ -47,6 +46,7 @@ import pandas as pd  # noqa: E402
 
 from suite.config import load_spec  # noqa: E402
 from suite.grid import expand_grid, failures, load_grid, parse_grid, run_grid  # noqa: E402
+from suite.io import strict_json_dumps  # noqa: E402
 from suite.recorder import read_records, read_summary  # noqa: E402
 from suite.runner import run_spec  # noqa: E402
 
@@ -94,7 +94,7 @@ def ddp_rows(out: Path, quick: bool, data_dir: str) -> list[dict]:
                                                                for e in entries)
                 row[f"rank{rank}_allreduce_s"] = statistics.mean(e["allreduce_s"] for e in entries)
             rows.append(row)
-            print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}),
+            print(strict_json_dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}),
                   file=sys.stderr)
     return rows
 
@@ -206,7 +206,7 @@ def grid_rows(out: Path, quick: bool, data_dir: str, repeats: int = 3) -> list[d
                     "nodes": "+".join(nodes), "load_avg_1m_before": load,
                     "git_sha": (summaries[0].get("versions") or {}).get("git_sha"),
                 })
-                print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in rows[-1].items()}),
+                print(strict_json_dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in rows[-1].items()}),
                       file=sys.stderr)
     finally:
         if cluster is not None:

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -55,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from suite.errors import ConfigError, SuiteError
+from suite.io import strict_json_dumps
 from systems.disk.policies import BufferPlan, PolicySpec, make_plan
 
 EDGE_READS = ("assigned", "resident", "none")
@@ -436,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(strict_json_dumps(rows, indent=2))
         return 0
     import pandas as pd
 

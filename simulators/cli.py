@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from suite.errors import ConfigError
+from suite.io import strict_json_dumps
 
 _SIZES = ("n", "m", "k", "L", "d")
 
@@ -58,7 +59,7 @@ def _cmd_workdepth(args: argparse.Namespace) -> int:
         table["counted_forward_work"] = [c.work for c in counts]
         table["counted_forward_depth"] = [c.depth for c in counts]
     if args.json:
-        print(json.dumps(table.to_dict(orient="records"), indent=2))
+        print(strict_json_dumps(table.to_dict(orient="records"), indent=2))
         return 0
     columns = [c for c in table.columns if c != "description" or args.model]
     with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_colwidth", 90):

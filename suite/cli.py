@@ -1,7 +1,10 @@
 """The ``gnnsuite`` command line (also ``python -m suite``).
 
-Errors a user can cause are :class:`suite.errors.SuiteError`: they print as one line on stderr and exit with
-status 2. Ctrl-C exits with status 130 and leaves no half-written output (writers stage and rename).
+Exit status: 0 success; 1 a grid with failed runs; 2 an error the user can cause (:class:`suite.errors.SuiteError`:
+bad spec, dataset or file, an output that exists without ``--overwrite``, a run folder or store another process is
+writing, and a run that *diverged*: its loss became NaN or infinite, recorded with status ``diverged``), printed as
+one line on stderr naming the file or field; also an operating-system error on a named file (unreadable, disk
+full); 130 Ctrl-C. No exit leaves half-written output (writers stage and rename).
 """
 
 from __future__ import annotations
@@ -9,13 +12,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import json
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from suite.errors import ConfigError, SuiteError
+from suite.io import strict_json_dumps
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -23,7 +26,7 @@ EXIT_INTERRUPTED = 130
 
 def _print_info(info: dict, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(info, indent=2))
+        print(strict_json_dumps(info, indent=2))
         return
     width = max(len(key) for key in info)
     for key, value in info.items():
@@ -272,13 +275,21 @@ def _runs_parser(commands: argparse._SubParsersAction) -> None:
     results.set_defaults(func=_cmd_results)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one-line :class:`ConfigError` (exit status 2, like every other
+    error a user can cause) instead of argparse's usage text."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ConfigError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser of ``gnnsuite``."""
     from suite import __version__
 
     import suite
 
-    parser = argparse.ArgumentParser(prog="gnnsuite", description=suite.__doc__)
+    parser = _Parser(prog="gnnsuite", description=suite.__doc__)
     parser.add_argument("--version", action="version", version=f"gnnsuite {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _datasets_parser(commands)
@@ -292,13 +303,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str) -> str:
+    """Messages quote user input (file contents, values): never let one span lines."""
+    return " ".join(text.split()) if "\n" in text or "\r" in text else text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)
     except SuiteError as err:
-        print(f"gnnsuite: error: {err}", file=sys.stderr)
+        print(f"gnnsuite: error: {_one_line(str(err))}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except OSError as err:  # a named file that cannot be read or written (permissions, a full disk, ...)
+        if err.filename is None:
+            raise
+        print(f"gnnsuite: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("gnnsuite: interrupted", file=sys.stderr)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -40,8 +41,13 @@ def yaml_load(text: str) -> Any:
     return yaml.load(text, Loader=_YamlLoader)
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""Largest float32: learning rates and other factors torch applies to float32 tensors must stay below it (a
+larger one is a RuntimeError deep inside the optimizer step)."""
+
+
 class _Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class DatasetSpec(_Spec):
@@ -73,7 +79,7 @@ class ModelSpec(_Spec):
                                                        "predicting heads (Marius's inverse edges)")
     learnable_embeddings: bool = Field(False, description="link prediction: the encoder reads a learnable node "
                                                           "embedding table instead of the store's features")
-    embedding_init_scale: float = Field(0.001, gt=0.0, description="std of the normal initialization of the "
+    embedding_init_scale: float = Field(0.001, gt=0.0, le=FLOAT32_MAX, description="std of the normal initialization of the "
                                                                    "learnable node embeddings")
 
     @model_validator(mode="after")
@@ -124,19 +130,19 @@ class TrainingSpec(_Spec):
     batch_size: int = Field(1000, gt=0)
     epochs: int = Field(5, gt=0)
     optimizer: Literal["adam", "sgd", "adagrad"] = "adam"
-    learning_rate: float = Field(0.01, gt=0.0)
-    weight_decay: float = Field(0.0, ge=0.0)
+    learning_rate: float = Field(0.01, gt=0.0, le=FLOAT32_MAX)
+    weight_decay: float = Field(0.0, ge=0.0, le=FLOAT32_MAX)
     limit_batches: int | None = Field(None, gt=0, description="train on the first k batches of every epoch only "
                                                               "(quick measurements); None = all")
     loss: Literal["softmax", "margin"] = Field("softmax", description="link prediction: cross-entropy of every "
                                                                       "positive against its negatives, or margin")
-    margin: float = Field(1.0, ge=0.0, description="link prediction: the margin of the margin loss")
+    margin: float = Field(1.0, ge=0.0, le=FLOAT32_MAX, description="link prediction: the margin of the margin loss")
     negatives: NegativeSamplingSpec = Field(default_factory=NegativeSamplingSpec,
                                             description="link prediction: training negatives")
-    embedding_learning_rate: float | None = Field(None, gt=0.0, description="link prediction: Adagrad learning "
+    embedding_learning_rate: float | None = Field(None, gt=0.0, le=FLOAT32_MAX, description="link prediction: Adagrad learning "
                                                                             "rate of the node embedding table; "
                                                                             "None = learning_rate")
-    regularization: float = Field(0.0, ge=0.0, description="link prediction: weight of the L2 penalty on the "
+    regularization: float = Field(0.0, ge=0.0, le=FLOAT32_MAX, description="link prediction: weight of the L2 penalty on the "
                                                            "embeddings a batch scores (mean squared norm)")
 
 
@@ -176,7 +182,8 @@ class RunSpec(_Spec):
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
     machine: MachineSpec = Field(default_factory=MachineSpec)
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=2**32, description="seed of every random choice of the run (a 32-bit unsigned "
+                                                      "integer, as numpy's and torch's generators take)")
 
     @model_validator(mode="after")
     def _evaluation_fanouts_match_layers(self) -> "RunSpec":
@@ -300,6 +307,8 @@ def validate_system_options(spec: RunSpec, source: str = "<spec>") -> BaseModel 
     """
     from suite.registry import SYSTEMS
 
+    for path, value in _non_finite(spec.system.options):
+        raise ConfigError(f"{source}: system.options.{path}: must be a finite number, got {value}")
     model = getattr(SYSTEMS.get(spec.system.name), "options_model", None)
     if model is None:
         return None
@@ -308,6 +317,17 @@ def validate_system_options(spec: RunSpec, source: str = "<spec>") -> BaseModel 
     except ValidationError as err:
         message = _format_error(source, err)
         raise ConfigError(message.replace(f"{source}: ", f"{source}: system.options.", 1)) from None
+
+
+def _non_finite(value: Any, path: str = "") -> list[tuple[str, float]]:
+    """``(field path, value)`` of every NaN or infinite float inside ``value`` (nested dicts and lists)."""
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [(path, value)]
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in _non_finite(item, f"{path}.{key}" if path else key)]
+    if isinstance(value, (list, tuple)):
+        return [found for i, item in enumerate(value) for found in _non_finite(item, f"{path}.{i}")]
+    return []
 
 
 def read_yaml(path: str | os.PathLike) -> Any:

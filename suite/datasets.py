@@ -8,7 +8,9 @@ Registered dataset names (``DATASETS``):
 - every raw-data loader of :mod:`suite.graph.loaders` (``cora``, ``fb15k237``, ``ogbn-arxiv``...): prepared once
   from ``root`` into ``cache_dir/<name>-<hash of root>`` and reused.
 
-Preparation takes a file lock on the cache entry, so concurrent runs of a grid prepare a dataset once.
+Preparation waits for and holds a lock on the cache entry (removed afterwards), so concurrent runs of a grid
+prepare a dataset once; a failed or killed preparation leaves neither a partial store nor a lock file behind (the
+next attempt removes what a killed one left, see :func:`suite.io.staged_directory`).
 Errors name the spec field (``dataset.root: ...``).
 """
 
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -26,6 +27,7 @@ from pathlib import Path
 from suite.config import DatasetSpec
 from suite.errors import ConfigError, DataError
 from suite.graph import GraphStore
+from suite.io import exclusive_lock
 from suite.registry import DATASETS
 
 
@@ -46,22 +48,36 @@ def _digest(data: object) -> str:
 
 
 @contextlib.contextmanager
-def _cache_lock(entry: Path) -> Iterator[None]:
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    with open(entry.parent / f".{entry.name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
+def cache_lock(entry: Path) -> Iterator[None]:
+    """Wait for and hold the lock of cache entry ``entry`` (``.<name>.cache.lock``, removed on release; the
+    lock of a process that died is taken over)."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(entry.with_name(f".{entry.name}.cache.lock"), f"dataset cache entry {entry}", wait=True):
             yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    except PermissionError as err:
+        raise DataError(f"{entry.parent}: cannot write the cache entry {entry.name} ({err.strerror})") from None
 
 
-def _cached(entry: Path, build: Callable[[Path], GraphStore]) -> GraphStore:
-    """Open the store at ``entry``, building it first (under a lock) if it is not there."""
-    with _cache_lock(entry):
+def cached_store(entry: str | os.PathLike, build: Callable[[Path], object]) -> GraphStore:
+    """Open the store at ``entry`` (a cache entry: a generated, prepared or partitioned store), building it first
+    with ``build(entry)`` if it is not there.
+
+    Concurrent callers (threads or processes) wait for each other on the entry's lock, so the store is built once
+    and nobody sees it half-built; a build that failed or was killed leaves nothing behind for the next caller.
+    """
+    entry = Path(entry)
+    with cache_lock(entry):
         if not (entry / "metadata.json").exists():
             build(entry)
-    return GraphStore.open(entry)
+    store = GraphStore.open(entry)
+    # Checked now, not at its first array: a scan that must read the files (a store written before the checks were
+    # cached) then happens before a disk-based system drops them from the page cache to measure its reads.
+    store.check_before_use()
+    return store
+
+
+_cached = cached_store
 
 
 @DATASETS.register("synthetic")

@@ -1,7 +1,7 @@
 """Exceptions the suite raises for bad input.
 
 Every error a user can cause (a bad config, dataset, file or argument) is a :class:`SuiteError`; the CLI prints
-its message as one line and exits non-zero. The message always names the file or field at fault.
+its message as one line and exits with status 2. The message always names the file or field at fault.
 """
 
 
@@ -15,3 +15,23 @@ class DataError(SuiteError):
 
 class ConfigError(SuiteError):
     """A configuration value or command-line argument is invalid."""
+
+
+class LockedError(SuiteError):
+    """Another process is writing the same run folder, store or dataset cache entry (the message names its pid)."""
+
+
+class DivergedError(SuiteError):
+    """The training loss became non-finite (NaN or infinite): the run stops with status ``diverged``.
+
+    Attributes:
+        epoch: the epoch in which it happened.
+        batch: the batch index within the epoch (None when only the epoch's mean loss was seen).
+        loss: the non-finite value, as a string (``"nan"``, ``"inf"``, ``"-inf"``).
+    """
+
+    def __init__(self, message: str, *, epoch: int | None = None, batch: int | None = None, loss: str = "nan"):
+        super().__init__(message)
+        self.epoch = epoch
+        self.batch = batch
+        self.loss = loss

@@ -51,8 +51,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from suite.config import RunSpec, apply_overrides, read_yaml, spec_from_dict
-from suite.errors import ConfigError
-from suite.recorder import COMPLETED, FAILED, Recorder, is_complete, read_summary
+from suite.errors import ConfigError, LockedError
+from suite.recorder import COMPLETED, DIVERGED, FAILED, Recorder, is_complete, read_summary
 from suite.registry import Registry
 
 GRID_KEYS = ("name", "base", "axes", "zip")
@@ -245,9 +245,16 @@ def failed_summary(spec: RunSpec, out: str | os.PathLike, error: BaseException,
     failure of a grid has a ``summary.json`` with status ``failed`` and the error (and ``placement``, when given).
     """
     summary = read_summary(Path(out) / spec.run_id)
-    if summary is not None and summary.get("status") == FAILED:
+    if summary is not None and summary.get("status") in (FAILED, DIVERGED):
         return summary
-    return Recorder(out, spec).fail(error, {"placement": dict(placement)} if placement else None)
+    failure = {"run_id": spec.run_id, "status": FAILED, "error": f"{type(error).__name__}: {error}",
+               **({"placement": dict(placement)} if placement else {})}
+    if isinstance(error, LockedError):  # another process writes that run folder: leave it alone
+        return failure
+    try:
+        return Recorder(out, spec).fail(error, {"placement": dict(placement)} if placement else None)
+    except LockedError:
+        return failure
 
 
 def run_one(spec: RunSpec, out: str | os.PathLike, overwrite: bool = False, progress: bool = False,

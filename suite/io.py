@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import glob
 import hashlib
 import json
+import math
 import os
 import shutil
 import uuid
@@ -69,8 +71,134 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
-    """Serialize ``obj`` as indented JSON and write it atomically."""
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode())
+    """Serialize ``obj`` as indented strict JSON (no ``NaN``/``Infinity``: see :func:`strict_json_dumps`) and
+    write it atomically."""
+    atomic_write_bytes(path, (strict_json_dumps(obj, indent=2) + "\n").encode())
+
+
+# ----------------------------------------------------------------------------------------- strict JSON
+#
+# JSON has no NaN or Infinity; Python's json module writes them as bare ``NaN``/``Infinity`` tokens that strict
+# readers (jq, JavaScript, Go, most databases) refuse. The suite writes every JSON file and record with
+# ``allow_nan=False``; a non-finite float is first replaced by ``null`` and its path listed (:func:`json_safe`),
+# so that a record says *which* value was not a number instead of failing.
+
+
+def json_safe(obj: Any, path: str = "") -> tuple[Any, dict[str, str]]:
+    """``obj`` with every non-finite float replaced by ``None``, and ``{path: "nan"|"inf"|"-inf"}`` of those values.
+
+    Paths join dict keys with ``.`` and list positions as ``[i]`` (``metrics.test.accuracy``, ``loss[2]``).
+    Numpy and torch scalars and arrays are converted to Python values first (``.item()`` / ``.tolist()``).
+    """
+    non_finite: dict[str, str] = {}
+
+    def clean(value: Any, where: str) -> Any:
+        if isinstance(value, float):
+            if math.isfinite(value):
+                return value
+            non_finite[where or "<root>"] = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+            return None
+        if isinstance(value, dict):
+            return {key: clean(item, f"{where}.{key}" if where else str(key)) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        if hasattr(value, "tolist") and hasattr(value, "shape"):  # numpy / torch scalars and arrays
+            return clean(value.tolist(), where)
+        if hasattr(value, "item") and not isinstance(value, (str, bytes, bool, int)):  # numpy scalar types
+            return clean(value.item(), where)
+        if isinstance(value, Path):
+            return str(value)
+        return value
+
+    return clean(obj, path), non_finite
+
+
+def strict_json_dumps(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps(obj, allow_nan=False)`` after :func:`json_safe`: non-finite floats become ``null``."""
+    clean, _ = json_safe(obj)
+    return json.dumps(clean, allow_nan=False, **kwargs)
+
+
+# ----------------------------------------------------------------------------------------- locks
+#
+# One writer at a time: a run folder, a store being written or a dataset cache entry is guarded by a lock file
+# holding the writer's pid, locked with ``flock(2)``. The kernel releases the lock when its holder dies (even by
+# SIGKILL), so a stale lock file of a dead writer is simply taken over; its pid is only there to name the holder in
+# the error a second writer gets. The file is removed on release: its inode is checked after locking, so a waiter
+# that locked a file just unlinked by the previous holder tries again on the new one.
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: str | os.PathLike, what: str, *, wait: bool = False) -> Iterator[Path]:
+    """Hold the exclusive lock file ``path`` for the block; remove it afterwards.
+
+    Args:
+        path: the lock file (created; its parent must exist).
+        what: what the lock guards, for the error message (e.g. ``"run folder out/run-1"``).
+        wait: block until the holder releases it; otherwise a held lock is an error at once.
+
+    Raises:
+        LockedError: ``wait`` is false and another process (or another open of the file in this process) holds
+            the lock: one line naming ``what``, the holder's pid and the lock file.
+    """
+    import fcntl
+
+    from suite.errors import LockedError
+
+    path = Path(path)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            holder = _lock_holder(fd)
+            os.close(fd)
+            who = f"process {holder}" if holder else "another process"
+            raise LockedError(f"{what}: in use by {who} (lock file {path}); wait for it to finish or stop it")
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the previous holder removed the file while we waited for it: lock the current one
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        os.close(fd)
+
+
+def _lock_holder(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def lock_path(target: str | os.PathLike) -> Path:
+    """The lock file guarding the writing of ``target`` (a hidden sibling: ``.<name>.lock``)."""
+    target = Path(target)
+    return target.with_name(f".{target.name}.lock")
+
+
+def _remove_leftovers(final: Path) -> None:
+    """Remove staging folders (``.<name>.partial-*``) and replaced copies (``.<name>.old-*``) of ``final`` that
+    writers killed before their cleanup left. Called with ``final``'s lock held, so no live writer owns them."""
+    name = glob.escape(final.name)
+    for pattern in (f".{name}.partial-*", f".{name}.old-*"):
+        for leftover in final.parent.glob(pattern):
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -79,32 +207,50 @@ def staged_directory(final: str | os.PathLike, overwrite: bool = False) -> Itera
 
     The temporary folder is a hidden sibling of ``final`` (same file system, so the rename is atomic). On any
     exception, including ``KeyboardInterrupt``, it is removed and ``final`` is left untouched. With
-    ``overwrite``, an existing ``final`` is replaced; otherwise it is an error.
+    ``overwrite``, an existing ``final`` is replaced; otherwise it is an error, checked before any work and again
+    at the rename.
+
+    One writer at a time: the block runs holding ``final``'s lock (:func:`lock_path`); a second writer gets a
+    :class:`~suite.errors.LockedError` naming the first one's pid at once. With the lock held, staging folders left
+    by writers that were killed are removed first.
     """
+    from suite.errors import DataError
+
     final = Path(final)
     if final.exists() and not overwrite:
-        from suite.errors import DataError
-
         raise DataError(f"{final}: output already exists (pass --overwrite to replace it)")
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f".{final.name}.partial-{uuid.uuid4().hex[:8]}")
-    tmp.mkdir()
-    try:
-        yield tmp
-        if final.exists():
-            old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
-            os.replace(final, old)
-            os.replace(tmp, final)
-            if old.is_dir():
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                old.unlink()
+    with exclusive_lock(lock_path(final), f"{final}: output folder"):
+        _remove_leftovers(final)
+        if final.exists() and not overwrite:  # another writer finished it while we were checking
+            raise DataError(f"{final}: output already exists (pass --overwrite to replace it)")
+        tmp = final.with_name(f".{final.name}.partial-{uuid.uuid4().hex[:8]}")
+        tmp.mkdir()
+        try:
+            yield tmp
+            _publish(tmp, final, overwrite)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+
+def _publish(tmp: Path, final: Path, overwrite: bool) -> None:
+    """Rename the finished ``tmp`` to ``final`` (replacing it only with ``overwrite``) and flush the rename."""
+    from suite.errors import DataError
+
+    if final.exists():
+        if not overwrite:
+            raise DataError(f"{final}: output already exists (pass --overwrite to replace it)")
+        old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
+        os.replace(final, old)
+        os.replace(tmp, final)
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
         else:
-            os.replace(tmp, final)
-        fsync_dir(final.parent)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            old.unlink()
+    else:
+        os.replace(tmp, final)
+    fsync_dir(final.parent)
 
 
 # ----------------------------------------------------------------------------------------- positional IO

@@ -23,7 +23,7 @@ import math
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ class MachineLoad:
     foreign_cpu_s: float
     foreign_cores: float
     under_load: bool
-    wall_s: float = math.nan
+    wall_s: float = field(default=math.nan, compare=False)
     """The window's length (not stored in summaries)."""
 
     def to_dict(self) -> dict[str, Any]:

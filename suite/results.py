@@ -38,7 +38,7 @@ import pandas as pd
 import yaml
 
 from suite.errors import ConfigError, DataError
-from suite.io import atomic_write_bytes
+from suite.io import atomic_write_bytes, strict_json_dumps
 from suite.recorder import CONFIG_FILE, RECORDS_FILE, SUMMARY_FILE, read_records
 
 INCOMPLETE = "incomplete"
@@ -310,7 +310,7 @@ def _format(path: Path) -> str:
 
 def _as_text(value: Any) -> Any:
     if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, default=str)
+        return strict_json_dumps(value, default=str)
     return value
 
 

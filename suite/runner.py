@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from suite.config import RunSpec
-from suite.errors import ConfigError
+from suite.errors import ConfigError, DivergedError
 from suite.graph import GraphStore
 from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
@@ -102,6 +102,20 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: fl
     }
 
 
+def check_inputs(spec: RunSpec, store: GraphStore) -> None:
+    """Every check of the run's inputs that needs no training, made before the run folder exists: the store's
+    ids, labels, finiteness and checksums (:meth:`GraphStore.check_for_run`), then what the task needs from it.
+
+    Raises:
+        DataError / ConfigError: one line naming the file or field.
+    """
+    from suite.registry import TASKS
+
+    store.check_for_run()  # before anything reaches a compiled kernel or the run folder
+    if spec.training.task in TASKS:
+        TASKS.get(spec.training.task).check_inputs(spec, store)
+
+
 def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
              progress: bool = False, placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run ``spec`` into ``out/<run_id>`` and return its summary.
@@ -129,9 +143,10 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
             distributed.shutdown_rank()
     # ---------------------------------------------------------------------------------------------------------
     store = open_dataset(spec.dataset, progress=progress)
+    check_inputs(spec, store)
     device = resolve_device(spec.system.device)
     system_class = SYSTEMS.get(spec.system.name)
-    return _run(spec, out, store, device, system_class, Recorder(out, spec), progress, placement)
+    return _run(spec, out, store, device, system_class, Recorder(out, spec, open=False), progress, placement)
 
 
 def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool,
@@ -147,29 +162,41 @@ def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool,
     if context.rank != 0:
         dist.barrier()
     store = open_dataset(spec.dataset, progress=progress and context.rank == 0)
+    check_inputs(spec, store)
     if context.rank == 0:
         dist.barrier()
     system_class = distributed.data_parallel(SYSTEMS.get(spec.system.name))
-    recorder = Recorder(out, spec) if context.rank == 0 else distributed.NullRecorder(out, spec)
+    recorder = Recorder(out, spec, open=False) if context.rank == 0 else distributed.NullRecorder(out, spec)
     summary = _run(spec, out, store, device, system_class, recorder, progress, placement)
     return summary if context.rank == 0 else {**summary, "rank": context.rank}
 
 
 def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch.device, system_class: type,
          recorder: Any, progress: bool, placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Train ``system_class`` on ``store``, summarize, and finish (or fail) the run through ``recorder``."""
+    """Train ``system_class`` on ``store``, summarize, and finish (or fail) the run through ``recorder``.
+
+    The system is constructed (validating its options against the spec and the store) before ``recorder`` opens
+    the run folder, so bad input leaves no folder. A loss that becomes non-finite stops the run with status
+    ``diverged`` (:class:`~suite.errors.DivergedError`, re-raised after the summary is written).
+    """
     run_dir = Path(out) / spec.run_id
     started_at, started = _now(), time.perf_counter()
     io_before = io_counters()
     torch.manual_seed(spec.seed)
+    system = system_class(spec, store, device, recorder)
+    recorder.open()  # the run folder's lock: a second writer of this run stops here, before changing anything
     try:
         with GpuUtilizationSampler(device) as gpu, LoadMonitor() as load:
-            outcome = system_class(spec, store, device, recorder).run(progress=progress)
+            outcome = system.run(progress=progress)
         io_after = io_counters()
         summary = summarize(spec, store, outcome, wall_time_s=time.perf_counter() - started,
                             gpu_utilization=gpu.mean(),
                             process_io=(io_after[0] - io_before[0], io_after[1] - io_before[1]),
                             machine_load=load.result)
+    except DivergedError as err:
+        recorder.diverge(err, {"started_at": started_at, "finished_at": _now(),
+                               **({"placement": dict(placement)} if placement else {})})
+        raise
     except BaseException as err:
         recorder.fail(err, {"started_at": started_at, "finished_at": _now(),
                             **({"placement": dict(placement)} if placement else {})})

@@ -15,6 +15,7 @@ record.
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -149,6 +150,10 @@ class System(ABC):
                 meter.start()
                 threads = self._budget.compute
                 stats = self.train_epoch(epoch, progress=progress)
+                if not math.isfinite(stats.loss):  # systems whose tasks do not check every batch's loss
+                    from systems.tasks.base import diverged
+
+                    raise diverged(stats.loss, epoch)
                 elapsed = time.perf_counter() - started
                 load = meter.stop()
                 stats.extra.update(compute_threads=threads,

@@ -552,6 +552,9 @@ class NullRecorder:
         self.run_id = spec.run_id
         self.run_dir = Path(out) / spec.run_id
 
+    def open(self) -> None:
+        """Nothing to open."""
+
     def record(self, kind: str, **fields: Any) -> None:
         """Drop the record."""
 
@@ -563,6 +566,10 @@ class NullRecorder:
         """The failure, not written."""
         return {"run_id": self.run_id, **(summary or {}), "status": "failed", "error": f"{type(error).__name__}: "
                                                                                         f"{error}"}
+
+    def diverge(self, error: BaseException, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The divergence, not written."""
+        return {**self.fail(error, summary), "status": "diverged"}
 
     def close(self) -> None:
         """Nothing to close."""

@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+# The compiled sampler kernels check every index in the tests (an IndexError instead of a segmentation fault);
+# set before any test imports them, inherited by the CLI subprocesses the tests start.
+os.environ.setdefault("GNNSUITE_KERNEL_BOUNDSCHECK", "1")
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -21,6 +21,10 @@ bucket_edges        (k, 3) int64    ``(src, rel, dst)`` rows in new ids, sorted 
 
 ``metadata["partitioning"]["layout_version"]`` is :data:`LAYOUT_VERSION`; a store of an older layout (buckets
 sorted by source) is rebuilt by the disk system's cache.
+Checksums (in ``metadata["partitioning"]``): ``feature_crc32`` holds the CRC-32 of every partition's feature rows,
+``bucket_crc32`` that of every bucket's rows (``p * p``, bucket ``(i, j)`` at ``i * p + j``); the disk system checks
+every partition and bucket it reads against them (:func:`check_bucket_crc`), so a corrupted read names the file and
+the partition or bucket.
 
 Partition sizes are balanced as :func:`numpy.array_split` does: the first ``n % p`` partitions hold
 ``n // p + 1`` nodes, the others ``n // p``; so sizes differ by at most one and none is empty.
@@ -41,6 +45,7 @@ whatever the number of edges.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import zlib
@@ -76,7 +81,7 @@ _ROW_KEYS = ("features", "labels")
 # metadata fields that partition_store writes itself; every other top-level field of the input is copied
 _OWN_FIELDS = frozenset({
     "format", "format_version", "name", "num_nodes", "num_edges", "directed", "num_relations", "num_classes",
-    "feature_dim", "dtypes", "source", "created_at", "suite_version", "files", "partitioning",
+    "feature_dim", "dtypes", "source", "created_at", "suite_version", "files", "partitioning", "checks",
 })
 
 Ordering = Callable[[GraphStore, int], np.ndarray]
@@ -292,8 +297,9 @@ class PartitionLayout:
     bucket_edges: torch.Tensor
 
     @classmethod
-    def from_store(cls, store: GraphStore) -> "PartitionLayout":
-        """Read the layout of a store written by :func:`partition_store`.
+    def from_store(cls, store: GraphStore, checked: bool = True) -> "PartitionLayout":
+        """Read the layout of a store written by :func:`partition_store` (``checked``: see
+        :meth:`GraphStore.array <suite.graph.store.GraphStore.array>`).
 
         Raises:
             DataError: when the store is not partitioned or the layout files disagree in size.
@@ -301,17 +307,17 @@ class PartitionLayout:
         missing = [key for key in PARTITION_KEYS if not store.has(key)]
         if missing:
             raise DataError(f"{store.path}: not a partitioned store (no {', '.join(missing)}; run partition first)")
-        offsets = store.tensor("partition_offsets")
+        offsets = store.tensor("partition_offsets", checked)
         p = len(offsets) - 1
-        bucket_offsets = store.tensor("bucket_offsets")
-        bucket_edges = store.tensor("bucket_edges")
+        bucket_offsets = store.tensor("bucket_offsets", checked)
+        bucket_edges = store.tensor("bucket_edges", checked)
         if len(bucket_offsets) != p * p + 1:
             raise DataError(f"{store.file('bucket_offsets')}: has {len(bucket_offsets)} entries, expected p*p+1 = "
                             f"{p * p + 1} for p = {p} partitions")
         if int(bucket_offsets[-1]) != len(bucket_edges):
             raise DataError(f"{store.file('bucket_offsets')}: ends at {int(bucket_offsets[-1])}, but bucket_edges "
                             f"has {len(bucket_edges)} rows")
-        return cls(p, offsets, store.tensor("node_map"), bucket_offsets, bucket_edges)
+        return cls(p, offsets, store.tensor("node_map", checked), bucket_offsets, bucket_edges)
 
     def partition_range(self, i: int) -> tuple[int, int]:
         """New ids ``[start, end)`` of partition ``i``."""
@@ -342,12 +348,12 @@ def verify_partitioning(store: GraphStore, chunk_edges: int = DEFAULT_CHUNK_EDGE
     Checks: ``partition_offsets`` start at 0, end at ``n`` and increase; ``node_map`` is a permutation;
     ``bucket_offsets`` start at 0 and never decrease; every bucket row lies in its bucket's partitions with ids
     and relations in range; rows are sorted by (bucket, dst, src, rel); the bucket edges count the training edges
-    (link prediction) or all edges.
+    (link prediction) or all edges; every bucket matches its CRC-32 (when recorded).
 
     Raises:
         DataError: naming the first file that is wrong.
     """
-    layout = PartitionLayout.from_store(store)
+    layout = PartitionLayout.from_store(store, checked=False)
     n, p = store.num_nodes, layout.num_partitions
     offsets = layout.offsets.numpy()
     if offsets[0] != 0 or offsets[-1] != n or (np.diff(offsets) <= 0).any():
@@ -361,7 +367,7 @@ def verify_partitioning(store: GraphStore, chunk_edges: int = DEFAULT_CHUNK_EDGE
         raise DataError(f"{store.file('bucket_edges')}: holds {int(bucket_offsets[-1])} edges, expected {expected}")
     file = store.file("bucket_edges")
     previous = None
-    for start, rows in _row_chunks(store.array("bucket_edges"), chunk_edges):
+    for start, rows in _row_chunks(store.array("bucket_edges", checked=False), chunk_edges):
         src, rel, dst = rows[:, 0], rows[:, 1], rows[:, 2]
         if rows.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n
                           or rel.min() < 0 or rel.max() >= store.num_relations):
@@ -384,6 +390,14 @@ def verify_partitioning(store: GraphStore, chunk_edges: int = DEFAULT_CHUNK_EDGE
                 row = start + int(np.flatnonzero(decreasing)[0]) - (0 if previous is None else 1)
                 raise DataError(f"{file}: rows {row} and {row + 1} are not sorted by (bucket, dst, src, rel)")
         previous = keys[-1:]
+    checksums = bucket_checksums(store)
+    if checksums is not None:
+        if len(checksums) != p * p:
+            raise DataError(f"{store.path / METADATA_FILE}: field 'partitioning.bucket_crc32' has {len(checksums)} "
+                            f"entries, expected p*p = {p * p}")
+        edges = store.array("bucket_edges", checked=False)
+        for b in range(p * p):
+            check_bucket_crc(checksums, b // p, b % p, edges[bucket_offsets[b]:bucket_offsets[b + 1]], file)
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -462,8 +476,8 @@ def _bin_bounds(counts: np.ndarray, max_edges: int) -> np.ndarray:
 
 
 def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]], offsets: np.ndarray,
-                   max_bucket_edges: int) -> int:
-    """Write ``bucket_offsets`` and ``bucket_edges``; return the number of edges.
+                   max_bucket_edges: int) -> list[int]:
+    """Write ``bucket_offsets`` and ``bucket_edges``; return the CRC-32 of every bucket's rows (``p * p``).
 
     Pass 1 counts the edges of every bucket. Pass 2 scatters the edges into scratch files, one per *bin* of
     consecutive buckets holding at most ``max_bucket_edges`` edges (at most ``_MAX_OPEN_BINS`` files open at
@@ -477,6 +491,7 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
     bucket_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     bins = _bin_bounds(counts, max_bucket_edges)
     num_bins = len(bins) - 1
+    crcs = [0] * (p * p)  # zlib.crc32(b"") of the empty buckets
     scratch = writer.root / "_partition_scratch"
     scratch.mkdir(exist_ok=True)
     try:
@@ -500,11 +515,15 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
                     rows = np.fromfile(paths[k], dtype=np.int64).reshape(-1, 3)
                     paths[k].unlink()
                     order = np.lexsort((rows[:, 1], rows[:, 0], rows[:, 2], _bucket_of(rows, offsets)))
-                    out.append(rows[order])
+                    rows = np.ascontiguousarray(rows[order])
+                    base = bucket_offsets[bins[k]]
+                    for b in range(bins[k], bins[k + 1]):
+                        crcs[b] = zlib.crc32(rows[bucket_offsets[b] - base:bucket_offsets[b + 1] - base].view(np.uint8))
+                    out.append(rows)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     writer.write_array("bucket_offsets", bucket_offsets)
-    return int(bucket_offsets[-1])
+    return crcs
 
 
 def partition_crc32(path: Path, offsets: np.ndarray, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[int]:
@@ -519,6 +538,31 @@ def partition_crc32(path: Path, offsets: np.ndarray, chunk_bytes: int = DEFAULT_
             crc = zlib.crc32(np.ascontiguousarray(array[first:min(first + rows, stop)]).view(np.uint8), crc)
         crcs.append(crc)
     return crcs
+
+
+def bucket_checksums(store: GraphStore) -> list[int] | None:
+    """The CRC-32 of every edge bucket of a partitioned store (``p * p``, bucket ``i * p + j``), or None for a
+    store partitioned before buckets carried checksums."""
+    crcs = store.metadata.get("partitioning", {}).get("bucket_crc32")
+    return crcs if isinstance(crcs, list) else None
+
+
+def check_bucket_crc(checksums: list[int] | None, i: int, j: int, rows: torch.Tensor | np.ndarray,
+                     path: str | os.PathLike) -> None:
+    """Check the rows read of bucket ``(i, j)`` against its CRC-32 (:func:`bucket_checksums`; None: unchecked).
+
+    Raises:
+        DataError: ``<path>: bucket (i, j) (edges from partition i to partition j) fails its CRC-32 check``.
+    """
+    if checksums is None:
+        return
+    p = math.isqrt(len(checksums))
+    if isinstance(rows, torch.Tensor):
+        rows = rows.numpy()
+    crc = zlib.crc32(np.ascontiguousarray(rows).view(np.uint8))
+    if not (0 <= i < p and 0 <= j < p) or crc != checksums[i * p + j]:
+        raise DataError(f"{path}: bucket ({i}, {j}) (edges from partition {i} to partition {j}, {len(rows)} rows) "
+                        f"fails its CRC-32 check (corrupted)")
 
 
 def partition_store(
@@ -610,7 +654,8 @@ def partition_store(
         bar.update()
         bar.set_postfix_str("buckets")
         bucket_source = "train_edges" if store.has("train_edges") else "edges"
-        _write_buckets(writer, _example_edges(store, inverse, chunk_edges), offsets, max_bucket_edges)
+        bucket_crc32 = _write_buckets(writer, _example_edges(store, inverse, chunk_edges), offsets,
+                                      max_bucket_edges)
         bar.update()
         bar.set_postfix_str("metadata")
         checksum = file_checksum(store.path / METADATA_FILE)
@@ -626,6 +671,7 @@ def partition_store(
             "source_checksum": checksum,
             "dropped_keys": dropped,
             **({"feature_crc32": feature_crc32} if feature_crc32 is not None else {}),
+            "bucket_crc32": bucket_crc32,
         }
         source = {
             "kind": "partition",

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import math
 import os
 import warnings
 from collections.abc import Iterator
@@ -105,6 +106,10 @@ def _load_metadata(path: Path) -> dict[str, Any]:
         meta = json.loads(meta_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DataError(f"{meta_path}: invalid JSON ({err})") from None
+    except OSError as err:
+        raise DataError(f"{meta_path}: cannot read ({err.strerror or err})") from None
+    except RecursionError:
+        raise DataError(f"{meta_path}: invalid JSON (nested too deeply)") from None
     if not isinstance(meta, dict):
         raise DataError(f"{meta_path}: expected a JSON object")
     for field, kind in _REQUIRED_FIELDS.items():
@@ -152,27 +157,44 @@ def _expected_dtypes(meta: dict[str, Any]) -> dict[str, tuple[str, ...]]:
     }
 
 
+_ENTRY_FIELDS: dict[str, type | tuple[type, ...]] = {"path": str, "dtype": str, "shape": list, "bytes": int,
+                                                     "checksum": str}
+
+
 def _check_file(root: Path, key: str, entry: Any, meta: dict[str, Any]) -> None:
     """Cheap checks of one file against metadata: existence, byte size, npy header dtype and shape."""
     meta_path = root / METADATA_FILE
     if not isinstance(entry, dict) or not {"path", "dtype", "shape", "bytes", "checksum"} <= entry.keys():
         raise _field_error(meta_path, f"files.{key}", "must hold path, dtype, shape, bytes and checksum")
+    for field, kind in _ENTRY_FIELDS.items():
+        value = entry[field]
+        if not isinstance(value, kind) or isinstance(value, bool) \
+                or (field == "shape" and not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
+                                                 for s in value)):
+            raise _field_error(meta_path, f"files.{key}.{field}", f"has the wrong type or value: {value!r}"[:200])
+    relative = Path(entry["path"])
+    if relative.is_absolute() or ".." in relative.parts or not entry["path"] or "\0" in entry["path"]:
+        raise _field_error(meta_path, f"files.{key}.path", f"must be a relative path inside the store, got "
+                                                           f"{entry['path']!r}")
     file = root / entry["path"]
     if not file.is_file():
         raise DataError(f"{file}: missing (listed in {METADATA_FILE} as files.{key})")
-    size = file.stat().st_size
+    try:
+        size = file.stat().st_size
+    except OSError as err:
+        raise DataError(f"{file}: cannot read ({err.strerror or err})") from None
     if size != entry["bytes"]:
         kind = "short" if size < entry["bytes"] else "too long"
         raise DataError(f"{file}: file is {kind}: {size} bytes, metadata says {entry['bytes']}")
     try:
         dtype, shape, offset = read_npy_header(file)
-    except (ValueError, OSError) as err:
-        raise DataError(f"{file}: not a valid .npy file ({err})") from None
+    except (ValueError, OSError, TypeError, SyntaxError, EOFError) as err:
+        raise DataError(f"{file}: not a valid .npy file ({' '.join(str(err).split())[:200]})") from None
     if str(dtype) != entry["dtype"]:
         raise DataError(f"{file}: dtype is {dtype}, metadata says {entry['dtype']}")
     if list(shape) != list(entry["shape"]):
         raise DataError(f"{file}: shape is {shape}, metadata says {tuple(entry['shape'])}")
-    if offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != size:
+    if offset + math.prod(shape) * dtype.itemsize != size:  # Python ints: a huge header shape cannot overflow
         raise DataError(f"{file}: data size does not match its header shape {shape}")
     allowed = _expected_dtypes(meta).get(key)
     if allowed is not None and str(dtype) not in allowed:
@@ -195,6 +217,7 @@ class GraphStore:
         self.path = path
         self.metadata = meta
         self._arrays: dict[str, np.ndarray] = {}
+        self._checked = ""  # "" not yet, "rules" before use (check_before_use), "whole" for a run (check_for_run)
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> "GraphStore":
@@ -258,16 +281,58 @@ class GraphStore:
         self._require(key)
         return self.path / self.metadata["files"][key]["path"]
 
-    def array(self, key: str) -> np.ndarray:
-        """The array ``key`` as a copy-on-write memory map (no data read until touched)."""
+    def check_for_run(self) -> None:
+        """Check every file before a run reads it: ids, labels and relations in range, finite features, CSR and
+        partition offsets consistent, checksums matching (:func:`suite.graph.checks.check_store`).
+
+        Paid once per store: the scans are cached in ``metadata.json`` and reused while the files are unchanged;
+        repeated calls on one opened store return at once.
+
+        Raises:
+            DataError: one line naming the first file at fault.
+        """
+        if self._checked != "whole":
+            from suite.graph.checks import check_store
+
+            check_store(self)
+            self._checked = "whole"
+
+    def check_before_use(self) -> None:
+        """:meth:`check_for_run`, except that files checked partition by partition when read (a partitioned store's
+        features and buckets, see :func:`suite.graph.checks.partition_checksummed`) are left to their reader's
+        per-partition checksums."""
+        if not self._checked:
+            from suite.graph.checks import check_store
+
+            check_store(self, whole_files=False)
+            self._checked = "rules"
+
+    def array(self, key: str, checked: bool = True) -> np.ndarray:
+        """The array ``key`` as a copy-on-write memory map (no data read until touched).
+
+        The store is checked first (once: :meth:`check_for_run`, where partition-checksummed files are left to
+        their reader), so no array with an id out of range, a label outside its classes or a non-finite feature is
+        ever handed out. ``checked=False`` skips that, for verification code that checks the data itself
+        (:meth:`verify`).
+        """
+        if checked:
+            self.check_before_use()
+        return self._map(key)
+
+    def _map(self, key: str) -> np.ndarray:
+        """The memory map of ``key``, unchecked (for :meth:`verify` and the checks themselves)."""
         if key not in self._arrays:
             self._require(key)
-            self._arrays[key] = np.load(self.file(key), mmap_mode="c", allow_pickle=False)
+            try:
+                self._arrays[key] = np.load(self.file(key), mmap_mode="c", allow_pickle=False)
+            except (OSError, ValueError) as err:
+                raise DataError(f"{self.file(key)}: cannot read ({' '.join(str(err).split())[:200]})") from None
         return self._arrays[key]
 
-    def tensor(self, key: str) -> torch.Tensor:
-        """The array ``key`` as a zero-copy torch tensor over the memory map (writes stay private)."""
-        array = self.array(key)
+    def tensor(self, key: str, checked: bool = True) -> torch.Tensor:
+        """The array ``key`` as a zero-copy torch tensor over the memory map (writes stay private); checked as in
+        :meth:`array`."""
+        array = self.array(key, checked)
         if array.size == 0:
             return torch.from_numpy(np.empty(array.shape, dtype=array.dtype))
         with warnings.catch_warnings():
@@ -345,7 +410,10 @@ class GraphStore:
 
         files = self.metadata["files"]
         for key, entry in tqdm(files.items(), desc="checksums", disable=not progress, unit="file"):
-            actual = file_checksum(self.path / entry["path"], entry["checksum"].split(":", 1)[0])
+            try:
+                actual = file_checksum(self.path / entry["path"])  # SHA-256, as every store is written
+            except OSError as err:
+                raise DataError(f"{self.path / entry['path']}: cannot read ({err.strerror or err})") from None
             if actual != entry["checksum"]:
                 raise DataError(f"{self.path / entry['path']}: checksum mismatch (file changed since it was written)")
         for direction in ("in", "out"):
@@ -370,7 +438,7 @@ class GraphStore:
             verify_partitioning(self)
 
     def _chunks(self, key: str) -> Iterator[tuple[int, np.ndarray]]:
-        array = self.array(key)
+        array = self._map(key)
         rows = max(1, _VERIFY_CHUNK // max(1, int(np.prod(array.shape[1:], dtype=np.int64))))
         for start in range(0, array.shape[0], rows):
             yield start, np.asarray(array[start : start + rows])
@@ -387,7 +455,7 @@ class GraphStore:
 
     def _verify_csr(self, direction: str) -> None:
         key = f"{direction}_indptr"
-        indptr = self.array(key)
+        indptr = self._map(key)
         if indptr[0] != 0 or indptr[-1] != self.num_edges:
             raise DataError(
                 f"{self.file(key)}: must start at 0 and end at num_edges={self.num_edges}, "
@@ -406,8 +474,8 @@ class GraphStore:
         counts = np.zeros(self.num_nodes, dtype=np.int64)
         for _, chunk in self._chunks("out_indices"):
             counts += np.bincount(chunk, minlength=self.num_nodes)
-        if not np.array_equal(counts, np.diff(self.array("in_indptr"))):
-            node = int(np.flatnonzero(counts != np.diff(self.array("in_indptr")))[0])
+        if not np.array_equal(counts, np.diff(self._map("in_indptr"))):
+            node = int(np.flatnonzero(counts != np.diff(self._map("in_indptr")))[0])
             raise DataError(f"{self.file('in_indptr')}: in-degree of node {node} disagrees with out_indices")
 
     def _verify_edge_list(self, key: str) -> None:
@@ -476,16 +544,19 @@ class StoreWriter:
         """Checksum every written file and write ``metadata.json``; return the metadata."""
         from suite import __version__
 
-        files = {}
+        from suite.graph.checks import checks_field, scan_file
+
+        files, scans = {}, {}
         for key in sorted(self._files):
             path = self.path_for(key)
             dtype, shape, _ = read_npy_header(path)
+            scans[key] = scan_file(path)  # the checksum and the statistics of the run-time checks, in one pass
             files[key] = {
                 "path": str(path.relative_to(self.root)),
                 "dtype": str(dtype),
                 "shape": list(shape),
                 "bytes": path.stat().st_size,
-                "checksum": file_checksum(path),
+                "checksum": scans[key]["checksum"],
             }
         meta = {
             "format": FORMAT_NAME,
@@ -503,6 +574,7 @@ class StoreWriter:
             "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "suite_version": __version__,
             "files": files,
+            "checks": checks_field(scans),
         }
         atomic_write_json(self.root / METADATA_FILE, meta)
         self.finalized = True

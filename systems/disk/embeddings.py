@@ -181,8 +181,8 @@ class EmbeddingStore:
         if not self.dense_file:
             return None
         path = self.folder / self.dense_file
-        try:
-            return torch.load(path, weights_only=False)
+        try:  # tensors, numbers, strings and containers only: a file cannot run code when it is loaded
+            return torch.load(path, weights_only=True)
         except Exception as err:  # noqa: BLE001 - any unpickling failure is a corrupted file
             raise DataError(f"{path}: unreadable dense state ({type(err).__name__}: {err})") from None
 

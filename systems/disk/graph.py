@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from suite.graph import GraphStore
+from suite.graph.partition import bucket_checksums, check_bucket_crc
 from suite.io import IOCounters
 from systems.disk.buffer import PartitionArray
 from systems.sampling.base import SamplingGraph
@@ -168,10 +169,14 @@ class BufferedGraph:
         counters: where read bytes are counted.
         evict: drop read ranges from the page cache.
         pieces: build CSR pieces when a bucket is read (False: the edges only, e.g. for models without hops).
+        verify: check every bucket read against its CRC-32 (stores partitioned before buckets carried them: not
+            checked).
     """
 
-    def __init__(self, store: GraphStore, direction: str, counters: IOCounters, evict: bool, pieces: bool = True):
+    def __init__(self, store: GraphStore, direction: str, counters: IOCounters, evict: bool, pieces: bool = True,
+                 verify: bool = True):
         self.edges = PartitionArray(store.file("bucket_edges"), counters, evict=evict)
+        self.bucket_crc32 = bucket_checksums(store) if verify else None
         self.bucket_offsets = store.array("bucket_offsets").astype(np.int64)
         self.partition_offsets = store.array("partition_offsets").astype(np.int64)
         self.sizes = np.diff(self.partition_offsets)
@@ -205,6 +210,7 @@ class BufferedGraph:
         for j in range(first, last + 1):
             lo, hi = int(self.bucket_offsets[base + j]) - start, int(self.bucket_offsets[base + j + 1]) - start
             rows = block[lo:hi]
+            check_bucket_crc(self.bucket_crc32, i, j, rows, self.edges.path)
             bucket = Bucket(rows[:, 0] - self.partition_offsets[i], np.ascontiguousarray(rows[:, 1]),
                             rows[:, 2] - self.partition_offsets[j])
             if self.make_pieces:

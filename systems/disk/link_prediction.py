@@ -133,7 +133,7 @@ class DiskLinkPrediction(DiskSystem):
         encoder = task.build_model(dim)
         self.needs_graph = getattr(encoder, "uses_neighbours", True)
         self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, options.evict_page_cache,
-                                   pieces=self.needs_graph)
+                                   pieces=self.needs_graph, verify=options.verify_checksums)
         rows = self.buffer.rows
         task.embeddings = EmbeddingTable.wrap(rows[:, :dim], rows[:, dim:],
                                               spec.training.embedding_learning_rate or spec.training.learning_rate)

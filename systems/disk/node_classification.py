@@ -74,7 +74,7 @@ class DiskNodeClassification(DiskSystem):
         self.task = task
         self.needs_graph = getattr(task.model, "uses_neighbours", True)
         self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, evict,
-                                   pieces=self.needs_graph)
+                                   pieces=self.needs_graph, verify=options.verify_checksums)
         self.node_partition = np.searchsorted(self.buffer.offsets, np.arange(self.pstore.num_nodes),
                                               side="right") - 1
         self.labels_by_row = torch.full((self.buffer.rows.shape[0],), -1, dtype=torch.int64)

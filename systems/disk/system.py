@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from suite.config import RunSpec, validate_system_options
 from suite.errors import ConfigError
@@ -75,8 +75,9 @@ class DiskOptions(SystemOptions):
     eval_policy: str | None = Field(None, description="policy of evaluation passes (default: 'sequential' when "
                                                       "the split's partitions fit in the buffer, else 'dispersed' "
                                                       "for node classification; the training policy for links)")
-    verify_checksums: bool = Field(True, description="check every partition read (features, embeddings) against "
-                                                     "its CRC-32 (features: where the partitioned store has them)")
+    verify_checksums: bool = Field(True, description="check every partition and bucket read (features, "
+                                                     "embeddings, edges) against its CRC-32 (where the partitioned "
+                                                     "store has them)")
     resume: bool = Field(True, description="link prediction: continue a killed run from its last committed epoch")
     pipeline: StageOptions | None = Field(None, description="run each state's batches through the staged pipeline "
                                                             "with these options (bounded staleness; drained "
@@ -102,6 +103,12 @@ class DiskOptions(SystemOptions):
         so every buffer row, must not depend on timing)."""
         return self.buffer_capacity + (self.read_ahead_frames or max(1, self.buffer_capacity - 1))
 
+    @model_validator(mode="after")
+    def _buffer_fits(self) -> "DiskOptions":  # checked when the spec is loaded, before any output exists
+        if self.buffer_capacity > self.num_partitions:
+            raise ValueError(f"buffer_capacity: {self.buffer_capacity} exceeds num_partitions {self.num_partitions}")
+        return self
+
 
 def partitioned_store_path(store: GraphStore, num_partitions: int, order: str, seed: int) -> Path:
     """Where :func:`partitioned_store` keeps ``store`` partitioned into ``num_partitions`` (next to it)."""
@@ -109,17 +116,21 @@ def partitioned_store_path(store: GraphStore, num_partitions: int, order: str, s
 
 
 def partitioned_store(store: GraphStore, num_partitions: int, order: str, seed: int) -> GraphStore:
-    """The store partitioned into ``num_partitions`` (cached next to it, created once, atomically; a cached store
-    of an older layout version is rebuilt)."""
+    """The store partitioned into ``num_partitions`` (cached next to it, created once, atomically: runs needing it
+    at once wait for one build; a cached store of an older layout version is rebuilt)."""
+    from suite.datasets import cache_lock, cached_store
     from suite.graph.partition import LAYOUT_VERSION, partition_store
 
     path = partitioned_store_path(store, num_partitions, order, seed)
-    if path.exists():
-        cached = GraphStore.open(path)
-        if cached.metadata.get("partitioning", {}).get("layout_version") == LAYOUT_VERSION:
-            return cached
-        return partition_store(store, path, num_partitions, order=order, seed=seed, overwrite=True)
-    return partition_store(store, path, num_partitions, order=order, seed=seed)
+    build = lambda out, overwrite=False: partition_store(store, out, num_partitions, order=order,  # noqa: E731
+                                                         seed=seed, overwrite=overwrite)
+    cached = cached_store(path, build)
+    if cached.metadata.get("partitioning", {}).get("layout_version") == LAYOUT_VERSION:
+        return cached
+    with cache_lock(path):
+        if GraphStore.open(path).metadata.get("partitioning", {}).get("layout_version") != LAYOUT_VERSION:
+            build(path, overwrite=True)
+    return cached_store(path, build)
 
 
 # ------------------------------------------------------------------------------------------------ the walk

@@ -28,6 +28,12 @@ come from :data:`POOL` (:class:`BufferPool`), which recycles their memory once t
 samplers alike (fresh pages cost more to fault in than to sample into, and the cost varies with the machine's
 memory state).
 
+**Bounds.** The kernels do not check indices (``boundscheck=False``): every id they see was checked when its store
+was opened for the run (:mod:`suite.graph.checks`), and roots by the samplers' callers. In the debug mode that the
+tests turn on (environment variable ``GNNSUITE_KERNEL_BOUNDSCHECK=1``, read at import: :data:`BOUNDSCHECK`) they
+are compiled with numba's ``boundscheck=True`` and raise ``IndexError`` instead of reading or writing out of
+bounds; that build is cached in its own folder (numba's cache key ignores the flag).
+
 numba is optional: :data:`NUMBA_AVAILABLE` says whether it imported; :func:`resolve_backend` turns a backend
 name (``"auto"``, ``"numba"``, ``"torch"``) into the one used; the environment variable
 ``GNNSUITE_SAMPLER_BACKEND`` (``numba`` or ``torch``) overrides ``"auto"``.
@@ -54,6 +60,10 @@ except ImportError:  # pragma: no cover - exercised when numba is absent
 BACKENDS = ("auto", "numba", "torch")
 """Backend names a sampler accepts."""
 BACKEND_ENV = "GNNSUITE_SAMPLER_BACKEND"
+BOUNDSCHECK_ENV = "GNNSUITE_KERNEL_BOUNDSCHECK"
+BOUNDSCHECK = os.environ.get(BOUNDSCHECK_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+"""Debug mode: the compiled kernels check every index (numba ``boundscheck=True``); set from the environment
+variable ``GNNSUITE_KERNEL_BOUNDSCHECK`` at import (the tests set it)."""
 
 # splitmix64 constants (uint64) and their two's-complement int64 values for torch.
 _GAMMA, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
@@ -297,8 +307,32 @@ class WorkspacePool:
         return list(self._free)
 
 
+def _boundscheck_cache_dir() -> str | None:
+    """Where the bound-checked build is cached (beside the usual cache, in a folder of its own), or None when that
+    folder cannot be written (the build is then not cached, so it never mixes with the unchecked one)."""
+    base = numba.config.CACHE_DIR or os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    folder = os.path.join(base, "boundscheck")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
+def _jit(function: Callable) -> Callable:
+    """Compile a kernel: ``nogil``, cached; bound-checked in the debug mode (:data:`BOUNDSCHECK`)."""
+    if not BOUNDSCHECK:
+        return numba.njit(cache=True, nogil=True, boundscheck=False)(function)
+    folder = _boundscheck_cache_dir()
+    saved = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = folder or saved  # read when the decorator sets up the function's cache
+    try:
+        return numba.njit(cache=folder is not None, nogil=True, boundscheck=True)(function)
+    finally:
+        numba.config.CACHE_DIR = saved
+
+
 if NUMBA_AVAILABLE:
-    _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
     _U_GAMMA, _U_MIX1, _U_MIX2 = np.uint64(_GAMMA), np.uint64(_MIX1), np.uint64(_MIX2)
 
     @numba.njit(cache=True, inline="always")
@@ -683,7 +717,7 @@ def clear_slots(slot: np.ndarray, nodes: np.ndarray) -> None:
     _clear(slot, nodes)
 
 
-__all__ = ["BACKENDS", "NUMBA_AVAILABLE", "POOL", "BufferPool", "Scratch", "Workspace", "WorkspacePool",
+__all__ = ["BACKENDS", "BOUNDSCHECK", "NUMBA_AVAILABLE", "POOL", "BufferPool", "Scratch", "Workspace", "WorkspacePool",
            "clear_slots", "cut_block", "dense_hop", "draw_key", "empty", "empty_np", "fill_segments", "layout_hop", "mark_roots",
            "naive_hop", "plan_hop", "resolve_backend", "reverse_into", "sample_hop", "shuffle_key", "splitmix64",
            "uniform_below", "zeros"]

@@ -13,13 +13,42 @@ that training does not change, or state versioned by ``optimizer_steps``.
 from __future__ import annotations
 
 import contextlib
+import math
 from abc import ABC, abstractmethod
 
 import torch
 
 from suite.config import RunSpec
+from suite.errors import DivergedError
 from suite.graph import GraphStore
 from systems.batch import Batch
+
+
+def non_finite_name(value: float) -> str:
+    """``"nan"``, ``"inf"`` or ``"-inf"``."""
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def diverged(loss: float, epoch: int, batch: int | None = None) -> DivergedError:
+    """The error that stops a run whose training loss became ``loss`` (non-finite) at ``epoch`` (and ``batch``)."""
+    where = f"epoch {epoch}" + (f", batch {batch}" if batch is not None else "")
+    name = non_finite_name(loss)
+    return DivergedError(f"training diverged: the loss became {name} at {where} (status 'diverged'; try a smaller "
+                         f"training.learning_rate)", epoch=epoch, batch=batch, loss=name)
+
+
+def check_loss(loss: float, batch: Batch) -> float:
+    """``loss`` (a batch's training loss) when it is finite; else raise :class:`~suite.errors.DivergedError` naming
+    the batch, which stops the run with status ``diverged``.
+
+    An empty batch (no examples: e.g. a disk buffer state holding no training node) has no loss (the mean over
+    zero examples is NaN); it is 0.0, which weighs nothing in the epoch's example-weighted mean.
+    """
+    if batch.num_examples == 0:
+        return 0.0
+    if not math.isfinite(loss):
+        raise diverged(loss, batch.epoch, batch.index)
+    return loss
 
 
 class Task(ABC):
@@ -61,6 +90,15 @@ class Task(ABC):
         share = batch.roots.tensor_split(world_size)[rank]
         return Batch(epoch=batch.epoch, index=batch.index, roots=share,
                      extra={"global_examples": batch.num_examples})
+
+    @classmethod
+    def check_inputs(cls, spec: RunSpec, store: GraphStore) -> None:
+        """Check that ``store`` holds what the task needs for ``spec`` (files, splits), before a run starts: the
+        runner calls it before the run folder exists, so missing inputs leave no output.
+
+        Raises:
+            DataError / ConfigError: one line naming the store file or spec field.
+        """
 
     @abstractmethod
     def sample(self, batch: Batch) -> None:
@@ -108,4 +146,4 @@ class Task(ABC):
         """Drop what ``setup`` loaded (the trained model may stay)."""
 
 
-__all__ = ["Task"]
+__all__ = ["Task", "check_loss", "diverged", "non_finite_name"]

@@ -50,7 +50,7 @@ from systems.batch import Batch, batch_generator, plan_epoch
 from systems.models.decoders import Decoder, build_decoder
 from systems.models.embeddings import EmbeddingTable
 from systems.sampling.base import SampledSubgraph, Sampler, SamplingGraph
-from systems.tasks.base import Task
+from systems.tasks.base import Task, check_loss
 from systems.tasks.negatives import NegativeSampler, chunked_scores
 from systems.tasks.node_classification import make_optimizer
 
@@ -171,6 +171,18 @@ class LinkPredictionTask(Task):
         self._filter: TripleFilter | None = None
 
     # ------------------------------------------------------------------ setup
+    @classmethod
+    def check_inputs(cls, spec, store) -> None:
+        """A decoder; the store's edge splits (train required); features unless the embeddings are learned."""
+        if spec.model.decoder is None:
+            raise ConfigError(f"model.decoder: link prediction needs a decoder (known: {', '.join(DECODERS.names())})")
+        check_edge_split(store, "train", required=True)
+        for split in ("valid", "test"):
+            check_edge_split(store, split, required=False)
+        if not spec.model.learnable_embeddings and not store.has("features"):
+            raise DataError(f"{store.path}: store has no 'features'; set model.learnable_embeddings: true to "
+                            f"learn node embeddings instead")
+
     def setup(self) -> None:
         """Check and load the edge splits; build embeddings or load features, model, optimizer and samplers."""
         spec, store = self.spec, self.store
@@ -328,7 +340,7 @@ class LinkPredictionTask(Task):
         if self.optimizer is not None:
             self.optimizer.step()
         self.optimizer_steps += 1
-        batch.loss = float(loss.detach())
+        batch.loss = check_loss(float(loss.detach()), batch)  # a non-finite loss stops the run (status diverged)
         if self.embeddings is not None:
             extra["grad"] = x.grad.detach()
             extra["embedding_staleness"] = batch.version_applied - extra["embedding_version"]

@@ -25,7 +25,7 @@ import systems.models  # noqa: F401  (registers the built-in models)
 import systems.sampling  # noqa: F401  (registers the built-in samplers)
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.sampling.base import Sampler, SamplingGraph
-from systems.tasks.base import Task
+from systems.tasks.base import Task, check_loss
 
 # Offset between the training seed and the evaluation sampling seed (any constant keeps them independent).
 _EVAL_SEED_OFFSET = 0x5EED
@@ -65,6 +65,16 @@ class NodeClassificationTask(Task):
         self.eval_sampler: Sampler | None = None
 
     # ------------------------------------------------------------------ setup
+    @classmethod
+    def check_inputs(cls, spec, store) -> None:
+        """The store has features, labels and a train split with at least one labeled node."""
+        for what in ("features", "labels", "train_nodes"):
+            if not store.has(what):
+                raise DataError(f"{store.path}: store has no '{what}'; node classification needs it")
+        train = store.tensor("train_nodes")
+        if len(train) == 0 or not bool((store.tensor("labels")[train.to(torch.int64)] >= 0).any()):
+            raise DataError(f"{store.file('train_nodes')}: the train split has no labeled node")
+
     def setup(self) -> None:
         """Load the CSR, features and labels into memory; build samplers, model and optimizer."""
         spec = self.spec
@@ -135,7 +145,7 @@ class NodeClassificationTask(Task):
         batch.version_applied = self.optimizer_steps
         self.optimizer.step()
         self.optimizer_steps += 1
-        batch.loss = float(loss.detach())
+        batch.loss = check_loss(float(loss.detach()), batch)  # a non-finite loss stops the run (status diverged)
         batch.x = batch.y = batch.ready = None  # the device memory goes back to the allocator now
 
     def train(self) -> None:

@@ -1,16 +1,31 @@
-"""Atomic writes, staged folders and streaming .npy writes."""
+"""Atomic writes, strict JSON, locks, staged folders and streaming .npy writes."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
+import torch
 
-from suite.errors import DataError
+from suite.errors import DataError, LockedError
 from suite.graph.npy import NpyAppender, read_npy_header
-from suite.io import atomic_write_json, file_checksum, staged_directory
+from suite.io import (
+    atomic_write_json,
+    exclusive_lock,
+    file_checksum,
+    json_safe,
+    lock_path,
+    staged_directory,
+    strict_json_dumps,
+)
+from tests.conftest import REPO_ROOT
 
 
 def test_atomic_write_json_replaces_whole_file(tmp_path):
@@ -66,3 +81,94 @@ def test_npy_appender_rejects_bad_chunks(tmp_path):
     with pytest.raises(ValueError, match="chunk rows have shape"):
         with NpyAppender(tmp_path / "b.npy", np.float32, (3,)) as out:
             out.append(np.zeros((2, 4)))
+
+
+def test_strict_json_writes_null_for_non_finite_numbers_and_names_them(tmp_path):
+    value = {"loss": [0.5, math.nan], "metrics": {"test": {"accuracy": float("inf")}}, "n": np.int64(3),
+             "x": np.float32(1.5), "t": torch.tensor(-math.inf), "ok": True}
+    clean, non_finite = json_safe(value)
+    assert clean == {"loss": [0.5, None], "metrics": {"test": {"accuracy": None}}, "n": 3, "x": 1.5, "t": None,
+                     "ok": True}
+    assert non_finite == {"loss[1]": "nan", "metrics.test.accuracy": "inf", "t": "-inf"}
+    text = strict_json_dumps(value)
+    assert "NaN" not in text and "Infinity" not in text and json.loads(text)["loss"] == [0.5, None]
+    atomic_write_json(tmp_path / "x.json", value)
+    json.loads((tmp_path / "x.json").read_text(), parse_constant=lambda name: pytest.fail(f"bare {name}"))
+
+
+def test_a_held_lock_names_its_holder_and_is_removed_on_release(tmp_path):
+    path = tmp_path / "thing.lock"
+    with exclusive_lock(path, "the thing"):
+        assert path.read_text().strip() == str(os.getpid())
+        with pytest.raises(LockedError, match=rf"the thing: in use by process {os.getpid()} \(lock file"):
+            with exclusive_lock(path, "the thing"):
+                pass
+    assert not path.exists()
+    with exclusive_lock(path, "the thing"):  # free again
+        pass
+
+
+def test_the_lock_of_a_killed_holder_is_taken_over(tmp_path):
+    path = tmp_path / "run.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom suite.io import exclusive_lock\n"
+         "with exclusive_lock(sys.argv[1], 'x'):\n    print('held', flush=True)\n    time.sleep(60)", str(path)],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(LockedError, match=f"in use by process {holder.pid}"):
+            with exclusive_lock(path, "x"):
+                pass
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert path.read_text().strip() == str(holder.pid)  # the dead writer's lock file is still there...
+    with exclusive_lock(path, "x"):  # ...and is taken over
+        assert path.read_text().strip() == str(os.getpid())
+    assert not path.exists()
+
+
+def test_a_waiting_lock_gets_it_when_the_holder_releases(tmp_path):
+    import threading
+
+    path = tmp_path / "cache.lock"
+    order = []
+
+    def wait_for_it() -> None:
+        with exclusive_lock(path, "entry", wait=True):
+            order.append("waiter")
+
+    with exclusive_lock(path, "entry"):
+        waiter = threading.Thread(target=wait_for_it)
+        waiter.start()
+        time.sleep(0.2)
+        order.append("holder")
+    waiter.join(10)
+    assert order == ["holder", "waiter"] and not path.exists()
+
+
+def test_staged_directory_refuses_a_second_writer_and_removes_dead_writers_leftovers(tmp_path):
+    final = tmp_path / "store"
+    stale = tmp_path / ".store.partial-deadbeef"  # what a killed writer leaves
+    stale.mkdir()
+    (stale / "big.npy").write_bytes(b"x" * 1000)
+    (tmp_path / ".store.old-cafe0000").mkdir()
+    (tmp_path / ".other.partial-00000000").mkdir()  # another output's: not ours to remove
+    with staged_directory(final) as tmp:
+        assert not stale.exists() and not (tmp_path / ".store.old-cafe0000").exists()
+        with pytest.raises(LockedError, match=f"{final}: output folder: in use by process {os.getpid()}"):
+            with staged_directory(final):
+                pass
+        (tmp / "part").write_text("whole")
+    assert sorted(os.listdir(tmp_path)) == [".other.partial-00000000", "store"]
+    assert not lock_path(final).exists()
+
+
+def test_staged_directory_checks_the_output_again_at_the_rename(tmp_path):
+    final = tmp_path / "out"
+    with pytest.raises(DataError, match="already exists"):
+        with staged_directory(final) as tmp:
+            (tmp / "a").write_text("mine")
+            final.mkdir()  # appeared meanwhile (a writer that ignores the lock)
+            (final / "b").write_text("theirs")
+    assert os.listdir(final) == ["b"] and sorted(os.listdir(tmp_path)) == ["out"]

@@ -60,7 +60,14 @@ def prepare(
         DataError: a raw file is missing or malformed, or ``out`` exists without ``overwrite``.
     """
     loader = LOADERS.get(name)
-    return loader(Path(root), Path(out), overwrite=overwrite, progress=progress, name=name)
+    try:
+        return loader(Path(root), Path(out), overwrite=overwrite, progress=progress, name=name)
+    except OSError as err:  # a raw file (or the output folder) that cannot be read or written
+        if err.filename is None:
+            raise
+        from suite.errors import DataError
+
+        raise DataError(f"{err.filename}: {err.strerror or err}") from None
 
 
 # Registration happens on import; the modules import their heavy dependencies (PyG, ogb) lazily.

@@ -30,6 +30,14 @@ def require_files(root: Path, names: Iterable[str], what: str) -> list[Path]:
     return paths
 
 
+def read_raw_bytes(path: Path) -> bytes:
+    """The bytes of raw file ``path``; raises :class:`DataError` naming it when it cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
+
+
 def file_records(root: Path, paths: Iterable[Path], checksum: bool = True) -> dict[str, dict[str, Any]]:
     """Provenance of raw files: ``{relative path: {"bytes": size, "checksum": "sha256:..."}}``.
 
@@ -40,9 +48,12 @@ def file_records(root: Path, paths: Iterable[Path], checksum: bool = True) -> di
     """
     records: dict[str, dict[str, Any]] = {}
     for path in sorted(paths):
-        record: dict[str, Any] = {"bytes": path.stat().st_size}
-        if checksum:
-            record["checksum"] = file_checksum(path)
+        try:
+            record: dict[str, Any] = {"bytes": path.stat().st_size}
+            if checksum:
+                record["checksum"] = file_checksum(path)
+        except OSError as err:
+            raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
         records[str(path.relative_to(root))] = record
     return records
 

@@ -27,7 +27,7 @@ import pandas as pd
 from suite.errors import DataError
 from suite.graph.csr import EdgeChunk, write_csrs
 from suite.graph.loaders import LOADERS
-from suite.graph.loaders.base import file_records, require_files
+from suite.graph.loaders.base import file_records, read_raw_bytes, require_files
 from suite.graph.store import GraphStore, create_store
 
 ENTITY_FILE = "entity2id.txt"
@@ -70,7 +70,7 @@ def read_count_file(path: Path, what: str) -> int:
     Returns:
         The number of entries.
     """
-    count, _, lines = _split_header(path, path.read_bytes(), what)
+    count, _, lines = _split_header(path, read_raw_bytes(path), what)
     if lines != count:
         raise DataError(f"{path}: line 1: header says {count} {what} but {lines} lines follow")
     return count
@@ -137,7 +137,7 @@ def read_triples(path: Path, num_entities: int, num_relations: int) -> Triples:
         DataError: ``<file>: line <k>: ...`` for a bad count line, a count that disagrees with the number of
             lines, a line that is not three integers, an id out of range, or an empty split.
     """
-    count, body, lines = _split_header(path, path.read_bytes(), "triples")
+    count, body, lines = _split_header(path, read_raw_bytes(path), "triples")
     values = _parse_body(path, body, lines) if lines else np.empty((0, 3), np.int64)
     if lines != count:
         raise DataError(f"{path}: line 1: header says {count} triples but {lines} lines follow")

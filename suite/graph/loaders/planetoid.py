@@ -57,7 +57,8 @@ def load_planetoid(root: Path, out: Path, *, overwrite: bool, progress: bool, na
         The opened store: undirected, with features, labels and the public node split.
 
     Raises:
-        DataError: a raw file is missing or cannot be parsed.
+        DataError: a raw file is missing or cannot be parsed, or a split would be empty (e.g. an empty
+            ``ind.<name>.test.index``).
     """
     from torch_geometric.io import read_planetoid_data
 
@@ -68,6 +69,12 @@ def load_planetoid(root: Path, out: Path, *, overwrite: bool, progress: bool, na
     except Exception as err:  # pickle, shape or index errors of a corrupt file
         raise DataError(f"{root}: cannot read Planetoid files ind.{name}.* ({type(err).__name__}: {err})") from None
     num_nodes = int(data.num_nodes)
+    for mask, file, what in ((data.train_mask, "y", "training nodes (the labeled rows of ind.{name}.y)"),
+                             (data.val_mask, "ally", "validation nodes (the 500 rows after ind.{name}.y)"),
+                             (data.test_mask, "test.index", "test node ids")):
+        if not bool(mask.any()):
+            raise DataError(f"{root / f'ind.{name}.{file}'}: gives no {what.format(name=name)}; the split would be "
+                            f"empty")
     edge_index = symmetric_edge_index(data.edge_index, num_nodes)
     features = data.x.numpy().astype(np.float32, copy=False)
     labels = data.y.numpy().astype(np.int64, copy=False)

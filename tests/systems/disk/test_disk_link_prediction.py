@@ -203,6 +203,30 @@ def test_corrupted_and_truncated_partitions_fail_naming_the_file(tmp_path):
         _store(tmp_path).open(_initial)
 
 
+class _RunsCode:
+    """Unpickling this object would call ``os.getpid`` (any callable could be there): a file that runs code."""
+
+    def __reduce__(self):
+        return (os.getpid, ())
+
+
+def test_a_dense_state_that_would_run_code_is_refused(tmp_path):
+    store = _store(tmp_path)
+    store.open(_initial)
+    store.dense_file = "dense.g1.pt"  # as a committed epoch names it
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.Adam(model.parameters())
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "optimizer_steps": 3,
+                "torch_rng": torch.get_rng_state()}, tmp_path / store.dense_file)
+    assert store.dense_state()["optimizer_steps"] == 3  # tensors, numbers, containers, optimizer state: loaded
+    torch.save({"model": _RunsCode()}, tmp_path / store.dense_file)
+    with pytest.raises(DataError, match=r"dense\.g1\.pt: unreadable dense state \(UnpicklingError"):
+        store.dense_state()
+    store.close()
+
+
 def test_a_manifest_of_another_layout_is_refused(tmp_path):
     store = _store(tmp_path)
     store.open(_initial)

@@ -181,6 +181,68 @@ def test_a_corrupted_feature_partition_fails_its_checksum(store, tmp_path):
     run(unchecked, GraphStore.open(copy), tmp_path / "unchecked")  # the check can be turned off
 
 
+def test_a_corrupted_edge_bucket_fails_its_checksum_naming_the_bucket(store, tmp_path):
+    import shutil
+
+    from suite.graph.partition import verify_partitioning
+
+    copy = tmp_path / "store"
+    shutil.copytree(store.path, copy)
+    pstore = partitioned_store(GraphStore.open(copy), 4, "train-first", 0)
+    crcs = pstore.metadata["partitioning"]["bucket_crc32"]
+    assert len(crcs) == 16 and crcs.count(0) == sum(1 for b in range(16) if pstore.array("bucket_offsets")[b]
+                                                    == pstore.array("bucket_offsets")[b + 1])
+    offsets, partitions = pstore.array("bucket_offsets"), pstore.array("partition_offsets")
+    edges = pstore.file("bucket_edges")
+    data = bytearray(edges.read_bytes())
+    row = int(offsets[1 * 4 + 2])  # the first row of bucket (1, 2); rows are 3 int64 (24 bytes)
+    start = len(data) - (int(offsets[-1]) - row) * 24
+    dst = int.from_bytes(data[start + 16:start + 24], "little")
+    other = int(partitions[2]) if dst != int(partitions[2]) else int(partitions[2]) + 1
+    data[start + 16:start + 24] = other.to_bytes(8, "little")  # 8 bytes changed: another node of partition 2
+    edges.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=r"bucket_edges\.npy: bucket \(1, 2\) \(edges from partition 1 to "
+                                        r"partition 2, \d+ rows\) fails its CRC-32 check"):
+        verify_partitioning(GraphStore.open(pstore.path))
+    options = {"policy": "in_memory", "num_partitions": 4, "buffer_capacity": 4}
+    with pytest.raises(DataError, match=r"bucket_edges\.npy: bucket \(1, 2\) .*fails its CRC-32 check"):
+        run(make_spec(GraphStore.open(copy), options, epochs=1), GraphStore.open(copy), tmp_path / "runs")
+
+
+def test_runs_needing_the_same_partitioned_store_at_once_build_it_once(store, tmp_path):
+    import shutil
+    import threading
+
+    import suite.graph.partition as partition
+
+    copy = tmp_path / "store"
+    shutil.copytree(store.path, copy)
+    built, results, errors = [], [], []
+    real = partition.partition_store
+
+    def counting(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    def run_one() -> None:
+        try:
+            results.append(partitioned_store(GraphStore.open(copy), 4, "train-first", 0).path)
+        except Exception as err:  # noqa: BLE001 - collected for the assertion
+            errors.append(err)
+
+    partition.partition_store = counting
+    try:
+        threads = [threading.Thread(target=run_one) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    finally:
+        partition.partition_store = real
+    assert errors == [] and len(set(results)) == 1 and len(results) == 3 and built == [1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store", "store-p4-train-first-s0"]  # no lock left
+
+
 def test_bad_options_name_the_field(store):
     with pytest.raises(ConfigError, match="system.options.policy: .*unknown policy 'lru'"):
         make_spec(store, {"policy": "lru"})

@@ -148,3 +148,19 @@ def test_large_arrays_come_from_the_shared_pool():
     del first
     assert kernels.empty(n).data_ptr() == address
     assert kernels.empty(10).data_ptr() != address
+
+
+@needs_numba
+@pytest.mark.skipif(not kernels.BOUNDSCHECK, reason="the kernels' debug mode is off (GNNSUITE_KERNEL_BOUNDSCHECK)")
+@pytest.mark.parametrize("sampler_name", ["naive", "dense"])
+def test_in_the_debug_mode_an_id_out_of_range_is_an_index_error_not_a_crash(sampler_name):
+    from systems.sampling import DenseSampler
+    from systems.sampling.base import SamplingGraph
+
+    sampler_class = {"naive": NaiveSampler, "dense": DenseSampler}[sampler_name]
+    indptr = torch.tensor([0, 1, 2, 3, 3])
+    good = SamplingGraph(indptr, torch.tensor([1, 2, 0]))
+    sampler_class(good, (2, 2), backend="numba").sample(torch.tensor([0, 1]), gen(0))
+    bad = SamplingGraph(indptr, torch.tensor([1, 2, 2_000_000_000]))  # what an unchecked store would hand over
+    with pytest.raises(IndexError, match="index is out of bounds"):
+        sampler_class(bad, (2, 2), backend="numba").sample(torch.tensor([0, 1, 2]), gen(0))
