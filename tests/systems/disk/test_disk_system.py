@@ -195,11 +195,14 @@ def test_a_corrupted_edge_bucket_fails_its_checksum_naming_the_bucket(store, tmp
     offsets, partitions = pstore.array("bucket_offsets"), pstore.array("partition_offsets")
     edges = pstore.file("bucket_edges")
     data = bytearray(edges.read_bytes())
-    row = int(offsets[1 * 4 + 2])  # the first row of bucket (1, 2); rows are 3 int64 (24 bytes)
-    start = len(data) - (int(offsets[-1]) - row) * 24
-    dst = int.from_bytes(data[start + 16:start + 24], "little")
-    other = int(partitions[2]) if dst != int(partitions[2]) else int(partitions[2]) + 1
-    data[start + 16:start + 24] = other.to_bytes(8, "little")  # 8 bytes changed: another node of partition 2
+    first, last = int(offsets[1 * 4 + 2]), int(offsets[1 * 4 + 3]) - 1  # bucket (1, 2)'s rows: 3 int64 (24 bytes)
+    # 8 bytes changed so that the rows stay in range and sorted by (dst, src, rel): only the CRC can tell
+    for row, column, value in ((first, 2, int(partitions[2])), (last, 2, int(partitions[3]) - 1),
+                               (first, 0, int(partitions[1]))):
+        start = len(data) - (int(offsets[-1]) - row) * 24 + 8 * column
+        if int.from_bytes(data[start:start + 8], "little") != value:
+            data[start:start + 8] = value.to_bytes(8, "little")
+            break
     edges.write_bytes(bytes(data))
     with pytest.raises(DataError, match=r"bucket_edges\.npy: bucket \(1, 2\) \(edges from partition 1 to "
                                         r"partition 2, \d+ rows\) fails its CRC-32 check"):
