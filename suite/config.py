@@ -91,7 +91,7 @@ class ModelSpec(_Spec):
 class SamplerSpec(_Spec):
     """Multi-hop neighbourhood sampling."""
 
-    name: str = Field("naive", description="registered sampler: 'naive', 'dense'")
+    name: str = Field("naive", description="registered sampler: 'naive', 'dense', 'pyg'")
     replace: bool = Field(False, description="sample with replacement when degree > fanout (as MariusGNN)")
     direction: Literal["in", "out", "both"] = Field("in", description="which neighbours: in-, out- or both")
 
