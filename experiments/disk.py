@@ -6,7 +6,9 @@ Usage::
 
 Runs ``experiments/disk_nc.yaml`` through the harness, each run in its own process so that its peak RSS is its
 own (finished runs are skipped): the in-memory system and the
-disk system (p = 16, c = 4 and 8, sequential and dispersed, prefetch on and off) on ``papers-like-s``. Then,
+disk system (p = 16, c = 4 and 8, sequential and dispersed, prefetch on and off) on ``papers-like-s``, and the
+peer ``pyg`` (:mod:`systems.pyg_baseline`, PyG's NeighborLoader and GraphSAGE; a ``skipped`` row with the reason
+where PyG cannot sample). Then,
 for the warm (last) epoch of each run: epoch time and its ratio to in-memory, bytes the suite read and bytes
 ``/proc/self/io`` says came from storage, states, swaps, IO wait (compute waiting for the buffer) and its
 fraction of the epoch, the achieved read bandwidth (bytes read / seconds inside the reads), test accuracy and
@@ -34,6 +36,7 @@ if str(REPO_ROOT) not in sys.path:
 
 import pandas as pd  # noqa: E402
 
+from experiments.peers import split_runnable  # noqa: E402
 from suite.grid import expand_grid, failures  # noqa: E402
 from suite.results import export, load_epochs, load_runs  # noqa: E402
 
@@ -52,6 +55,15 @@ def _quick_options(specs):
             options["buffer_capacity"] = options["buffer_capacity"] // 2
         out.append(spec.model_copy(update={"system": spec.system.model_copy(update={"options": options})}))
     return out
+
+
+def grid_specs(grid: Path, overrides: Sequence[str], quick: bool) -> list:
+    """The grid's specs (quick options applied); a ``pyg`` system spec gets ``sampler.name: pyg``, the sampler it
+    really uses."""
+    specs = expand_grid(grid, list(overrides) + (list(QUICK) if quick else []))
+    specs = _quick_options(specs) if quick else specs
+    return [spec.model_copy(update={"sampler": spec.sampler.model_copy(update={"name": "pyg"})})
+            if spec.system.name == "pyg" else spec for spec in specs]
 
 
 def run_isolated(specs, out: Path) -> list[dict]:
@@ -106,7 +118,7 @@ def table(out: Path) -> pd.DataFrame:
         read_bytes = float(epoch.get("io_read_bytes", 0.0) or 0.0)
         read_s = float(epoch.get("io_read_s", 0.0) or 0.0)
         rows.append({
-            "dataset": run["dataset"], "configuration": label, "system": run["system"],
+            "dataset": run["dataset"], "configuration": label, "system": run["system"], "status": "ok", "reason": "",
             "policy": options.get("policy"), "num_partitions": options.get("num_partitions"),
             "buffer_capacity": options.get("buffer_capacity"), "prefetch": options.get("prefetch", True),
             "epoch_time_s": time_s, "states": epoch.get("states"), "swaps": epoch.get("swaps"),
@@ -119,7 +131,9 @@ def table(out: Path) -> pd.DataFrame:
     result = pd.DataFrame(rows)
     base = result[result["system"] == "in_memory"]["epoch_time_s"]
     result["time_ratio_vs_in_memory"] = result["epoch_time_s"] / (base.iloc[0] if len(base) else float("nan"))
-    return result.sort_values(["system", "configuration"], ascending=[False, True]).reset_index(drop=True)
+    order = {"pipelined": 0, "in_memory": 1, "disk": 2}  # the suite's systems, then peers
+    return result.sort_values(["system", "configuration"], key=lambda c: c.map(lambda v: (order.get(v, 3), v))
+                              if c.name == "system" else c).reset_index(drop=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,18 +153,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = "disk_nc_deep" if args.deep else "disk_nc"
     out = args.out or REPO_ROOT / ("out/disk-quick" if args.quick else "out/disk-deep" if args.deep else "out/disk")
     if not args.no_run:
-        overrides = list(QUICK) if args.quick else []
+        overrides = []
         if args.data_dir is not None:
             overrides.append(f"dataset.cache_dir={args.data_dir}")
-        specs = expand_grid(DEEP_GRID if args.deep else GRID, overrides)
-        if args.quick:
-            specs = _quick_options(specs)
+        specs = grid_specs(DEEP_GRID if args.deep else GRID, overrides, args.quick)
+        specs, skipped = split_runnable(specs)
+        for spec, reason in skipped:
+            print(f"skipped: {spec.run_id}: {reason}", file=sys.stderr)
         failed = failures(run_isolated(specs, out))
         for summary in failed:
             print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
         if failed:
             return 1
     result = table(out)
+    _, skipped = split_runnable(grid_specs(DEEP_GRID if args.deep else GRID, [], args.quick))
+    if skipped:  # peers missing here: a row each, with the reason
+        result = pd.concat([result, pd.DataFrame([
+            {"dataset": spec.dataset.preset or spec.dataset.name, "configuration": spec.system.name,
+             "system": spec.system.name, "status": "skipped", "reason": reason} for spec, reason in skipped])],
+            ignore_index=True)
     runs = load_runs(out, include_incomplete=False)
     disk_runs = runs[runs["system"] == "disk"]
     if len(disk_runs):

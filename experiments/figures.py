@@ -210,7 +210,8 @@ def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
     fig, (time_ax, acc_ax, io_ax) = plt.subplots(1, 3, figsize=(15.0, 4.8), layout="constrained")
     labels = list(table["configuration"])
     positions = range(len(labels))
-    colors = ["tab:gray" if system == "in_memory" else "tab:blue" for system in table["system"]]
+    colors = [{"in_memory": "tab:gray", "pyg": _SAMPLER_STYLE["pyg"][0]}.get(system, "tab:blue")
+              for system in table["system"]]
     bars = time_ax.bar(positions, table["epoch_time_s"], color=colors)
     time_ax.bar(positions, table["io_wait_s"].fillna(0), color="none", edgecolor="k", hatch="//",
                 label="IO wait")
