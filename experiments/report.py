@@ -270,6 +270,90 @@ def _disk_cost(results: Path) -> Finding:
     return Finding("; ".join(parts + missing), "; ".join(settings), verdict)
 
 
+# ---------------------------------------------------------------------------------------------- peers (issue 17)
+_INCONCLUSIVE = "inconclusive"
+
+
+def _edges_per_s_range(row: pd.Series) -> tuple[float, float, float]:
+    """Sampled edges/s of a sampling row: slowest repeat, median, fastest repeat."""
+    edges = row["sampled_edges"]
+    return edges / row["time_s_max"], edges / row["time_s"], edges / row["time_s_min"]
+
+
+@claim("dense-vs-pyg", "DENSE samples faster than PyG's sampler, in sampled edges/s, at every layer count (issue "
+       "17: the peer a PyG user has today)", ("sampling.csv",))
+def _dense_vs_pyg(results: Path) -> Finding:
+    table = pd.read_csv(results / "sampling.csv")
+    ok = table[table["status"] == "ok"].set_index(["setting", "layers", "sampler"])
+    pyg = table[table["sampler"] == "pyg"]
+    if pyg.empty or (pyg["status"] != "ok").all():
+        reason = pyg["reason"].dropna().iloc[0] if pyg["reason"].notna().any() else "no pyg row"
+        return Finding(f"PyG rows skipped: {reason}", "", MISSING)
+    parts, outcomes = [], []
+    for setting, rows in pyg.groupby("setting", sort=False):
+        ratios = []
+        for _, row in rows.sort_values("layers").iterrows():
+            key = (setting, row["layers"])
+            if row["status"] != "ok" or (*key, "dense") not in ok.index:
+                continue
+            dense_slow, dense_mid, dense_fast = _edges_per_s_range(ok.loc[(*key, "dense")])
+            pyg_slow, pyg_mid, pyg_fast = _edges_per_s_range(ok.loc[(*key, "pyg")])
+            ratios.append(f"{int(row['layers'])}L x{dense_mid / pyg_mid:.2f}")
+            # faster or slower only when the repeats' ranges do not overlap
+            outcomes.append("faster" if dense_slow > pyg_fast else "slower" if dense_fast < pyg_slow else "overlap")
+        parts.append(f"{setting}: DENSE/PyG edges/s {', '.join(ratios)}")
+    measured = "; ".join(parts)
+    backend = str(pyg["backend"].dropna().iloc[0]) if pyg["backend"].notna().any() else "PyG"
+    setting = (f"{'quick (small graphs)' if bool(table['quick'].iloc[0]) else 'full'}: median over repeats; a layer "
+               f"count counts as faster only if DENSE's slowest repeat beats PyG's fastest; PyG = {backend}")
+    if outcomes and all(o == "faster" for o in outcomes):
+        verdict = HOLDS
+    elif "faster" in outcomes:
+        verdict = PARTLY
+    elif outcomes and all(o == "slower" for o in outcomes):
+        verdict = FAILS
+    else:
+        verdict = _INCONCLUSIVE if outcomes else MISSING
+    return Finding(measured, setting, verdict)
+
+
+@claim("lp-vs-pbg", "The suite's link prediction trains at least as fast as PyTorch-BigGraph per epoch at equal "
+       "MRR (issue 17 goal: at least 1.5x PBG's training triples/s, both on the same cores)",
+       ("link_prediction_peers.csv",))
+def _lp_vs_pbg(results: Path) -> Finding:
+    table = pd.read_csv(results / "link_prediction_peers.csv")
+    ok = table[table["status"] == "ok"]
+    suite = ok[ok["system"] == "suite"]
+    if suite.empty or "speed_vs_pbg-p1" not in ok or suite["speed_vs_pbg-p1"].isna().all():
+        skipped = table[table["status"] != "ok"]
+        reason = "; ".join(f"{r['label']}: {r['reason']}" for _, r in skipped.iterrows()) or "no paired runs"
+        return Finding(f"no suite/PBG pair: {reason}", "", MISSING)
+    parts, outcomes, goal = [], [], []
+    for threads, rows in suite.groupby("threads"):
+        best = rows.loc[rows["speed_vs_pbg-p1"].idxmax()]
+        pbg = ok[(ok["configuration"] == "pbg-p1") & (ok["threads"] == threads)].iloc[0]
+        low, high = best["speed_vs_pbg-p1_min"], best["speed_vs_pbg-p1_max"]
+        diff, half = best["mrr_minus_pbg-p1"], best["mrr_minus_pbg-p1_ci95"]
+        half = 0.0 if pd.isna(half) else half
+        loaded = int(best["under_load_runs"]) + int(pbg["under_load_runs"])
+        parts.append(f"{threads} thread(s): {best['label']} {best['epoch_time_s']:.2f} s/epoch "
+                     f"({best['triples_per_s']:,.0f} triples/s) vs PBG p=1 {pbg['epoch_time_s']:.2f} s: "
+                     f"x{best['speed_vs_pbg-p1']:.2f} (seeds {low:.2f}-{high:.2f}); MRR {best['test_mrr']:.4f} vs "
+                     f"{pbg['test_mrr']:.4f} ({diff:+.4f} +- {half:.4f})"
+                     + (f"; {loaded} run(s) under foreign load" if loaded else ""))
+        faster = "yes" if low >= 1.0 else "no" if high < 1.0 else "unsure"
+        equal = "yes" if diff - half >= -0.01 else "no" if diff + half < -0.01 else "unsure"
+        outcomes.append("holds" if faster == equal == "yes" else "fails" if "no" in (faster, equal) else "unsure")
+        goal.append(f"{threads}T {'met' if low >= 1.5 and equal == 'yes' else 'missed'}")
+    measured = "; ".join(parts) + f"; goal x1.5 at equal MRR: {', '.join(goal)}"
+    setting = (f"FB15k-237 DistMult d=100, 1000 negatives per positive and side, {int(suite['epochs'].iloc[0])} "
+               f"epochs, {int(suite['seeds'].min())} seed(s); equal MRR: filtered test MRR at most 0.01 below PBG's "
+               "(95 % CI of the paired difference); speed ranges: per-seed ratios of back-to-back runs")
+    verdict = HOLDS if all(o == "holds" for o in outcomes) else FAILS if all(o == "fails" for o in outcomes) \
+        else PARTLY if "holds" in outcomes else _INCONCLUSIVE
+    return Finding(measured, setting, verdict)
+
+
 # ---------------------------------------------------------------------------------------------- the report
 def _git_sha() -> str:
     from suite.provenance import versions
