@@ -138,6 +138,10 @@ class TrainingSpec(_Spec):
                                                                             "None = learning_rate")
     regularization: float = Field(0.0, ge=0.0, description="link prediction: weight of the L2 penalty on the "
                                                            "embeddings a batch scores (mean squared norm)")
+    gradient_precision: Literal["float32", "bfloat16"] = Field(
+        "float32", description="link prediction, softmax loss: precision of the two matrix products of the "
+                               "scores' backward (bfloat16: inputs rounded, float32 accumulation; the scores, the "
+                               "loss and everything else stay float32)")
 
 
 class EvaluationSpec(_Spec):

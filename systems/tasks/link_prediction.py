@@ -47,12 +47,13 @@ from suite.registry import DECODERS, MODELS, SAMPLERS, TASKS
 import systems.models  # noqa: F401  (registers the built-in encoders and decoders)
 import systems.sampling  # noqa: F401  (registers the built-in samplers)
 from systems.batch import Batch, batch_generator, plan_epoch
-from systems.models.decoders import Decoder, build_decoder
+from systems.models.decoders import Decoder, DistMult, build_decoder
 from systems.models.embeddings import EmbeddingTable
+from systems.models.row_kernels import gather_rows
 from systems.sampling.base import SampledSubgraph, Sampler, SamplingGraph
 from systems.tasks.base import Task
 from systems.tasks.negatives import NegativeSampler, chunked_scores
-from systems.tasks.scoring import chunked_softmax_loss
+from systems.tasks.scoring import chunked_softmax_loss, distmult_softmax_loss
 from systems.tasks.node_classification import make_optimizer
 
 _EVAL_SEED_OFFSET = 0x5EED
@@ -94,14 +95,26 @@ def check_edge_split(store, split: str, required: bool) -> torch.Tensor | None:
 
 
 def rows(z: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``z[index]`` for an index of any shape, through ``index_select`` (whose backward is a fast ``index_add_``,
-    unlike advanced indexing's ``index_put_``)."""
-    return z.index_select(0, index.reshape(-1)).view(*index.shape, z.shape[-1])
+    """``z[index]`` for an index of any shape, through ``index_select`` with a one-pass backward
+    (:func:`systems.models.row_kernels.gather_rows`; advanced indexing's backward is an accumulating
+    ``index_put_``, several times slower)."""
+    return gather_rows(z, index)
+
+
+def _distmult_softmax(decoder: DistMult, z, src, rel, dst, tail_neg, head_neg, chunk_size, precision):
+    return distmult_softmax_loss(z, decoder.relations, src, rel, decoder.inverse(rel), dst, tail_neg, head_neg,
+                                 chunk_size, precision)
+
+
+FUSED_SOFTMAX_LOSSES = {DistMult: _distmult_softmax}
+"""Decoder class -> its softmax loss with a hand-written backward (the same value and gradients as the generic
+path through ``tail_query`` / ``head_query``, fewer operators); decoders without one take the generic path."""
 
 
 def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, rel: torch.Tensor,
                          dst: torch.Tensor, tail_neg: torch.Tensor, head_neg: torch.Tensor, chunk_size: int,
-                         loss: str = "softmax", margin: float = 1.0) -> torch.Tensor:
+                         loss: str = "softmax", margin: float = 1.0,
+                         gradient_precision: str = "float32") -> torch.Tensor:
     """Mean loss of the positives ``(src, rel, dst)`` against their chunks' negatives, both sides averaged.
 
     Args:
@@ -113,9 +126,13 @@ def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, r
         loss: ``softmax``: cross-entropy of each positive's score against its K negative scores (the positive is
             class 0 of K + 1); ``margin``: mean of ``relu(margin - positive + negative)`` over all pairs.
         margin: the margin of the margin loss.
+        gradient_precision: the softmax loss's backward products (:func:`~systems.tasks.scoring.chunked_softmax_loss`).
     """
     if loss not in ("softmax", "margin"):
         raise ConfigError(f"training.loss: unknown loss {loss!r} (known: margin, softmax)")
+    fused = FUSED_SOFTMAX_LOSSES.get(type(decoder)) if loss == "softmax" else None
+    if fused is not None:
+        return fused(decoder, z, src, rel, dst, tail_neg, head_neg, chunk_size, gradient_precision)
     heads, tails = rows(z, src), rows(z, dst)
     tail_queries, head_queries = decoder.tail_query(heads, rel), decoder.head_query(tails, rel)
     # per side, the positive is scored by that side's queries (they differ with inverse relations)
@@ -124,7 +141,8 @@ def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, r
     total = heads.new_zeros(())
     for queries, positive, negatives in sides:
         if loss == "softmax":  # scores, loss and gradients in one function (systems/tasks/scoring.py)
-            total = total + chunked_softmax_loss(queries, rows(z, negatives), positive, chunk_size)
+            total = total + chunked_softmax_loss(queries, rows(z, negatives), positive, chunk_size,
+                                                 gradient_precision)
         else:
             negative = chunked_scores(queries, rows(z, negatives), chunk_size)
             total = total + F.relu(margin - positive.unsqueeze(1) + negative).mean()
@@ -383,7 +401,7 @@ class LinkPredictionTask(Task):
         z = self.model(x, batch.sample)
         loss = link_prediction_loss(self.model.decoder, z, extra["src"], extra["rel"], extra["dst"],
                                     extra["tail_neg"], extra["head_neg"], extra["chunk_size"],
-                                    training.loss, training.margin)
+                                    training.loss, training.margin, training.gradient_precision)
         if training.regularization > 0:
             loss = loss + training.regularization * (rows(z, extra["src"]).pow(2).sum(-1)
                                                      + rows(z, extra["dst"]).pow(2).sum(-1)).mean()
@@ -407,7 +425,8 @@ class LinkPredictionTask(Task):
         if self.embeddings is None:
             return
         grad = batch.extra.pop("grad")
-        self.embeddings.adagrad_update(batch.extra.pop("input_nodes"), grad.cpu())
+        # a sample's input nodes are distinct (every sampler's contract; the roots come from torch.unique)
+        self.embeddings.adagrad_update(batch.extra.pop("input_nodes"), grad.cpu(), unique=True)
 
     def train(self) -> None:
         """Training mode (dropout on)."""
