@@ -76,7 +76,8 @@ from suite.registry import Registry  # noqa: E402
 
 SPEC = REPO_ROOT / "experiments" / "fb15k237_peers.yaml"
 DRIVERS = REPO_ROOT / "experiments" / "peers"
-DEFAULT_PBG_PYTHON = REPO_ROOT / ".venv-pbg" / "bin" / "python"
+DEFAULT_PBG_PYTHON = Path(os.environ.get("GNNSUITE_PBG_PYTHON", REPO_ROOT / ".venv-pbg" / "bin" / "python"))
+"""PyTorch-BigGraph's interpreter: ``$GNNSUITE_PBG_PYTHON``, else the environment ``make peers`` builds."""
 QUICK_TRIPLES = {"train": 400, "valid": 50, "test": 50}
 UNDER_LOAD_CORES = 0.25
 ALLOCATOR_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36)}
@@ -91,11 +92,17 @@ class Setting:
     """What every system of one invocation shares."""
 
     epochs: int
+    pykeen_epochs: int | None = None  # PyKEEN's own (its epochs take minutes here); None = ``epochs``
     dim: int = 100
     negatives: int = 1000
     batch_size: int = 1000
     learning_rate: float = 0.1
     init_scale: float = 1e-3
+
+
+    def epochs_of(self, system: str) -> int:
+        """The epochs a run of ``system`` trains."""
+        return self.pykeen_epochs if system == "pykeen" and self.pykeen_epochs else self.epochs
 
 
 @dataclass(frozen=True)
@@ -253,7 +260,7 @@ def _pykeen_missing(context: Context) -> str | None:
 def _pykeen_train(context: Context, threads: int, seed: int, run_dir: Path) -> dict[str, Any]:
     s = context.setting
     command = [sys.executable, str(DRIVERS / "pykeen_driver.py"), "--data", str(context.data), "--out", str(run_dir),
-               "--threads", str(threads), "--epochs", str(s.epochs), "--dim", str(s.dim), "--negatives",
+               "--threads", str(threads), "--epochs", str(s.epochs_of("pykeen")), "--dim", str(s.dim), "--negatives",
                str(s.negatives), "--batch-size", str(s.batch_size), "--lr", str(s.learning_rate), "--init-scale",
                str(s.init_scale), "--seed", str(seed)]
     wall, foreign = run_measured(command, threads, run_dir / "log.txt")
@@ -356,7 +363,7 @@ def run_one(context: Context, configuration: Configuration, threads: int, seed: 
     if done.exists() and not overwrite:
         return json.loads(done.read_text())
     base = {"configuration": configuration.name, "system": configuration.system, "label": configuration.label,
-            "threads": threads, "seed": seed, "epochs": context.setting.epochs}
+            "threads": threads, "seed": seed, "epochs": context.setting.epochs_of(configuration.system)}
     reason = configuration.missing(context)
     if reason is not None:
         print(f"[{configuration.name} t{threads} s{seed}] skipped: {reason}", flush=True)
@@ -473,6 +480,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", nargs="+", type=int, help="thread counts (default 1 2; quick 1)")
     parser.add_argument("--seeds", nargs="+", type=int, help="seeds, one repeat each (default 0 1 2; quick 0)")
     parser.add_argument("--epochs", type=int, help="epochs per run (default 5; quick 2)")
+    parser.add_argument("--pykeen-epochs", type=int, help="PyKEEN's epochs, if not --epochs (its 1000 negatives per "
+                        "positive are gathered per positive: minutes per epoch here)")
     parser.add_argument("--pbg-python", type=Path, default=DEFAULT_PBG_PYTHON,
                         help="python of PyTorch-BigGraph's environment (default: %(default)s)")
     parser.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data", help="dataset cache")
@@ -495,7 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    setting = Setting(epochs=args.epochs)
+    setting = Setting(epochs=args.epochs, pykeen_epochs=args.pykeen_epochs)
     if args.no_run:
         context = Context(args.out, args.out / "triples", (), args.pbg_python, setting)
     else:
@@ -503,12 +512,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_all(context, args.configurations, args.threads, args.seeds, args.overwrite)
     rows = [row for row in recorded_rows(args.out)
             if row["configuration"] in args.configurations and row["threads"] in args.threads
-            and row["epochs"] == args.epochs and (args.no_run or row["seed"] in args.seeds)]
+            and row["epochs"] == setting.epochs_of(row["system"]) and (args.no_run or row["seed"] in args.seeds)]
     for name in args.configurations:  # a configuration missing here leaves no run folder: one row with the reason
         reason = CONFIGURATIONS.get(name).missing(context)
         if reason is not None:
             rows += [{"configuration": name, "system": CONFIGURATIONS.get(name).system,
-                      "label": CONFIGURATIONS.get(name).label, "threads": t, "seed": None, "epochs": args.epochs,
+                      "label": CONFIGURATIONS.get(name).label, "threads": t, "seed": None,
+                      "epochs": setting.epochs_of(CONFIGURATIONS.get(name).system),
                       "status": "skipped", "reason": reason} for t in args.threads]
     if not rows:
         print("no recorded run to tabulate", file=sys.stderr)

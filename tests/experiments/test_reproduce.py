@@ -53,3 +53,36 @@ def test_dense_claim_verdicts_follow_the_table(tmp_path, ratios, verdict):
 def test_missing_tables_are_not_measured(tmp_path):
     for item in report.CLAIMS.in_order():
         assert item.evaluate(tmp_path).verdict == report.MISSING
+
+
+def _pyg_table(times: dict[str, tuple[float, float, float]], layers=(1, 2), status="ok") -> pd.DataFrame:
+    """Sampling rows of DENSE and PyG: (median, min, max) seconds per batch of 1,000 edges, every layer count."""
+    rows = []
+    for count in layers:
+        for sampler, (median, low, high) in times.items():
+            rows.append({"setting": "papers", "dataset": "papers-like-s", "num_roots": 1000, "layers": count,
+                         "sampler": sampler, "status": status if sampler == "pyg" else "ok",
+                         "reason": "pyg-lib/torch-sparse not installed" if status != "ok" and sampler == "pyg"
+                         else None, "time_s": median, "time_s_min": low, "time_s_max": high,
+                         "sampled_edges": 1000, "backend": "torch_geometric.sampler.NeighborSampler (torch-sparse)",
+                         "quick": False})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("times, verdict", [
+    ({"dense": (1.0, 0.9, 1.1), "pyg": (3.0, 2.8, 3.3)}, report.HOLDS),          # DENSE's slowest beats PyG's best
+    ({"dense": (1.0, 0.9, 2.9), "pyg": (3.0, 2.8, 3.3)}, "inconclusive"),       # the repeats' ranges overlap
+    ({"dense": (3.0, 2.9, 3.1), "pyg": (1.0, 0.9, 1.1)}, report.FAILS),
+])
+def test_dense_vs_pyg_verdict_needs_separated_repeats(tmp_path, times, verdict):
+    _pyg_table(times).to_csv(tmp_path / "sampling.csv", index=False)
+    finding = report.CLAIMS.get("dense-vs-pyg").evaluate(tmp_path)
+    assert finding.verdict == verdict
+    assert f"1L x{times['pyg'][0] / times['dense'][0]:.2f}" in finding.measured
+
+
+def test_dense_vs_pyg_not_measured_when_pyg_was_skipped(tmp_path):
+    _pyg_table({"dense": (1.0, 0.9, 1.1), "pyg": (1.0, 1.0, 1.0)}, status="skipped").to_csv(
+        tmp_path / "sampling.csv", index=False)
+    finding = report.CLAIMS.get("dense-vs-pyg").evaluate(tmp_path)
+    assert finding.verdict == report.MISSING and "pyg-lib/torch-sparse not installed" in finding.measured
