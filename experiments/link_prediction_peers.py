@@ -176,7 +176,8 @@ def run_measured(command: list[str], threads: int, log: Path) -> tuple[float, fl
 
 
 # ---------------------------------------------------------------------------------------------- the systems
-def _suite_trainer(system_options: dict[str, Any] | None) -> Callable[[Context, int, int, Path], dict[str, Any]]:
+def _suite_trainer(system_options: dict[str, Any] | None, gradient_precision: str = "float32"
+                   ) -> Callable[[Context, int, int, Path], dict[str, Any]]:
     def train(context: Context, threads: int, seed: int, run_dir: Path) -> dict[str, Any]:
         from suite.recorder import read_summary
 
@@ -185,7 +186,8 @@ def _suite_trainer(system_options: dict[str, Any] | None) -> Callable[[Context, 
                      f"model.embedding_dim={setting.dim}", f"training.batch_size={setting.batch_size}",
                      f"training.negatives.negatives_per_positive={setting.negatives}",
                      f"training.learning_rate={setting.learning_rate}",
-                     f"model.embedding_init_scale={setting.init_scale}"]
+                     f"model.embedding_init_scale={setting.init_scale}",
+                     f"training.gradient_precision={gradient_precision}"]
         if system_options is not None:
             overrides += ["system.name=pipelined", f"system.options={json.dumps(system_options)}"]
         command = [sys.executable, "-m", "suite", "run", str(SPEC), "--out", str(run_dir / "runs"), "--quiet",
@@ -275,6 +277,9 @@ SUITE_NEGATIVES = ("chunks of 1000 positives share 1000 uniform negatives per si
                    "element-wise sparse Adagrad")
 for _configuration in (
     Configuration("suite", "suite", "suite (in-memory)", SUITE_NEGATIVES, _always, _suite_trainer(None)),
+    Configuration("suite-bf16", "suite", "suite (bf16 gradients)",
+                  SUITE_NEGATIVES + "; the backward's two score products in bfloat16 (float32 accumulation; scores "
+                  "and loss float32)", _always, _suite_trainer(None, "bfloat16")),
     Configuration("suite-pipelined", "suite", "suite (pipelined)",
                   SUITE_NEGATIVES + "; sampling, gathers and updates overlapped with compute (staleness bound 2)",
                   _always, _suite_trainer({"batch_loader_threads": 1, "batch_transfer_threads": 1,

@@ -35,6 +35,7 @@ seeded with ``spec.seed``; an epoch's order and each batch's negatives and sampl
 
 from __future__ import annotations
 
+import threading
 
 import torch
 from torch import nn
@@ -270,9 +271,12 @@ class LinkPredictionTask(Task):
     """
 
     has_update = True
+    concurrent_compute = True
 
     def __init__(self, spec, store, device):
         super().__init__(spec, store, device)
+        self._step_lock = threading.Lock()
+        self._dense_parameters: list[torch.nn.Parameter] = []
         self.has_update = spec.model.learnable_embeddings
         self.train_edges: torch.Tensor | None = None
         self.embeddings: EmbeddingTable | None = None
@@ -338,6 +342,7 @@ class LinkPredictionTask(Task):
         parameters = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = make_optimizer(spec.training.optimizer, parameters, spec.training.learning_rate,
                                         spec.training.weight_decay) if parameters else None
+        self._dense_parameters = parameters
         return encoder
 
     # ------------------------------------------------------------------ stages
@@ -405,16 +410,24 @@ class LinkPredictionTask(Task):
         if training.regularization > 0:
             loss = loss + training.regularization * (rows(z, extra["src"]).pow(2).sum(-1)
                                                      + rows(z, extra["dst"]).pow(2).sum(-1)).mean()
-        if self.optimizer is not None:
-            self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        batch.version_applied = self.optimizer_steps
-        if self.optimizer is not None:
-            self.optimizer.step()
-        self.optimizer_steps += 1
+        # gradients returned rather than accumulated into .grad, so that concurrent compute workers (the pipelined
+        # system's compute_workers) never mix their gradients; the dense step is taken under a lock
+        parameters = self._dense_parameters
+        inputs = ([x] if self.embeddings is not None else []) + parameters
+        grads = list(torch.autograd.grad(loss, inputs, allow_unused=True)) if inputs else []
+        x_grad = grads.pop(0) if self.embeddings is not None else None
+        with self._step_lock:
+            batch.version_applied = self.optimizer_steps
+            if self.optimizer is not None:
+                for parameter, grad in zip(parameters, grads):
+                    parameter.grad = grad
+                self.optimizer.step()
+                for parameter in parameters:
+                    parameter.grad = None
+            self.optimizer_steps += 1
         batch.loss = float(loss.detach())
         if self.embeddings is not None:
-            extra["grad"] = x.grad.detach()
+            extra["grad"] = x_grad if x_grad is not None else torch.zeros_like(x)
             extra["embedding_staleness"] = batch.version_applied - extra["embedding_version"]
         for key in _DEVICE_KEYS:
             extra.pop(key, None)
