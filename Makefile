@@ -3,8 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DATA ?= data
+# The peers (issue 17): prebuilt torch-sparse/torch-scatter wheels (torch 2.13.0, CPython 3.11) beside the
+# checkout, and PyTorch-BigGraph in an environment of its own (it imports pkg_resources: setuptools < 70).
+WHEELS ?= ../shared/wheels
+PBG_VENV ?= .venv-pbg
 
-.PHONY: setup test test-all main reference quickstart clean
+.PHONY: setup peers test test-all main reference quickstart clean
 
 setup: $(VENV)/.installed
 
@@ -17,9 +21,36 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,scale]'
 	touch $@
 
+# The peer systems the experiments compare with: PyG's samplers (torch-sparse + torch-scatter), PyKEEN, and
+# PyTorch-BigGraph in $(PBG_VENV), which sees the suite's torch and numpy through a .pth file and has its own
+# setuptools < 70, h5py and torchbiggraph. Without $(WHEELS), torch-sparse/torch-scatter build from source
+# (about 15 minutes).
+peers: setup $(VENV)/.peers $(PBG_VENV)/.installed
+
+$(VENV)/.peers: $(VENV)/.installed
+	if [ -d "$(WHEELS)" ]; then \
+	  $(BIN)/pip install --quiet --no-deps $(WHEELS)/torch_scatter-2.1.2-*.whl $(WHEELS)/torch_sparse-0.6.18-*.whl; \
+	else \
+	  echo "$(WHEELS) not found: building torch-scatter and torch-sparse from source (about 15 minutes)"; \
+	  $(BIN)/pip install --quiet --no-build-isolation torch-scatter==2.1.2 torch-sparse==0.6.18; \
+	fi
+	$(BIN)/pip install --quiet -e '.[test,scale,peers]'
+	touch $@
+
+$(PBG_VENV)/.installed: $(VENV)/.installed
+	$(PYTHON) -m venv $(PBG_VENV)
+	$(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
+	  "$$($(PBG_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/gnnsuite-main.pth"
+	$(PBG_VENV)/bin/pip install --quiet --no-deps 'setuptools<70' h5py==3.16.0 torchbiggraph==1.0.0
+	$(PBG_VENV)/bin/python -c "import torchbiggraph.train, torch; print('PyTorch-BigGraph', torchbiggraph.__version__, 'torch', torch.__version__)"
+	touch $@
+
+# The test command (.ci/run calls it): installs the peers first when the prebuilt wheels are there, so the peer
+# tests run (PyG sampler and system, PBG and PyKEEN on a few hundred triples) rather than skip.
 # GNNSUITE_REQUIRE_ENGINES: the executor tests fail (not skip) when ray or submitit is missing; the run ends with
 # an "executor tests" section naming the executors that ran.
 test: setup
+	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; else echo "$(WHEELS) not found: peer tests will be skipped"; fi
 	GNNSUITE_REQUIRE_ENGINES=ray,submitit $(BIN)/python -m pytest
 
 test-all: setup
@@ -28,10 +59,12 @@ test-all: setup
 # The quick reproduction: every figure's experiment on small settings into out/reproduce/ (tables, figures,
 # REPORT.md with 95 % intervals and verdicts), compared with the committed reference results/ (never written here).
 main: setup
+	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; fi
 	$(BIN)/gnnsuite reproduce --quick --overwrite
 
 # Regenerate the committed quick reference results/ (the only command that writes there).
 reference: setup
+	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; fi
 	$(BIN)/gnnsuite reproduce --quick --overwrite --update-reference
 
 # GraphSAGE vs a features-only MLP on the default synthetic dataset (arxiv-like), recorded under out/quickstart.
@@ -40,4 +73,4 @@ quickstart: setup
 	$(BIN)/gnnsuite results out/quickstart --export out/quickstart/runs.csv
 
 clean:
-	rm -rf $(VENV) $(DATA) out .pytest_cache
+	rm -rf $(VENV) $(PBG_VENV) $(DATA) out .pytest_cache

@@ -7,8 +7,10 @@ Usage::
 
 Runs ``experiments/disk_nc.yaml`` through the harness, each run in its own process so that its peak RSS is its
 own (finished runs are skipped): the in-memory system and the disk system (p = 16, c = 4 = p/4 and 8, sequential
-and dispersed, prefetch on and off, the pipelined disk system) on ``papers-like-s``, seeds 0, 1 and 2, five epochs
-with a test evaluation after each. Then, per run: the warm epochs' mean time (epoch 0 fills the buffer and is
+and dispersed, prefetch on and off, the pipelined disk system) on ``papers-like-s``, and the peer ``pyg``
+(:mod:`systems.pyg_baseline`: PyG's NeighborLoader and GraphSAGE in PyG's own loop over the whole graph in memory;
+a ``skipped`` row with the reason where PyG cannot sample), seeds 0, 1 and 2, five epochs with a test evaluation
+after each. Then, per run: the warm epochs' mean time (epoch 0 fills the buffer and is
 left out), bytes the suite read and bytes ``/proc/self/io`` says came from storage, states, IO wait (compute
 waiting for the buffer) and its fraction of the epoch, the achieved read bandwidth (bytes read / seconds inside
 the reads; ``dd iflag=direct`` on the same file beside it), test accuracy, peak RSS, the thread budget and the
@@ -42,6 +44,7 @@ if str(REPO_ROOT) not in sys.path:
 
 import pandas as pd  # noqa: E402
 
+from experiments.peers import split_runnable  # noqa: E402
 from suite.grid import expand_grid, failures  # noqa: E402
 from suite.load import load_columns  # noqa: E402
 from suite.results import export, load_epochs, load_evals, load_runs, load_timeline  # noqa: E402
@@ -62,6 +65,15 @@ def _quick_options(specs):
             options["buffer_capacity"] = options["buffer_capacity"] // 2
         out.append(spec.model_copy(update={"system": spec.system.model_copy(update={"options": options})}))
     return out
+
+
+def grid_specs(grid: Path, overrides: Sequence[str], quick: bool) -> list:
+    """The grid's specs (quick options applied); a ``pyg`` system spec gets ``sampler.name: pyg``, the sampler it
+    really uses."""
+    specs = expand_grid(grid, list(overrides) + (list(QUICK) if quick else []))
+    specs = _quick_options(specs) if quick else specs
+    return [spec.model_copy(update={"sampler": spec.sampler.model_copy(update={"name": "pyg"})})
+            if spec.system.name == "pyg" else spec for spec in specs]
 
 
 def run_isolated(specs, out: Path, rerun_under_load: bool = False) -> list[dict]:
@@ -169,8 +181,8 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
         gap = difference_interval(list(both["test_accuracy"]), [base.loc[s, "test_accuracy"] for s in both["seed"]])
         first = group.iloc[0]
         rows.append({
-            "dataset": first["dataset"], "configuration": label, "system": first["system"],
-            "policy": first["policy"], "num_partitions": first["num_partitions"],
+            "dataset": first["dataset"], "configuration": label, "system": first["system"], "status": "ok",
+            "reason": "", "policy": first["policy"], "num_partitions": first["num_partitions"],
             "buffer_capacity": first["buffer_capacity"], "prefetch": first["prefetch"], "seeds": len(group),
             "timed_runs": len(quiet), "warm_epochs": int(group["warm_epochs"].min()),
             **_columns("epoch_time_s", mean_interval(quiet["epoch_time_s"])),
@@ -187,7 +199,10 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             "foreign_cores": group["foreign_cores"].astype(float).max(),
             "under_load": bool(flagged[group.index].all()), "git_sha": first["git_sha"],
         })
-    return pd.DataFrame(rows)
+    order = {"pipelined": 0, "in_memory": 1, "disk": 2}  # the suite's systems, then peers
+    return pd.DataFrame(rows).sort_values(
+        ["system", "configuration"], key=lambda c: c.map(lambda v: (order.get(v, 3), v)) if c.name == "system"
+        else c, kind="stable").reset_index(drop=True)
 
 
 def curve_table(out: Path, runs: pd.DataFrame) -> pd.DataFrame:
@@ -246,12 +261,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out or REPO_ROOT / ("out/disk-quick" if args.quick else "out/disk-deep" if args.deep else "out/disk")
     results = args.results
     if not args.no_run:
-        overrides = list(QUICK) if args.quick else []
+        overrides = []
         if args.data_dir is not None:
             overrides.append(f"dataset.cache_dir={args.data_dir}")
-        specs = expand_grid(DEEP_GRID if args.deep else GRID, overrides)
-        if args.quick:
-            specs = _quick_options(specs)
+        specs, skipped = split_runnable(grid_specs(DEEP_GRID if args.deep else GRID, overrides, args.quick))
+        for spec, reason in skipped:
+            print(f"skipped: {spec.run_id}: {reason}", file=sys.stderr)
         failed = failures(run_isolated(specs, out, args.rerun_under_load))
         for summary in failed:
             print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
@@ -259,6 +274,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
     runs = run_table(out)
     result = summary_table(runs)
+    _, skipped = split_runnable(grid_specs(DEEP_GRID if args.deep else GRID, [], args.quick))
+    if skipped:  # peers missing here: a row each, with the reason
+        result = pd.concat([result, pd.DataFrame([
+            {"dataset": spec.dataset.preset or spec.dataset.name, "configuration": spec.system.name,
+             "system": spec.system.name, "status": "skipped", "reason": reason}
+            for spec, reason in {spec.system.name: (spec, reason) for spec, reason in skipped}.values()])],
+            ignore_index=True)
     disk_runs = runs[runs["system"] == "disk"]
     if len(disk_runs):
         from suite.graph import GraphStore

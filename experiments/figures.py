@@ -365,7 +365,9 @@ def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
     Reads only ``csv_path``.
     """
     table = pd.read_csv(csv_path)
-    order = {"in_memory": 0, "pipelined": 1, "disk": 2}
+    if "status" in table:  # peers that could not run here are rows without numbers
+        table = table[table["status"].fillna("ok") == "ok"]
+    order = {"in_memory": 0, "pipelined": 1, "disk": 2, "pyg": 3}
     table = table.sort_values(["system", "configuration"], key=lambda c: c.map(order) if c.name == "system"
                               else c).reset_index(drop=True)
     labels = list(table["configuration"])
@@ -396,9 +398,9 @@ def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
             ax.set_xticks(positions)
             ax.set_xticklabels(labels, rotation=25, ha="right")
         systems = list(dict.fromkeys(zip(table["system"], table.get("policy", [None] * len(table)))))
-        handles = [Patch(color=_system_color(s, p), label=("in-memory" if s == "in_memory" else
-                                                           "pipelined (in memory)" if s == "pipelined" else
-                                                           f"disk, {p} policy")) for s, p in systems]
+        names = {"in_memory": "in-memory", "pipelined": "pipelined (in memory)",
+                 "pyg": "PyG (NeighborLoader + GraphSAGE, in memory)"}
+        handles = [Patch(color=_system_color(s, p), label=names.get(s, f"disk, {p} policy")) for s, p in systems]
         handles += [Patch(facecolor="white", edgecolor="k", hatch="//", label="IO wait (compute waiting for the "
                                                                                  "buffer)"),
                     Line2D([], [], color="k", marker="D", linestyle="none",
@@ -825,6 +827,65 @@ def plot_async_gnn_gantt(csv_path: str | Path, out_png: str | Path) -> Path:
         return save_figure(fig, out_png)
 
 
+_PEER_COLORS = {"suite": "tab:blue", "pbg": "tab:orange", "pykeen": "tab:purple"}
+
+
+def plot_link_prediction_peers(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Link prediction against its peers (``experiments/link_prediction_peers.py``): per thread count, training
+    triples/s of every configuration (median over seeds, whiskers the seeds' range, the speed ratio to PBG p=1 at
+    the same thread count annotated) beside its filtered test MRR (mean over seeds, 95 % interval).
+
+    Reads only ``csv_path``; skipped configurations are listed under the panels with their reasons.
+    """
+    table = pd.read_csv(csv_path)
+    ok = table[table["status"] == "ok"]
+    labels = list(dict.fromkeys(table["label"]))
+    threads = sorted(set(table["threads"]))
+    width = 0.8 / max(len(threads), 1)
+    with styled():
+        fig, (speed_ax, mrr_ax) = plt.subplots(1, 2, figsize=(13.0, 4.8), layout="constrained")
+        _draw_link_prediction_peers(table, ok, labels, threads, width, speed_ax, mrr_ax)
+        seeds = f"{int(ok['seeds'].min())}-{int(ok['seeds'].max())} seed(s)" if len(ok) else ""
+        fig.suptitle("Link prediction on FB15k-237 (DistMult d=100, 1000 negatives per positive and side, batch "
+                     f"1000): the suite vs PyTorch-BigGraph and PyKEEN; {seeds}, MRR after the epochs shown")
+        skipped = table[table["status"] != "ok"]
+        extra = ("skipped: " + "; ".join(f"{r['label']} ({int(r['threads'])}T): {r['reason']}"
+                                         for _, r in skipped.iterrows())) if len(skipped) else ""
+        caption(fig, "none in MariusGNN: the suite's link prediction against PyTorch-BigGraph and PyKEEN on the "
+                     "same triples, ranked by the suite's filtered evaluation", Path(csv_path).name,
+                "whiskers: the seeds' range (speed); 95 % t interval over seeds (MRR)", extra)
+        return save_figure(fig, out_png)
+
+
+def _draw_link_prediction_peers(table, ok, labels, threads, width, speed_ax, mrr_ax) -> None:
+    for offset, count in enumerate(threads):
+        rows = ok[ok["threads"] == count].set_index("label").reindex(labels)
+        positions = [i + (offset - (len(threads) - 1) / 2) * width for i in range(len(labels))]
+        colors = [_PEER_COLORS.get(system, "tab:gray") for system in rows["system"].fillna("")]
+        low = rows["triples_per_s"] - (rows["triples_per_s"] * rows["epoch_time_s"] / rows["epoch_time_s_max"])
+        high = (rows["triples_per_s"] * rows["epoch_time_s"] / rows["epoch_time_s_min"]) - rows["triples_per_s"]
+        bars = speed_ax.bar(positions, rows["triples_per_s"], width, color=colors, alpha=0.55 + 0.45 * offset /
+                            max(len(threads) - 1, 1), yerr=[low.fillna(0), high.fillna(0)], capsize=3,
+                            edgecolor="k", linewidth=0.5)
+        ratio = rows.get("speed_vs_pbg-p1")
+        for bar, value, n in zip(bars, ratio if ratio is not None else [None] * len(bars), [count] * len(bars)):
+            if value is not None and pd.notna(value):
+                speed_ax.annotate(f"{n}T x{value:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                                  textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+        mrr_ax.bar(positions, rows["test_mrr"], width, color=colors, yerr=rows["test_mrr_ci95"].fillna(0),
+                   capsize=3, alpha=0.55 + 0.45 * offset / max(len(threads) - 1, 1), edgecolor="k", linewidth=0.5,
+                   label=f"{count} thread{'s' if count > 1 else ''}")
+    speed_ax.set_ylabel("training triples/s (median over seeds; whiskers: range)\nannotated: / PBG p=1, same threads")
+    mrr_ax.set_ylabel("filtered test MRR (suite's ranking; mean, 95 % CI)")
+    epochs = ok.groupby("label")["epochs"].first() if len(ok) else pd.Series(dtype=float)
+    ticks = [f"{label}\n{int(epochs[label])} epochs" if label in epochs else label for label in labels]
+    for ax in (speed_ax, mrr_ax):
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(ticks, rotation=15, ha="right", fontsize=8)
+        ax.grid(True, axis="y", alpha=0.3)
+    mrr_ax.legend(fontsize=8, title="bars: threads (light to dark)", title_fontsize=7)
+
+
 FIGURES: dict[str, Callable[..., Path]] = {
     "sampling": plot_sampling,
     "pipeline_speed": plot_pipeline_speed,
@@ -837,6 +898,7 @@ FIGURES: dict[str, Callable[..., Path]] = {
     "work_depth_check": plot_work_depth_check,
     "async_tradeoff": plot_async_tradeoff,
     "async_gnn_gantt": plot_async_gnn_gantt,
+    "link_prediction_peers": plot_link_prediction_peers,
 }
 """Figure name (its PNG's stem) -> plot function ``(csv_path, out_png) -> Path``."""
 
@@ -860,7 +922,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 __all__ = ["COLORS", "FIGURES", "INPUTS", "STYLE", "caption", "plot_async_gnn_gantt", "plot_async_tradeoff",
-           "plot_buffer_io", "plot_cost", "plot_disk_lp", "plot_disk_nc", "plot_disk_nc_timeline", "plot_pipeline_speed",
+           "plot_buffer_io", "plot_cost", "plot_disk_lp", "plot_disk_nc", "plot_disk_nc_timeline", "plot_link_prediction_peers", "plot_pipeline_speed",
            "plot_pipeline_validation", "plot_sampling", "plot_work_depth_check", "save_figure", "styled"]
 
 if __name__ == "__main__":

@@ -10,12 +10,15 @@ Runs two grids through the harness (finished runs are not repeated), then tabula
 - ``experiments/pipeline_speed.yaml``: ``in_memory`` and ``pipelined`` (sync; 1 loader / bound 2; 2 loaders /
   bound 8; Marius's defaults: 4 loaders, 2 transfer workers, queues of 4, bound 16; 2 loader *processes* / bound
   8) on ``arxiv-like`` and ``products-like``, 3-layer GraphSAGE, fanouts 15,10,5, batch 1000, both samplers; two
-  epochs of the first ``limit_batches`` batches, the second (warm) epoch reported;
+  epochs of the first ``limit_batches`` batches, the second (warm) epoch reported; and the peer ``pyg``
+  (:mod:`systems.pyg_baseline`: PyG's NeighborLoader and GraphSAGE in PyG's loop), run once per dataset (its
+  runs are recorded with ``sampler.name: pyg``, the sampler it really uses, whatever the grid's sampler axis says)
+  or, where PyG cannot sample, a ``skipped`` row with the reason;
 - ``experiments/pipeline_accuracy.yaml``: sync vs async (bound 16; compute in admission order, and out of order)
   pipelined training on ``arxiv-like``, two full epochs, three seeds; test accuracy.
 
 Outputs: ``out/results/pipeline_speed.csv`` (one row per run: epoch time, ratio to in-memory on the same dataset and
-sampler, per-stage busy time, compute utilization = compute busy time / epoch time, pipeline efficiency = epoch
+sampler (for ``pyg``, to in-memory with DENSE; ``ratio_baseline`` names it), per-stage busy time, compute utilization = compute busy time / epoch time, pipeline efficiency = epoch
 time / busy time per worker of the busiest stage, bottleneck stage, staleness), ``out/results/pipeline_accuracy.csv``
 and ``out/results/pipeline_speed.png``. ``--quick`` runs both grids on ``arxiv-like`` only, shrunk to 50,000 nodes,
 with 6 batches per epoch (speed: 12 runs, both samplers) and 2 epochs x 3 seeds (accuracy) into
@@ -70,9 +73,12 @@ def configuration(system: str, options: dict) -> str:
 
 
 def configuration_order(label: str) -> tuple:
-    """Sort key of configuration labels: in-memory, sync, then thread loaders, then processes, by bound."""
+    """Sort key of configuration labels: in-memory, sync, then thread loaders, then processes, by bound; peers
+    (``pyg``) last."""
     if label in ("in_memory", "sync"):
         return (0, label != "in_memory", 0)
+    if len(label.split()) < 4:  # a peer system
+        return (2, label)
     bound = int(label.split()[3].removeprefix("b"))
     return (1, "P" in label.split()[0], bound, "ooo" in label)
 
@@ -119,12 +125,32 @@ def speed_table(out: str | Path) -> pd.DataFrame:
     if table.empty:
         return table
     baseline = table[table["system"] == "in_memory"].set_index(["dataset", "sampler", "seed"])["epoch_time_s"]
+    known = {(dataset, sampler) for dataset, sampler, _ in baseline.index}
+    # a peer's own sampler has no in-memory run of the suite: its ratio is against in-memory with DENSE
+    table["ratio_baseline"] = [f"in_memory/{row.sampler if (row.dataset, row.sampler) in known else 'dense'}"
+                               for row in table.itertuples()]
     table["time_ratio_vs_in_memory"] = [  # against the in-memory run of the same dataset, sampler and seed
-        row.epoch_time_s / baseline.get((row.dataset, row.sampler, row.seed), float("nan"))
+        row.epoch_time_s / baseline.get((row.dataset, row.ratio_baseline.split("/")[1], row.seed), float("nan"))
         for row in table.itertuples()
     ]
+    table["status"], table["reason"] = "ok", ""
+    return sort_speed_table(table)
+
+
+def sort_speed_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows by dataset, sampler (the suite's, then peers'), configuration."""
+    samplers = {"naive": 0, "dense": 1}
     return table.sort_values(["dataset", "sampler", "configuration"], key=lambda c: c.map(configuration_order) if
-                             c.name == "configuration" else c).reset_index(drop=True)
+                             c.name == "configuration" else c.map(lambda v: (samplers.get(v, 2), v))
+                             if c.name == "sampler" else c).reset_index(drop=True)
+
+
+def skipped_rows(skipped) -> pd.DataFrame:
+    """One ``skipped`` row (with the reason) per speed-grid run whose peer is missing here."""
+    return pd.DataFrame([{"dataset": spec.dataset.preset or spec.dataset.name, "sampler": spec.sampler.name,
+                          "system": spec.system.name, "configuration": configuration(spec.system.name,
+                                                                                     spec.system.options),
+                          "status": "skipped", "reason": reason, "seed": spec.seed} for spec, reason in skipped])
 
 
 def accuracy_table(out: str | Path) -> pd.DataFrame:
@@ -159,6 +185,28 @@ def accuracy_summary(accuracy: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def grid_specs(grid: Path, mode: str, data_dir: Path | None = None) -> tuple[list, list]:
+    """The runnable specs of ``grid`` in ``mode`` and ``[(spec, reason)]`` of those whose peer is missing here.
+
+    A ``pyg`` system spec gets ``sampler.name: pyg`` (the sampler it really uses), so the grid's sampler axis does
+    not run it twice.
+    """
+    from experiments.peers import split_runnable
+
+    common, speed, accuracy = MODES[mode]
+    overrides = [*common, *(speed if grid == SPEED_GRID else accuracy)]
+    if data_dir is not None:
+        overrides.append(f"dataset.cache_dir={data_dir}")
+    specs, seen = [], set()
+    for spec in expand_grid(grid, overrides):
+        if spec.system.name == "pyg":
+            spec = spec.model_copy(update={"sampler": spec.sampler.model_copy(update={"name": "pyg"})})
+        if spec.run_id not in seen:
+            seen.add(spec.run_id)
+            specs.append(spec)
+    return split_runnable(specs)
+
+
 def run_grids(out: Path, mode: str, progress: bool, data_dir: Path | None = None,
               rerun_baselines: bool = False) -> list[dict]:
     """Run both grids in ``mode`` (skipping finished runs); return the summaries of failed runs.
@@ -168,12 +216,8 @@ def run_grids(out: Path, mode: str, progress: bool, data_dir: Path | None = None
     (a shared machine) can be measured again under the same conditions as the last runs.
     """
     summaries = []
-    common, speed, accuracy = MODES[mode]
-    for grid, extra in ((SPEED_GRID, speed), (ACCURACY_GRID, accuracy)):
-        overrides = [*common, *extra]
-        if data_dir is not None:
-            overrides.append(f"dataset.cache_dir={data_dir}")
-        specs = expand_grid(grid, overrides)
+    for grid in (SPEED_GRID, ACCURACY_GRID):
+        specs, _ = grid_specs(grid, mode, data_dir)
         summaries += run_grid(specs, out / grid.stem, progress=progress)
         if rerun_baselines and grid == SPEED_GRID:
             baselines = [spec for spec in specs if spec.system.name == "in_memory"]
@@ -205,6 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if failed:
             return 1
     speed = speed_table(out / SPEED_GRID.stem)
+    _, skipped = grid_specs(SPEED_GRID, args.mode, args.data_dir)
+    if skipped:
+        for spec, reason in skipped:
+            print(f"skipped: {spec.run_id}: {reason}", file=sys.stderr)
+        speed = sort_speed_table(pd.concat([speed, skipped_rows(skipped)], ignore_index=True))
     accuracy = accuracy_table(out / ACCURACY_GRID.stem)
     export(speed, args.results / "pipeline_speed.csv")
     export(accuracy, args.results / "pipeline_accuracy.csv")

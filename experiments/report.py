@@ -524,6 +524,70 @@ def _disk_cost(results: Path) -> Finding:
                    excluded=_excluded(loaded, lambda r: r["configuration"]))
 
 
+# ---------------------------------------------------------------------------------------------- peers
+@claim("dense-vs-pyg", "DENSE samples faster than PyG's sampler, in sampled edges/s, at every layer count (the "
+       "peer a PyG user has today)", ("sampling.csv",))
+def _dense_vs_pyg(results: Path) -> Finding:
+    table = pd.read_csv(results / "sampling.csv")
+    pyg = table[table["sampler"] == "pyg"]
+    if pyg.empty or (pyg["status"] != "ok").all():
+        reason = pyg["reason"].dropna().iloc[0] if len(pyg) and pyg["reason"].notna().any() else "no pyg row"
+        return Finding(f"PyG rows skipped: {reason}", "", NOT_TESTABLE, reason=f"PyG could not sample here: {reason}")
+    rows, loaded = split_under_load(pyg[pyg["status"] == "ok"])
+    parts, verdicts, estimates = [], [], []
+    for setting, group in rows.groupby("setting", sort=False):
+        ratios = []
+        for _, row in group.sort_values("layers").iterrows():
+            # edges/s of DENSE over PyG's = PyG's time / DENSE's (paired repeats) x DENSE's edges / PyG's
+            edges = float(row["edges_ratio_vs_dense"]) if pd.notna(row.get("edges_ratio_vs_dense")) else 1.0
+            time_ratio = table_interval(row, "time_ratio_vs_dense", "paired_repeats", "paired log t over repeats")
+            speedup = time_ratio.scaled(1.0 / edges) if edges > 0 else time_ratio
+            name = f"{setting} L{int(row['layers'])} DENSE/PyG edges/s"
+            estimates.append(Estimate(name, speedup, "> 1"))
+            verdicts.append(above(speedup, 1.0))
+            ratios.append(f"{int(row['layers'])}L x{speedup}")
+        parts.append(f"{setting}: DENSE/PyG sampled edges/s {', '.join(ratios)}")
+    backend = str(pyg["backend"].dropna().iloc[0]) if pyg["backend"].notna().any() else "PyG"
+    quick = bool(table["quick"].iloc[0]) if "quick" in table else False
+    setting = (f"{'quick (small graphs)' if quick else 'full'}: paired repeats on the same roots, geometric mean of "
+               f"PyG's time / DENSE's with its 95 % interval, scaled by DENSE's / PyG's sampled edges; PyG = {backend}")
+    return Finding("; ".join(parts), setting, combine(verdicts) if verdicts else INCONCLUSIVE, tuple(estimates),
+                   excluded=_excluded(loaded, lambda r: f"{r['setting']} L{int(r['layers'])}"))
+
+
+@claim("lp-vs-pbg", "The suite's link prediction trains faster than PyTorch-BigGraph at equal MRR (goal: at least "
+       "1.5x PBG's training triples/s on the same cores, filtered test MRR at most 0.01 below)",
+       ("link_prediction_peers.csv",))
+def _lp_vs_pbg(results: Path) -> Finding:
+    table = pd.read_csv(results / "link_prediction_peers.csv")
+    ok = table[table["status"] == "ok"]
+    column = "speed_vs_pbg-p1_geomean"
+    suite = ok[ok["system"] == "suite"]
+    if suite.empty or column not in ok or suite[column].isna().all():
+        skipped = table[table["status"] != "ok"]
+        reason = "; ".join(f"{r['label']}: {r['reason']}" for _, r in skipped.iterrows()) or "no paired runs"
+        return Finding(f"no suite/PBG pair: {reason}", "", NOT_TESTABLE, reason=reason)
+    parts, groups, estimates = [], [], []
+    for threads, rows in suite.groupby("threads"):
+        pbg = ok[(ok["configuration"] == "pbg-p1") & (ok["threads"] == threads)].iloc[0]
+        options = []
+        for _, row in rows.iterrows():
+            speed = table_interval(row, column, "speed_pairs_vs_pbg-p1", "paired log t over seeds")
+            gap = table_interval(row, "mrr_minus_pbg-p1", "seeds", "paired t over seeds")
+            estimates += [Estimate(f"{threads}T {row['label']} / PBG p=1 triples/s", speed, ">= 1.5"),
+                          Estimate(f"{threads}T {row['label']} - PBG p=1 MRR", gap, "> -0.01")]
+            options.append(combine([above(speed, 1.5, min_n=MIN_SEEDS), above(gap, -0.01, min_n=MIN_SEEDS)]))
+            parts.append(f"{threads} thread(s): {row['label']} {row['epoch_time_s']:.2f} s/epoch "
+                         f"({row['triples_per_s']:,.0f} triples/s) vs PBG p=1 {pbg['epoch_time_s']:.2f} s: "
+                         f"x{speed}; MRR {row['test_mrr']:.4f} vs {pbg['test_mrr']:.4f} (difference {gap})")
+        groups.append(any_of(options))
+    setting = (f"FB15k-237 DistMult d=100, 1000 negatives per positive and side, {int(suite['epochs'].iloc[0])} "
+               f"epochs, {int(suite['seeds'].min())} seed(s), back-to-back runs per seed; per thread count some "
+               f"suite configuration must reach both (intervals over seeds, runs under foreign load left out of "
+               f"the speed)")
+    return Finding("; ".join(parts), setting, combine(groups), tuple(estimates))
+
+
 # ---------------------------------------------------------------------------------------------- the report
 def _git_sha() -> str:
     from suite.provenance import versions

@@ -174,6 +174,18 @@ def _link_prediction(mode: str, paths: Paths) -> None:
            "experiments/link_prediction.py")
 
 
+@job("link_prediction_peers", "link prediction against its peers on FB15k-237: the suite vs PyTorch-BigGraph "
+     "(p=1, p=8) vs PyKEEN, triples/s and filtered MRR by the suite's ranking",
+     ("link_prediction_peers.csv", "link_prediction_peers_runs.csv", "link_prediction_peers.png"),
+     "about 90 minutes (5 epochs x 3 seeds x 1 and 2 threads; PyKEEN's epochs take minutes); peers from make peers")
+def _link_prediction_peers(mode: str, paths: Paths) -> None:
+    from experiments import link_prediction_peers
+
+    args = ["--out", str(paths.runs / "lp_peers"), "--results", str(paths.results), "--data-dir", str(paths.data)]
+    _check(link_prediction_peers.main(args + (["--quick"] if mode == "quick" else [])),
+           "experiments/link_prediction_peers.py")
+
+
 @job("disk_nc", "disk-based vs in-memory node classification: epoch time, IO wait, bytes read, accuracy",
      ("disk_nc.csv", "disk_nc_runs.csv", "disk_nc_curve.csv", "disk_nc_timeline.csv", "disk_nc.png",
       "disk_nc_timeline.png"), "about 25 minutes; papers-like-s and a partitioned copy, ~6 GiB")

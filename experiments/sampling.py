@@ -23,8 +23,11 @@ Samplers (one row each per setting x layer count): ``naive`` (:class:`~systems.s
 shuffled while sampling, and that cost is timed), both with their default backend (compiled numba one-hop kernels
 when numba is installed; recorded in ``backend``; both take their large outputs from the same recycling
 :class:`~systems.sampling.kernels.BufferPool`), and ``pyg``: PyG's own C++ sampler
-through :class:`torch_geometric.sampler.NeighborSampler` on the same CSR (handed over as already sorted CSC, so
-nothing is re-sorted), which needs ``pyg-lib`` or ``torch-sparse``. A sampler that cannot run (not installed, not
+through :class:`torch_geometric.sampler.NeighborSampler` on the same CSR (handed over as PyG's transposed
+adjacency, so nothing is copied or re-sorted: :func:`systems.sampling.pyg.neighbor_sampler`, as the registered
+``pyg`` sampler does), which needs ``pyg-lib`` or ``torch-sparse`` (``make peers``). The timed call is PyG's
+``sample_from_nodes``, i.e. PyG's own output (node list and edge lists, which PyG's loaders consume); the
+registered sampler's assembly of layer-wise blocks from it is not timed, which favours PyG. A sampler that cannot run (not installed, not
 registered) gets one ``skipped`` row per setting x layer count with the reason. On request (``--samplers``),
 ``naive-torch`` and ``dense-torch`` run the same two algorithms on their pure-torch backend. All sample without
 replacement by default (``--replace``: with replacement when degree > fanout, as MariusGNN; for every sampler).
@@ -251,42 +254,22 @@ def dense_stats(sample) -> BatchStats:
 
 def pyg_backend() -> str | None:
     """``pyg-lib`` or ``torch-sparse``, whichever PyG's NeighborSampler would use; None when neither imports."""
-    import torch_geometric.typing as pyg_typing
+    from systems.sampling.pyg import pyg_backend as backend
 
-    if pyg_typing.WITH_PYG_LIB:
-        return "pyg-lib"
-    if pyg_typing.WITH_TORCH_SPARSE:
-        return "torch-sparse"
-    return None
+    return backend()
 
 
 _PYG_SAMPLERS: "weakref.WeakKeyDictionary[Any, dict[bool, Any]]" = weakref.WeakKeyDictionary()
 
 
 def _pyg_sampler(graph, replace: bool):
-    """PyG's NeighborSampler over ``graph``'s CSR (built once per graph and ``replace``).
-
-    The CSR is handed over as an edge list sorted by ``col`` = the node whose neighbour list holds the edge, with
-    ``is_sorted=True``, so PyG's CSC is exactly ``(graph.indptr, graph.indices)``; its copy of the indices is then
-    swapped for ``graph.indices`` (equal) to free the edge list.
-    """
-    import warnings
-
-    from torch_geometric.data import Data
-    from torch_geometric.sampler import NeighborSampler
+    """PyG's NeighborSampler over ``graph``'s CSR (built once per graph and ``replace``), as the registered ``pyg``
+    sampler builds it (:func:`systems.sampling.pyg.neighbor_sampler`: PyG's CSC is the graph's CSR, not a copy)."""
+    from systems.sampling.pyg import neighbor_sampler
 
     by_replace = _PYG_SAMPLERS.setdefault(graph, {})
     if replace not in by_replace:
-        owner = torch.repeat_interleave(torch.arange(graph.num_nodes), graph.indptr.diff())
-        data = Data(edge_index=torch.stack([graph.indices, owner]), num_nodes=graph.num_nodes)
-        del owner
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "without pyg-lib ... deprecated": we measure what is installed
-            sampler = NeighborSampler(data, [1], replace=replace, is_sorted=True)
-        if not (torch.equal(sampler.colptr, graph.indptr) and len(sampler.row) == len(graph.indices)):
-            raise RuntimeError("PyG's CSC differs from the sampling graph's CSR")
-        sampler.row = graph.indices
-        by_replace[replace] = sampler
+        by_replace[replace] = neighbor_sampler(graph, [1], replace)
     return by_replace[replace]
 
 
@@ -306,21 +289,18 @@ def _pyg_build(graph, fanouts, replace):
 
 def pyg_stats(result) -> BatchStats:
     """Stats of PyG's output; per-hop node counts are recovered from the edge order when the backend does not
-    return them (torch-sparse: targets are visited hop by hop, new nodes appended in order)."""
+    return them (torch-sparse: targets are visited hop by hop, new nodes appended in order;
+    :func:`systems.sampling.pyg.nodes_per_hop`)."""
+    from systems.sampling.pyg import nodes_per_hop
+
     roots, out, layers = result
-    row, col = out.row, out.col
     if out.num_sampled_nodes is not None:
         per_hop = [int(n) for n in out.num_sampled_nodes]
     else:
-        per_hop = [len(roots)]
-        begin, end = 0, len(roots)
-        for _ in range(layers):
-            lo, hi = torch.searchsorted(col, torch.tensor([begin, end]))  # col is non-decreasing
-            new_end = max(end, int(row[lo:hi].max()) + 1) if hi > lo else end
-            per_hop.append(new_end - end)
-            begin, end = end, new_end
+        within = nodes_per_hop(out.row, out.col, len(roots), layers)
+        per_hop = [within[0]] + [b - a for a, b in zip(within, within[1:])]
     per_hop += [0] * (layers + 1 - len(per_hop))
-    return BatchStats(int(row.numel()), per_hop, sum(per_hop[:-1]))
+    return BatchStats(int(out.row.numel()), per_hop, sum(per_hop[:-1]))
 
 
 def available_samplers(names: Sequence[str]) -> tuple[dict[str, SamplerAdapter], dict[str, str]]:
@@ -346,7 +326,9 @@ def available_samplers(names: Sequence[str]) -> tuple[dict[str, SamplerAdapter],
         elif name == "pyg":
             backend = pyg_backend()
             if backend is None:
-                missing[name] = "pyg-lib/torch-sparse not installed"
+                from systems.sampling.pyg import missing_reason
+
+                missing[name] = missing_reason()
                 continue
             adapters[name] = SamplerAdapter(name, _pyg_build, pyg_stats, lambda s: s.unique_nodes_per_hop[-1],
                                             f"torch_geometric.sampler.NeighborSampler ({backend})")

@@ -97,7 +97,7 @@ class ModelSpec(_Spec):
 class SamplerSpec(_Spec):
     """Multi-hop neighbourhood sampling."""
 
-    name: str = Field("naive", description="registered sampler: 'naive', 'dense'")
+    name: str = Field("naive", description="registered sampler: 'naive', 'dense', 'pyg'")
     replace: bool = Field(False, description="sample with replacement when degree > fanout (as MariusGNN)")
     direction: Literal["in", "out", "both"] = Field("in", description="which neighbours: in-, out- or both")
 
@@ -144,6 +144,10 @@ class TrainingSpec(_Spec):
                                                                             "None = learning_rate")
     regularization: float = Field(0.0, ge=0.0, le=FLOAT32_MAX, description="link prediction: weight of the L2 penalty on the "
                                                            "embeddings a batch scores (mean squared norm)")
+    gradient_precision: Literal["float32", "bfloat16"] = Field(
+        "float32", description="link prediction, softmax loss: precision of the two matrix products of the "
+                               "scores' backward (bfloat16: inputs rounded, float32 accumulation; the scores, the "
+                               "loss and everything else stay float32)")
 
 
 class EvaluationSpec(_Spec):

@@ -20,6 +20,7 @@ BUILTIN_MODULES = (
     "systems.in_memory",
     "systems.disk.policies",
     "systems.pipelined",
+    "systems.pyg_baseline",
     "systems.disk.system",
     "systems.disk.node_classification",
     "systems.disk.link_prediction",

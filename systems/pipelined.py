@@ -5,7 +5,9 @@ workers, so that preparing batch ``i + 1`` overlaps computing batch ``i``:
 
 - ``load`` (``batch_loader_threads`` workers): sample and gather features and labels (into pinned memory on CUDA);
 - ``transfer`` (``batch_transfer_threads``): host to device, non-blocking on one side CUDA stream per worker;
-- ``compute`` (one worker: one device): forward, backward, optimizer step;
+- ``compute`` (one worker: one device; on the CPU, ``compute_workers`` threads for tasks whose compute may run
+  concurrently, link prediction: each worker computes its own batches, Hogwild-style, with optimizer steps
+  serialized): forward, backward, optimizer step;
 - ``update`` (one worker, for tasks with learnable state outside the model): write it back.
 
 What each stage does is the task's (:mod:`systems.tasks`). Queues: ``batch_host_queue_size`` between load and
@@ -47,6 +49,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from suite.config import RunSpec, validate_system_options
+from suite.errors import ConfigError
 from suite.metrics import GpuUtilizationSampler
 from suite.graph import GraphStore
 from suite.recorder import Recorder
@@ -75,6 +78,9 @@ class StageOptions(BaseModel):
     loader_workers: Literal["thread", "process"] = Field("thread", description="load workers as threads or processes")
     in_order_compute: bool = Field(True, description="compute takes batches in admission order (staleness < bound "
                                                      "guaranteed); false: whichever is ready first")
+    compute_workers: int = Field(1, ge=1, description="compute workers (threads; CPU, Hogwild-style: each steps "
+                                                      "its own batches); > 1 needs in_order_compute: false and a "
+                                                      "task with concurrent compute (link prediction)")
     record_batches: bool = Field(True, description="write one 'batch' record per batch and a 'queues' record")
 
     def effective(self):
@@ -82,7 +88,13 @@ class StageOptions(BaseModel):
         if not self.sync:
             return self
         return self.model_copy(update={"batch_loader_threads": 1, "batch_transfer_threads": 1,
-                                       "staleness_bound": 1})
+                                       "staleness_bound": 1, "compute_workers": 1, "in_order_compute": True})
+
+    @model_validator(mode="after")
+    def _parallel_compute_out_of_order(self):
+        if self.compute_workers > 1 and self.in_order_compute:
+            raise ValueError("compute_workers: more than one compute worker needs in_order_compute: false")
+        return self
 
 
 class PipelineOptions(StageOptions, DistributedOptions, SystemOptions):
@@ -104,12 +116,15 @@ def task_stages(task: Task, options: StageOptions, transfer: Callable[[Batch, in
     """The stages of a task's batches: ``load`` (sample + gather, in ``batch_loader_threads`` threads unless
     ``load`` is given), ``transfer``, ``compute`` (one worker, in admission order unless told otherwise) and,
     for tasks that have one, ``update``."""
+    if options.compute_workers > 1 and not task.concurrent_compute:
+        raise ConfigError(f"system.options.compute_workers: task {type(task).__name__} computes one batch at a time "
+                          f"(got {options.compute_workers})")
     if load is None:
         load = Stage("load", lambda batch, worker: load_batch(task, batch), workers=options.batch_loader_threads)
     stages = [
         load,
         Stage("transfer", transfer, workers=options.batch_transfer_threads, queue_size=options.batch_host_queue_size),
-        Stage("compute", lambda batch, worker: task.compute(batch), workers=1,
+        Stage("compute", lambda batch, worker: task.compute(batch), workers=options.compute_workers,
               queue_size=options.batch_device_queue_size, in_order=options.in_order_compute),
     ]
     if task.has_update:
@@ -150,6 +165,9 @@ class PipelinedSystem(InMemorySystem):
     def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device, recorder: Recorder):
         super().__init__(spec, store, device, recorder)
         self.options = validate_system_options(spec, source="<spec>").effective()
+        if self.options.compute_workers > 1 and not getattr(self.task, "concurrent_compute", False):
+            raise ConfigError(f"system.options.compute_workers: task {spec.training.task!r} computes one batch at a "
+                              f"time (got {self.options.compute_workers})")
         self._streams: list = []
         self._process_loader: _ProcessLoader | None = None
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from systems.models.row_kernels import adagrad_rows
+
 
 class EmbeddingTable:
     """A ``(num_nodes, dim)`` float32 table and its Adagrad state, with row gathers and sparse Adagrad updates.
@@ -71,18 +73,24 @@ class EmbeddingTable:
         out = torch.empty((len(nodes), self.weight.shape[1]), dtype=self.weight.dtype, pin_memory=True)
         return torch.index_select(self.weight, 0, nodes, out=out)
 
-    def adagrad_update(self, nodes: torch.Tensor, grad: torch.Tensor) -> None:
+    def adagrad_update(self, nodes: torch.Tensor, grad: torch.Tensor, unique: bool = False) -> None:
         """Apply Adagrad to the rows ``nodes`` with their gradient rows ``grad`` (duplicate ids are summed first).
 
-        ``state[v] += g_v^2``; ``weight[v] -= lr * g_v / (sqrt(state[v]) + eps)``.
+        ``state[v] += g_v^2``; ``weight[v] -= lr * g_v / (sqrt(state[v]) + eps)``; one compiled pass over the
+        rows where numba is installed (:func:`systems.models.row_kernels.adagrad_rows`, the same float32
+        arithmetic as torch's operators).
+
+        Args:
+            nodes: ``(k,)`` row ids.
+            grad: ``(k, d)`` their gradient rows.
+            unique: the caller guarantees ``nodes`` are distinct (e.g. a sample's input nodes): no deduplication.
         """
-        grad = grad.to(self.weight.device, self.weight.dtype)
-        nodes = nodes.to(self.weight.device, torch.int64)
-        rows, inverse = torch.unique(nodes, return_inverse=True)  # sorted, each row once
-        grad = torch.zeros(len(rows), grad.shape[1], dtype=grad.dtype).index_add_(0, inverse, grad)
-        state = self.state.index_select(0, rows).addcmul_(grad, grad)
-        self.state.index_copy_(0, rows, state)
-        self.weight.index_add_(0, rows, grad.div_(state.sqrt_().add_(self.eps)), alpha=-self.learning_rate)
+        grad = grad.to(self.weight.device, self.weight.dtype).contiguous()
+        nodes = nodes.to(self.weight.device, torch.int64).contiguous()
+        if not unique:
+            nodes, inverse = torch.unique(nodes, return_inverse=True)  # sorted, each row once
+            grad = torch.zeros(len(nodes), grad.shape[1], dtype=grad.dtype).index_add_(0, inverse, grad)
+        adagrad_rows(self.weight, self.state, nodes, grad, self.learning_rate, self.eps)
         self.updates += 1
 
 

@@ -6,8 +6,9 @@ A system builds the registered task of ``training.task`` with the run's spec, st
 (forward, loss, backward, optimizer step) and, for tasks with learnable state outside the model
 (``has_update``), ``update`` (write it back). Every method works on the one message type
 :class:`~systems.batch.Batch`. The stage methods for different batches may run concurrently in different threads,
-except ``compute`` (one at a time) and ``update`` (one at a time); ``sample`` and ``gather`` read only state
-that training does not change, or state versioned by ``optimizer_steps``.
+except ``compute`` (one at a time, unless the task sets ``concurrent_compute``) and ``update`` (one at a time);
+``sample`` and ``gather`` read only state that training does not change, or state versioned by
+``optimizer_steps``.
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ class Task(ABC):
     """
 
     has_update: bool = False
+    concurrent_compute: bool = False
+    """Whether ``compute`` may run for several batches at once (in threads): the task's gradients never go through
+    shared ``.grad`` fields and its optimizer steps are serialized (link prediction); see the pipelined system's
+    ``compute_workers``."""
 
     def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device):
         self.spec = spec

@@ -35,6 +35,7 @@ seeded with ``spec.seed``; an epoch's order and each batch's negatives and sampl
 
 from __future__ import annotations
 
+import threading
 
 import torch
 from torch import nn
@@ -47,11 +48,13 @@ from suite.registry import DECODERS, MODELS, SAMPLERS, TASKS
 import systems.models  # noqa: F401  (registers the built-in encoders and decoders)
 import systems.sampling  # noqa: F401  (registers the built-in samplers)
 from systems.batch import Batch, batch_generator, plan_epoch
-from systems.models.decoders import Decoder, build_decoder
+from systems.models.decoders import Decoder, DistMult, build_decoder
 from systems.models.embeddings import EmbeddingTable
+from systems.models.row_kernels import gather_rows
 from systems.sampling.base import SampledSubgraph, Sampler, SamplingGraph
 from systems.tasks.base import Task, check_loss
 from systems.tasks.negatives import NegativeSampler, chunked_scores
+from systems.tasks.scoring import chunked_softmax_loss, distmult_softmax_loss
 from systems.tasks.node_classification import make_optimizer
 
 _EVAL_SEED_OFFSET = 0x5EED
@@ -93,14 +96,26 @@ def check_edge_split(store, split: str, required: bool) -> torch.Tensor | None:
 
 
 def rows(z: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``z[index]`` for an index of any shape, through ``index_select`` (whose backward is a fast ``index_add_``,
-    unlike advanced indexing's ``index_put_``)."""
-    return z.index_select(0, index.reshape(-1)).view(*index.shape, z.shape[-1])
+    """``z[index]`` for an index of any shape, through ``index_select`` with a one-pass backward
+    (:func:`systems.models.row_kernels.gather_rows`; advanced indexing's backward is an accumulating
+    ``index_put_``, several times slower)."""
+    return gather_rows(z, index)
+
+
+def _distmult_softmax(decoder: DistMult, z, src, rel, dst, tail_neg, head_neg, chunk_size, precision):
+    return distmult_softmax_loss(z, decoder.relations, src, rel, decoder.inverse(rel), dst, tail_neg, head_neg,
+                                 chunk_size, precision)
+
+
+FUSED_SOFTMAX_LOSSES = {DistMult: _distmult_softmax}
+"""Decoder class -> its softmax loss with a hand-written backward (the same value and gradients as the generic
+path through ``tail_query`` / ``head_query``, fewer operators); decoders without one take the generic path."""
 
 
 def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, rel: torch.Tensor,
                          dst: torch.Tensor, tail_neg: torch.Tensor, head_neg: torch.Tensor, chunk_size: int,
-                         loss: str = "softmax", margin: float = 1.0) -> torch.Tensor:
+                         loss: str = "softmax", margin: float = 1.0,
+                         gradient_precision: str = "float32") -> torch.Tensor:
     """Mean loss of the positives ``(src, rel, dst)`` against their chunks' negatives, both sides averaged.
 
     Args:
@@ -112,22 +127,123 @@ def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, r
         loss: ``softmax``: cross-entropy of each positive's score against its K negative scores (the positive is
             class 0 of K + 1); ``margin``: mean of ``relu(margin - positive + negative)`` over all pairs.
         margin: the margin of the margin loss.
+        gradient_precision: the softmax loss's backward products (:func:`~systems.tasks.scoring.chunked_softmax_loss`).
     """
+    if loss not in ("softmax", "margin"):
+        raise ConfigError(f"training.loss: unknown loss {loss!r} (known: margin, softmax)")
+    fused = FUSED_SOFTMAX_LOSSES.get(type(decoder)) if loss == "softmax" else None
+    if fused is not None:
+        return fused(decoder, z, src, rel, dst, tail_neg, head_neg, chunk_size, gradient_precision)
     heads, tails = rows(z, src), rows(z, dst)
     tail_queries, head_queries = decoder.tail_query(heads, rel), decoder.head_query(tails, rel)
     # per side, the positive is scored by that side's queries (they differ with inverse relations)
-    sides = (((tail_queries * tails).sum(dim=-1), chunked_scores(tail_queries, rows(z, tail_neg), chunk_size)),
-             ((head_queries * heads).sum(dim=-1), chunked_scores(head_queries, rows(z, head_neg), chunk_size)))
+    sides = ((tail_queries, (tail_queries * tails).sum(dim=-1), tail_neg),
+             (head_queries, (head_queries * heads).sum(dim=-1), head_neg))
     total = heads.new_zeros(())
-    for positive, negative in sides:
-        if loss == "softmax":
-            logits = torch.cat([positive.unsqueeze(1), negative], dim=1)
-            total = total + F.cross_entropy(logits, positive.new_zeros(len(positive), dtype=torch.int64))
-        elif loss == "margin":
-            total = total + F.relu(margin - positive.unsqueeze(1) + negative).mean()
+    for queries, positive, negatives in sides:
+        if loss == "softmax":  # scores, loss and gradients in one function (systems/tasks/scoring.py)
+            total = total + chunked_softmax_loss(queries, rows(z, negatives), positive, chunk_size,
+                                                 gradient_precision)
         else:
-            raise ConfigError(f"training.loss: unknown loss {loss!r} (known: margin, softmax)")
+            negative = chunked_scores(queries, rows(z, negatives), chunk_size)
+            total = total + F.relu(margin - positive.unsqueeze(1) + negative).mean()
     return total / len(sides)
+
+
+def known_triples(store) -> TripleFilter:
+    """The filter of every known true triple of ``store`` (its train, valid and test edges)."""
+    splits = [store.edges(split) for split in ("train", "valid", "test")]
+    known = torch.cat([edges.to(torch.int64) for edges in splits if edges is not None])
+    return TripleFilter(known, store.num_nodes, store.num_relations)
+
+
+def _queries(decoder: Decoder, part: torch.Tensor, z: torch.Tensor, known: TripleFilter):
+    """Per side (tails, then heads) of the triples ``part``: ``(queries, targets, known, is_known)``: the
+    decoder's queries, the true entities' ids, a function giving the ``(row, entity)`` pairs of all known
+    true answers, and one telling which of ``(B, K)`` candidates are known true answers."""
+    heads, rels, tails = (column.to(z.device) for column in part.unbind(1))
+    src, rel, dst = part.unbind(1)
+    yield (decoder.tail_query(z[heads], rels), tails, lambda: known.true_tails(src, rel),
+           lambda candidates: known.is_true_tail(src, rel, candidates))
+    yield (decoder.head_query(z[tails], rels), heads, lambda: known.true_heads(dst, rel),
+           lambda candidates: known.is_true_head(dst, rel, candidates))
+
+
+def _rank_all(decoder: Decoder, edges: torch.Tensor, z: torch.Tensor, known: TripleFilter,
+              batch_size: int) -> dict[str, float]:
+    rows = max(1, min(batch_size, _EVAL_SCORE_ELEMENTS // max(len(z), 1)))
+    ranks: dict[str, list[torch.Tensor]] = {"filtered": [], "unfiltered": []}
+    for part in edges.split(rows):
+        for queries, targets, true_candidates, _ in _queries(decoder, part, z, known):
+            scores = queries @ z.T
+            ranks["unfiltered"].append(target_ranks(scores, targets).cpu())
+            rows_known, columns = (t.to(z.device) for t in true_candidates())
+            ranks["filtered"].append(filtered_target_ranks(scores, targets, rows_known, columns).cpu())
+    metrics: dict[str, float] = {}
+    for kind, values in ranks.items():
+        metrics.update(ranking_metrics(torch.cat(values), RANK_KS, prefix=f"{kind}_"))
+    return metrics
+
+
+def _rank_sampled(decoder: Decoder, edges: torch.Tensor, z: torch.Tensor, known: TripleFilter, batch_size: int,
+                  negatives: int, seed: int) -> dict[str, float]:
+    generator = torch.Generator().manual_seed(seed)
+    rows = max(1, min(batch_size, _EVAL_SCORE_ELEMENTS // (negatives * z.shape[1])))
+    sums: dict[str, float] = {}
+    count = 0
+    for part in edges.split(rows):
+        for queries, targets, _, is_true in _queries(decoder, part, z, known):
+            candidates = torch.randint(len(z), (len(part), negatives), generator=generator)
+            negative = torch.bmm(z[candidates.to(z.device)], queries.unsqueeze(2)).squeeze(2)
+            positive = (queries * z[targets]).sum(dim=-1)
+            filtered = negative.masked_fill(is_true(candidates).to(z.device), float("-inf"))
+            for kind, scores in (("unfiltered", negative), ("filtered", filtered)):
+                for key, value in ogb_ranking_metrics(positive, scores, prefix=f"{kind}_").items():
+                    sums[key] = sums.get(key, 0.0) + value * len(part)
+            count += len(part)
+    return {key: value / count for key, value in sums.items()}
+
+
+@torch.no_grad()
+def rank_triples(decoder: Decoder, z: torch.Tensor, edges: torch.Tensor, known: TripleFilter | None, *,
+                 batch_size: int = 1000, negatives: int | None = None, seed: int = 0,
+                 filtered: bool = True) -> dict[str, float]:
+    """The suite's ranking evaluation of embeddings: MRR and Hits@1/3/10 of the triples ``edges``, heads and
+    tails, filtered and unfiltered.
+
+    Every true tail of ``(h, r, ?)`` and true head of ``(?, r, t)`` is ranked among all entities (``negatives``
+    None) or among that many uniformly sampled ones per query (drawn from a generator seeded with ``seed``; OGB's
+    link Evaluator), ties at their mean rank (:func:`suite.metrics.target_ranks`). The task's evaluation and the
+    peers' (``experiments/link_prediction_peers.py``: PyTorch-BigGraph's and PyKEEN's exported embeddings) go
+    through this one function, so their numbers compare.
+
+    Args:
+        decoder: the triple scorer (its ``tail_query`` / ``head_query``).
+        z: ``(num_entities, d)`` entity representations (on the device the scores are computed on).
+        edges: ``(k, 3)`` ``(src, rel, dst)`` triples to rank.
+        known: every known true triple (:func:`known_triples`), removed from the candidates of the filtered
+            metrics; may be None only when ``edges`` is empty.
+        batch_size: triples scored at once (also bounded by 128 MiB of scores).
+        negatives: None (rank among all entities) or candidates sampled per query.
+        seed: seed of the sampled candidates.
+        filtered: which kind the unprefixed ``mrr`` / ``hits@k`` repeat.
+
+    Returns:
+        ``filtered_*``, ``unfiltered_*`` and the unprefixed copies of the main kind (NaN without triples).
+    """
+    main = "filtered" if filtered else "unfiltered"
+    if edges is None or len(edges) == 0:
+        nan = {**ranking_metrics(torch.empty(0), prefix="filtered_"),
+               **ranking_metrics(torch.empty(0), prefix="unfiltered_")}
+        return {**ranking_metrics(torch.empty(0)), **nan}
+    edges = edges.to(torch.int64)
+    if negatives is None:
+        metrics = _rank_all(decoder, edges, z, known, batch_size)
+    else:
+        metrics = _rank_sampled(decoder, edges, z, known, batch_size, negatives, seed)
+    metrics.update({key.removeprefix(f"{main}_"): value for key, value in list(metrics.items())
+                    if key.startswith(f"{main}_")})
+    return metrics
 
 
 class LinkPredictionModel(nn.Module):
@@ -155,9 +271,12 @@ class LinkPredictionTask(Task):
     """
 
     has_update = True
+    concurrent_compute = True
 
     def __init__(self, spec, store, device):
         super().__init__(spec, store, device)
+        self._step_lock = threading.Lock()
+        self._dense_parameters: list[torch.nn.Parameter] = []
         self.has_update = spec.model.learnable_embeddings
         self.train_edges: torch.Tensor | None = None
         self.embeddings: EmbeddingTable | None = None
@@ -235,6 +354,7 @@ class LinkPredictionTask(Task):
         parameters = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = make_optimizer(spec.training.optimizer, parameters, spec.training.learning_rate,
                                         spec.training.weight_decay) if parameters else None
+        self._dense_parameters = parameters
         return encoder
 
     # ------------------------------------------------------------------ stages
@@ -329,20 +449,28 @@ class LinkPredictionTask(Task):
         z = self.model(x, batch.sample)
         loss = link_prediction_loss(self.model.decoder, z, extra["src"], extra["rel"], extra["dst"],
                                     extra["tail_neg"], extra["head_neg"], extra["chunk_size"],
-                                    training.loss, training.margin)
+                                    training.loss, training.margin, training.gradient_precision)
         if training.regularization > 0:
             loss = loss + training.regularization * (rows(z, extra["src"]).pow(2).sum(-1)
                                                      + rows(z, extra["dst"]).pow(2).sum(-1)).mean()
-        if self.optimizer is not None:
-            self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        batch.version_applied = self.optimizer_steps
-        if self.optimizer is not None:
-            self.optimizer.step()
-        self.optimizer_steps += 1
+        # gradients returned rather than accumulated into .grad, so that concurrent compute workers (the pipelined
+        # system's compute_workers) never mix their gradients; the dense step is taken under a lock
+        parameters = self._dense_parameters
+        inputs = ([x] if self.embeddings is not None else []) + parameters
+        grads = list(torch.autograd.grad(loss, inputs, allow_unused=True)) if inputs else []
+        x_grad = grads.pop(0) if self.embeddings is not None else None
+        with self._step_lock:
+            batch.version_applied = self.optimizer_steps
+            if self.optimizer is not None:
+                for parameter, grad in zip(parameters, grads):
+                    parameter.grad = grad
+                self.optimizer.step()
+                for parameter in parameters:
+                    parameter.grad = None
+            self.optimizer_steps += 1
         batch.loss = check_loss(float(loss.detach()), batch)  # a non-finite loss stops the run (status diverged)
         if self.embeddings is not None:
-            extra["grad"] = x.grad.detach()
+            extra["grad"] = x_grad if x_grad is not None else torch.zeros_like(x)
             extra["embedding_staleness"] = batch.version_applied - extra["embedding_version"]
         for key in _DEVICE_KEYS:
             extra.pop(key, None)
@@ -353,7 +481,8 @@ class LinkPredictionTask(Task):
         if self.embeddings is None:
             return
         grad = batch.extra.pop("grad")
-        self.embeddings.adagrad_update(batch.extra.pop("input_nodes"), grad.cpu())
+        # a sample's input nodes are distinct (every sampler's contract; the roots come from torch.unique)
+        self.embeddings.adagrad_update(batch.extra.pop("input_nodes"), grad.cpu(), unique=True)
 
     def train(self) -> None:
         """Training mode (dropout on)."""
@@ -379,9 +508,7 @@ class LinkPredictionTask(Task):
 
     def _known_triples(self) -> TripleFilter:
         if self._filter is None:
-            splits = [self.store.edges(split) for split in ("train", "valid", "test")]
-            known = torch.cat([edges.to(torch.int64) for edges in splits if edges is not None])
-            self._filter = TripleFilter(known, self.store.num_nodes, self.store.num_relations)
+            self._filter = known_triples(self.store)
         return self._filter
 
     @torch.no_grad()
@@ -389,63 +516,13 @@ class LinkPredictionTask(Task):
         """Filtered and unfiltered MRR and Hits@1/3/10 of the split's edges, heads and tails (NaN without the
         split)."""
         edges = self.store.edges(split)
-        main = "filtered" if self.spec.evaluation.filtered else "unfiltered"
+        evaluation = self.spec.evaluation
         if edges is None or len(edges) == 0:
-            nan = {**ranking_metrics(torch.empty(0), prefix="filtered_"),
-                   **ranking_metrics(torch.empty(0), prefix="unfiltered_")}
-            return {**ranking_metrics(torch.empty(0)), **nan}
-        edges = edges.to(torch.int64)
-        z = self.representations()
-        if self.spec.evaluation.negatives is None:
-            metrics = self._rank_all(edges, z)
-        else:
-            metrics = self._rank_sampled(edges, z, self.spec.evaluation.negatives)
-        metrics.update({key.removeprefix(f"{main}_"): value for key, value in list(metrics.items())
-                        if key.startswith(f"{main}_")})
-        return metrics
-
-    def _queries(self, part: torch.Tensor, z: torch.Tensor):
-        """Per side (tails, then heads) of the triples ``part``: ``(queries, targets, known, is_known)``: the
-        decoder's queries, the true entities' ids, a function giving the ``(row, entity)`` pairs of all known
-        true answers, and one telling which of ``(B, K)`` candidates are known true answers."""
-        decoder, known = self.model.decoder, self._known_triples()
-        heads, rels, tails = (column.to(self.device) for column in part.unbind(1))
-        src, rel, dst = part.unbind(1)
-        yield (decoder.tail_query(z[heads], rels), tails, lambda: known.true_tails(src, rel),
-               lambda candidates: known.is_true_tail(src, rel, candidates))
-        yield (decoder.head_query(z[tails], rels), heads, lambda: known.true_heads(dst, rel),
-               lambda candidates: known.is_true_head(dst, rel, candidates))
-
-    def _rank_all(self, edges: torch.Tensor, z: torch.Tensor) -> dict[str, float]:
-        rows = max(1, min(self.spec.evaluation.batch_size, _EVAL_SCORE_ELEMENTS // max(len(z), 1)))
-        ranks: dict[str, list[torch.Tensor]] = {"filtered": [], "unfiltered": []}
-        for part in edges.split(rows):
-            for queries, targets, true_candidates, _ in self._queries(part, z):
-                scores = queries @ z.T
-                ranks["unfiltered"].append(target_ranks(scores, targets).cpu())
-                rows_known, columns = (t.to(self.device) for t in true_candidates())
-                ranks["filtered"].append(filtered_target_ranks(scores, targets, rows_known, columns).cpu())
-        metrics: dict[str, float] = {}
-        for kind, values in ranks.items():
-            metrics.update(ranking_metrics(torch.cat(values), RANK_KS, prefix=f"{kind}_"))
-        return metrics
-
-    def _rank_sampled(self, edges: torch.Tensor, z: torch.Tensor, negatives: int) -> dict[str, float]:
-        generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET + 1)
-        rows = max(1, min(self.spec.evaluation.batch_size, _EVAL_SCORE_ELEMENTS // (negatives * z.shape[1])))
-        sums: dict[str, float] = {}
-        count = 0
-        for part in edges.split(rows):
-            for queries, targets, _, is_true in self._queries(part, z):
-                candidates = torch.randint(len(z), (len(part), negatives), generator=generator)
-                negative = torch.bmm(z[candidates.to(self.device)], queries.unsqueeze(2)).squeeze(2)
-                positive = (queries * z[targets]).sum(dim=-1)
-                filtered = negative.masked_fill(is_true(candidates).to(self.device), float("-inf"))
-                for kind, scores in (("unfiltered", negative), ("filtered", filtered)):
-                    for key, value in ogb_ranking_metrics(positive, scores, prefix=f"{kind}_").items():
-                        sums[key] = sums.get(key, 0.0) + value * len(part)
-                count += len(part)
-        return {key: value / count for key, value in sums.items()}
+            return rank_triples(self.model.decoder, torch.empty(0, self.spec.model.embedding_dim),
+                                torch.empty(0, 3, dtype=torch.int64), None, filtered=evaluation.filtered)
+        return rank_triples(self.model.decoder, self.representations(), edges, self._known_triples(),
+                            batch_size=evaluation.batch_size, negatives=evaluation.negatives,
+                            seed=self.spec.seed + _EVAL_SEED_OFFSET + 1, filtered=evaluation.filtered)
 
     def teardown(self) -> None:
         """Drop the graph, features, edges and filter (the trained model and embeddings stay)."""
@@ -453,4 +530,5 @@ class LinkPredictionTask(Task):
         self.train_sampler = self.eval_sampler = self._filter = None
 
 
-__all__ = ["LinkPredictionModel", "LinkPredictionTask", "check_edge_split", "link_prediction_loss"]
+__all__ = ["LinkPredictionModel", "LinkPredictionTask", "check_edge_split", "known_triples", "link_prediction_loss",
+           "rank_triples"]

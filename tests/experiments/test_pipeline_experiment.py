@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from experiments import pipeline, pipeline_cuda, report
+from systems.sampling.pyg import missing_reason
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +20,17 @@ def recorded(tmp_path_factory):
 
 def test_speed_table_has_every_configuration_with_sane_measures(recorded):
     table = pd.read_csv(recorded / "pipeline_speed.csv")
-    assert len(table) == 12  # 6 configurations x 2 samplers on one (quick) dataset
-    assert set(table["sampler"]) == {"naive", "dense"}
+    assert len(table) == 13  # 6 configurations x 2 samplers on one (quick) dataset, and the peer pyg once
+    assert set(table["sampler"]) == {"naive", "dense", "pyg"}
+    peer = table[table["sampler"] == "pyg"].iloc[0]
+    assert peer["system"] == peer["configuration"] == "pyg"
+    if missing_reason() is None:
+        assert peer["status"] == "ok" and peer["epoch_time_s"] > 0 and peer["ratio_baseline"] == "in_memory/dense"
+        dense_base = table[(table["sampler"] == "dense") & (table["system"] == "in_memory")]["epoch_time_s"].iloc[0]
+        assert peer["time_ratio_vs_in_memory"] == pytest.approx(peer["epoch_time_s"] / dense_base)
+    else:
+        assert peer["status"] == "skipped" and peer["reason"] == missing_reason()
+    table = table[table["sampler"] != "pyg"]
     assert list(table[table["sampler"] == "dense"]["configuration"]) == [
         "in_memory", "sync", "1T 1X q2/2 b2", "2T 1X q4/4 b8", "4T 2X q4/4 b16", "2P 1X q4/4 b8"]
     assert (table[table["system"] == "in_memory"]["time_ratio_vs_in_memory"] == 1.0).all()
@@ -46,6 +56,10 @@ def test_configuration_labels():
     assert pipeline.configuration("pipelined", {"loader_workers": "process", "batch_loader_threads": 3,
                                                 "batch_host_queue_size": 2}) == "3P 2X q2/4 b16"
     assert pipeline.configuration("pipelined", {"in_order_compute": False}) == "4T 2X q4/4 b16 ooo"
+    assert pipeline.configuration("pyg", {}) == "pyg"
+    labels = ["pyg", "2P 1X q4/4 b8", "sync", "in_memory", "1T 1X q2/2 b2"]
+    assert sorted(labels, key=pipeline.configuration_order) == ["in_memory", "sync", "1T 1X q2/2 b2", "2P 1X q4/4 b8",
+                                                                "pyg"]
 
 
 def test_cuda_script_runs_the_same_path_on_cpu(tmp_path, capsys):
@@ -72,3 +86,16 @@ def test_cuda_script_says_when_there_is_no_cuda(capsys):
         pytest.skip("this machine has CUDA")
     assert pipeline_cuda.main(["--device", "cuda"]) == pipeline_cuda.EXIT_NO_CUDA
     assert "CUDA is not available" in capsys.readouterr().err
+
+
+def test_pyg_runs_once_per_dataset_as_sampler_pyg_or_is_skipped_with_the_reason(monkeypatch):
+    specs, skipped = pipeline.grid_specs(pipeline.SPEED_GRID, "smoke")
+    peers = [spec for spec in specs if spec.system.name == "pyg"] + [spec for spec, _ in skipped]
+    assert len(peers) == 1 and peers[0].sampler.name == "pyg"
+    assert len(specs) + len(skipped) == 13
+    monkeypatch.setattr("systems.sampling.pyg.missing_reason", lambda: "pyg-lib/torch-sparse not installed")
+    specs, skipped = pipeline.grid_specs(pipeline.SPEED_GRID, "smoke")
+    assert len(specs) == 12 and all(spec.system.name != "pyg" for spec in specs)
+    assert [(spec.system.name, reason) for spec, reason in skipped] == [("pyg", "pyg-lib/torch-sparse not installed")]
+    row = pipeline.skipped_rows(skipped).iloc[0]
+    assert (row["configuration"], row["status"], row["sampler"]) == ("pyg", "skipped", "pyg")

@@ -260,3 +260,42 @@ def test_interval_format():
     assert report.table_interval(pd.Series({"x": 1.5, "x_ci_low": 1.2, "x_ci_high": 1.9}), "x").format(2) == \
         "1.50 [1.20, 1.90]"
     assert math.isnan(report.table_interval(pd.Series({"x": 1.5}), "x").low)
+
+
+def _pyg_table(ratios: dict[int, tuple[float, float, float]], status="ok", edges_ratio=1.0) -> pd.DataFrame:
+    """Sampling rows of DENSE and PyG per layer count: PyG's time / DENSE's (estimate, low, high) over paired
+    repeats."""
+    rows = []
+    for count, (ratio, low, high) in ratios.items():
+        base = {"setting": "papers", "dataset": "papers-like-s", "num_roots": 1000, "layers": count,
+                "backend": "torch_geometric.sampler.NeighborSampler (torch-sparse)", "quick": False}
+        rows.append({**base, "sampler": "dense", "status": "ok", "reason": None, "time_ratio_vs_dense": 1.0})
+        rows.append({**base, "sampler": "pyg", "status": status,
+                     "reason": "pyg-lib/torch-sparse not installed" if status != "ok" else None,
+                     "time_ratio_vs_dense": ratio, "time_ratio_vs_dense_ci_low": low,
+                     "time_ratio_vs_dense_ci_high": high, "paired_repeats": 10, "edges_ratio_vs_dense": edges_ratio})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("ratios, verdict", [
+    ({1: (3.0, 2.8, 3.2), 2: (2.0, 1.8, 2.2)}, report.HOLDS),          # PyG slower at every layer count
+    ({1: (3.0, 2.8, 3.2), 2: (1.1, 0.9, 1.3)}, report.INCONCLUSIVE),   # one interval straddles 1
+    ({1: (3.0, 2.8, 3.2), 2: (0.5, 0.45, 0.55)}, report.FAILS),
+])
+def test_dense_vs_pyg_is_decided_from_the_paired_intervals(tmp_path, ratios, verdict):
+    _pyg_table(ratios).to_csv(tmp_path / "sampling.csv", index=False)
+    finding = report.CLAIMS.get("dense-vs-pyg").evaluate(tmp_path)
+    assert finding.verdict == verdict
+    assert "1L x3.000 [2.800, 3.200]" in finding.measured
+
+
+def test_dense_vs_pyg_counts_edges_per_second(tmp_path):
+    # PyG takes twice DENSE's time but samples three times the edges: DENSE is slower per edge
+    _pyg_table({1: (2.0, 1.9, 2.1)}, edges_ratio=3.0).to_csv(tmp_path / "sampling.csv", index=False)
+    assert report.CLAIMS.get("dense-vs-pyg").evaluate(tmp_path).verdict == report.FAILS
+
+
+def test_dense_vs_pyg_not_testable_when_pyg_was_skipped(tmp_path):
+    _pyg_table({1: (1.0, 1.0, 1.0)}, status="skipped").to_csv(tmp_path / "sampling.csv", index=False)
+    finding = report.CLAIMS.get("dense-vs-pyg").evaluate(tmp_path)
+    assert finding.verdict == report.NOT_TESTABLE and "pyg-lib/torch-sparse not installed" in finding.measured

@@ -22,6 +22,7 @@ from suite.registry import DECODERS, SYSTEMS, TASKS
 from systems.base import RunOutcome
 import systems.in_memory  # noqa: F401  (registers the systems)
 import systems.pipelined  # noqa: F401
+from systems.pipelined import PipelinedSystem
 from systems.models.decoders import ComplEx, DistMult, Dot, build_decoder
 from systems.models.embeddings import EmbeddingTable
 from systems.tasks.link_prediction import LinkPredictionTask, link_prediction_loss
@@ -336,6 +337,32 @@ def test_pipelined_async_records_embedding_staleness(tiny, baseline, tmp_path) -
     assert any(r["embedding_staleness"] > 0 for r in batches)
     assert {"update_start", "update_end"} <= batches[0].keys()
     assert abs(outcome.test_metrics["filtered_mrr"] - baseline.test_metrics["filtered_mrr"]) < 0.02
+
+
+def test_pipelined_parallel_compute_workers_train(tiny, baseline, tmp_path) -> None:
+    # two compute threads, each stepping its own batches (Hogwild-style, dense steps under a lock): every batch is
+    # stepped once, the version counter counts them all, staleness stays below the bound, and it learns as well
+    spec = make_spec(system={"name": "pipelined", "options": {"compute_workers": 2, "in_order_compute": False,
+                                                              "staleness_bound": 4}})
+    outcome, recorder, system = run(spec, tiny, tmp_path, with_system=True)
+    batches = [r for r in read_records(recorder.run_dir) if r["kind"] == "batch"]
+    assert len(batches) == 14 * 12 and system.task.optimizer_steps == 14 * 12
+    assert sorted(r["version_applied"] for r in batches) == list(range(14 * 12))
+    assert {r["compute_worker"] for r in batches} == {"compute-0", "compute-1"}
+    # out of admission order, a batch overtaken by others can miss more updates than the bound (in_order_compute)
+    assert all(0 <= r["embedding_staleness"] < 2 * 4 for r in batches)
+    assert abs(outcome.test_metrics["filtered_mrr"] - baseline.test_metrics["filtered_mrr"]) < 0.02
+
+
+def test_parallel_compute_needs_out_of_order_compute_and_a_concurrent_task(tiny, tmp_path) -> None:
+    with pytest.raises(ConfigError, match="compute_workers: more than one compute worker needs in_order_compute"):
+        run(make_spec(system={"name": "pipelined", "options": {"compute_workers": 2}}), tiny, tmp_path)
+    spec = RunSpec.model_validate({"dataset": {"name": "store"}, "system": {"name": "pipelined", "options": {
+        "compute_workers": 2, "in_order_compute": False}}, "model": {"encoder": "mlp", "num_layers": 1,
+                                                                               "fanouts": [5]}})
+    with pytest.raises(ConfigError, match=r"^system\.options\.compute_workers: task 'node_classification' computes "
+                                          r"one batch at a time"):
+        PipelinedSystem(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
 
 
 def test_pipelined_process_loaders_see_updates(tiny, baseline, tmp_path) -> None:

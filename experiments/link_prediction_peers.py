@@ -1,0 +1,554 @@
+"""Link prediction against its peers: the suite, PyTorch-BigGraph (p = 1 and p = 8) and PyKEEN on FB15k-237.
+
+Usage::
+
+    python experiments/link_prediction_peers.py [--quick] [--out out/lp_peers] [--results results/full]
+        [--configurations suite pbg-p1 pbg-p8 pykeen] [--threads 1 2] [--seeds 0 1 2] [--epochs 5]
+        [--pbg-python .venv-pbg/bin/python] [--data-dir data] [--no-run] [--no-plot] [--overwrite]
+
+Every system trains DistMult of width 100 on FB15k-237's 272,115 training triples for ``--epochs`` epochs
+(batches of 1000 positives, softmax loss, Adagrad with learning rate 0.1, initial embeddings normal with standard
+deviation 0.001, relation diagonals ones) against 1000 uniform negatives per positive and side, as close as each
+allows (:data:`CONFIGURATIONS` says what differs, and the table repeats it):
+
+- ``suite``: the suite's in-memory system (``experiments/fb15k237_peers.yaml``): chunks of 1000 positives share
+  1000 uniform negatives per side (``num_chunks: 1``), inverse relations (separate head-query diagonals),
+  element-wise sparse Adagrad on the gathered embedding rows; ``suite-pipelined``: the same task in the pipelined
+  system (sampling, gathers and the Adagrad update overlapped with compute; staleness bound 2);
+- ``pbg-p1`` / ``pbg-p8``: PyTorch-BigGraph 1.0.0 (:mod:`experiments.peers.pbg_driver`, in ``.venv-pbg``) with 1
+  and 8 entity partitions (8 x 8 edge buckets, two partitions in memory at a time), ``num_batch_negs: 0`` and
+  ``num_uniform_negs: 1000`` (chunks of 1000 positives share 1000 uniform negatives per side, drawn from the
+  bucket's partition when p > 1), dynamic (per-side) relation operators, row-wise Adagrad (one accumulator per
+  embedding row), Hogwild workers of one thread each (``workers`` = the thread count);
+- ``pykeen``: PyKEEN 1.11's DistMult in its sLCWA training loop (:mod:`experiments.peers.pykeen_driver`): 1000
+  negatives per positive, its own (not shared), all on one side (half the batch corrupts heads, half tails), one
+  relation embedding for both directions, dense Adagrad.
+
+Each system runs ``--threads`` torch threads (PBG: that many one-thread worker processes), as a subprocess of its
+own, one after the other (never two at once), with glibc's allocator keeping freed memory (:data:`ALLOCATOR_ENV`); per seed, the configurations run back to back in an order rotated
+by the seed. Timing: the median of a run's epochs after the first (warm epochs; PBG's first epoch also holds its
+Hogwild start-up delay, set to 0 here), training only (no evaluation; PBG's per-epoch checkpoint excluded);
+``triples_per_s`` = training triples / that time. Each run also records the machine's foreign load (CPU seconds
+of other processes per wall second, from ``/proc/stat`` minus this run's own processes); a run with
+``foreign_cores >= 0.25`` is flagged ``under_load``.
+
+Accuracy: the peers' embeddings are exported (in the suite's entity ids) and ranked by the suite's own filtered
+evaluation (:func:`systems.tasks.link_prediction.rank_triples`: every test triple's head and tail among all 14,541
+entities, other known triples removed, ties at the mean rank), the same function the suite's runs evaluate with,
+so MRR and Hits@10 compare.
+
+Outputs (atomic): ``<results>/link_prediction_peers_runs.csv`` (one row per run), ``<results>/
+link_prediction_peers.csv`` (per configuration and thread count: median warm epoch time and its range over the
+seeds, triples/s, mean filtered test MRR and Hits@10 with a 95 % t-interval over the seeds, and, against PBG p = 1
+at the same thread count, the ratio of training triples/s (median of the per-seed ratios and their range) and the
+MRR difference), and ``link_prediction_peers.png`` (:func:`experiments.figures.plot_link_prediction_peers`).
+A peer that is not installed is a ``skipped`` row with the reason (``make peers`` installs them).
+
+``--quick``: a few hundred triples of FB15k-237 (the first 400 training and 50 valid / test triples, all entities),
+2 epochs, one seed, one thread: seconds per system, for the tests and ``gnnsuite reproduce --quick``; its numbers
+mean nothing. Finished runs are not repeated (``--overwrite`` repeats them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite`, `systems` and `experiments` importable
+    sys.path.insert(0, str(REPO_ROOT))
+
+import pandas as pd  # noqa: E402
+
+from suite.io import atomic_write_bytes  # noqa: E402
+from suite.stats import difference_interval, ratio_interval  # noqa: E402
+from suite.registry import Registry  # noqa: E402
+
+SPEC = REPO_ROOT / "experiments" / "fb15k237_peers.yaml"
+DRIVERS = REPO_ROOT / "experiments" / "peers"
+DEFAULT_PBG_PYTHON = Path(os.environ.get("GNNSUITE_PBG_PYTHON", REPO_ROOT / ".venv-pbg" / "bin" / "python"))
+"""PyTorch-BigGraph's interpreter: ``$GNNSUITE_PBG_PYTHON``, else the environment ``make peers`` builds."""
+QUICK_TRIPLES = {"train": 400, "valid": 50, "test": 50}
+UNDER_LOAD_CORES = 0.25
+ALLOCATOR_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36)}
+"""glibc's allocator keeps freed memory for reuse (every system gets it): PyKEEN's per-batch temporaries of
+``batch x negatives x dim`` floats (400 MB) otherwise go back to the kernel at every free and fault in again at
+every allocation, which made its epochs 3x slower (system time over user time)."""
+RUNS_CSV, TABLE_CSV, FIGURE = "link_prediction_peers_runs.csv", "link_prediction_peers.csv", "link_prediction_peers.png"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What every system of one invocation shares."""
+
+    epochs: int
+    pykeen_epochs: int | None = None  # PyKEEN's own (its epochs take minutes here); None = ``epochs``
+    dim: int = 100
+    negatives: int = 1000
+    batch_size: int = 1000
+    learning_rate: float = 0.1
+    init_scale: float = 1e-3
+
+
+    def epochs_of(self, system: str) -> int:
+        """The epochs a run of ``system`` trains."""
+        return self.pykeen_epochs if system == "pykeen" and self.pykeen_epochs else self.epochs
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where one invocation reads and writes: the run folders, the triples for the peers, the dataset spec."""
+
+    out: Path
+    data: Path  # train.npy + meta.json for the peers' drivers
+    dataset_overrides: tuple[str, ...]  # --set overrides of the suite's spec (its dataset)
+    pbg_python: Path
+    setting: Setting
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One system configuration of the comparison.
+
+    Attributes:
+        name: short name (``suite``, ``pbg-p1``, ...).
+        system: the library (``suite``, ``pbg``, ``pykeen``).
+        label: how the table and figure name it.
+        differs: what its negatives, loss and optimizer do differently from the suite's.
+        missing: ``missing(context) -> reason or None`` (not installed here).
+        train: ``train(context, threads, seed, run_dir) -> result`` (trains, exports, writes nothing itself).
+    """
+
+    name: str
+    system: str
+    label: str
+    differs: str
+    missing: Callable[[Context], str | None]
+    train: Callable[[Context, int, int, Path], dict[str, Any]]
+
+
+CONFIGURATIONS: Registry = Registry("peer configuration")
+
+
+# ---------------------------------------------------------------------------------------------- load
+def _cpu_busy_s() -> float:
+    """Busy CPU seconds of the whole machine so far (``/proc/stat``: all but idle and iowait)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    ticks = [int(v) for v in fields]
+    busy = sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds of this process and its reaped children."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def run_measured(command: list[str], threads: int, log: Path) -> tuple[float, float]:
+    """Run ``command`` with ``threads`` (OMP/MKL) threads, its output into ``log``; return ``(wall seconds,
+    foreign cores)``: other processes' CPU seconds during the run per wall second.
+
+    Raises:
+        RuntimeError: the command failed (naming the log).
+    """
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), **ALLOCATOR_ENV}
+    busy, own, started = _cpu_busy_s(), _own_cpu_s(), time.perf_counter()
+    with open(log, "w") as handle:
+        status = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT).returncode
+    wall = time.perf_counter() - started
+    foreign = max(0.0, (_cpu_busy_s() - busy) - (_own_cpu_s() - own)) / wall if wall > 0 else 0.0
+    if status:
+        tail = log.read_text().strip().splitlines()[-1:] or [""]
+        raise RuntimeError(f"{command[1] if len(command) > 1 else command[0]} exited with status {status} "
+                           f"(see {log}): {tail[0]}")
+    return wall, foreign
+
+
+# ---------------------------------------------------------------------------------------------- the systems
+def _suite_trainer(system_options: dict[str, Any] | None, gradient_precision: str = "float32"
+                   ) -> Callable[[Context, int, int, Path], dict[str, Any]]:
+    def train(context: Context, threads: int, seed: int, run_dir: Path) -> dict[str, Any]:
+        from suite.recorder import read_summary
+
+        setting = context.setting
+        overrides = [*context.dataset_overrides, f"seed={seed}", f"training.epochs={setting.epochs}",
+                     f"model.embedding_dim={setting.dim}", f"training.batch_size={setting.batch_size}",
+                     f"training.negatives.negatives_per_positive={setting.negatives}",
+                     f"training.learning_rate={setting.learning_rate}",
+                     f"model.embedding_init_scale={setting.init_scale}",
+                     f"training.gradient_precision={gradient_precision}"]
+        if system_options is not None:
+            overrides += ["system.name=pipelined", f"system.options={json.dumps(system_options)}"]
+        command = [sys.executable, "-m", "suite", "run", str(SPEC), "--out", str(run_dir / "runs"), "--quiet",
+                   "--overwrite"]
+        for item in overrides:
+            command += ["--set", item]
+        wall, foreign = run_measured(command, threads, run_dir / "log.txt")
+        summaries = [read_summary(path) for path in sorted((run_dir / "runs").iterdir()) if path.is_dir()]
+        summary = next(s for s in summaries if s and s.get("status") == "completed")
+        test = summary["metrics"]["test"]
+        return {"epoch_time_s": summary["epoch_time_s"], "wall_s": wall, "foreign_cores": foreign,
+                "filtered_mrr": test["filtered_mrr"], "filtered_hits@10": test["filtered_hits@10"],
+                "unfiltered_mrr": test["unfiltered_mrr"], "versions": summary.get("versions", {}),
+                "threads_recorded": summary.get("threads")}
+
+    return train
+
+
+def _exported(context: Context, run_dir: Path, inverse: bool) -> dict[str, float]:
+    """The suite's filtered ranking of the embeddings a peer exported into ``run_dir``."""
+    import numpy as np
+    import torch
+
+    from systems.models.decoders import DistMult
+    from systems.tasks.link_prediction import known_triples, rank_triples
+
+    store = _store(context)
+    z = torch.from_numpy(np.load(run_dir / "embeddings.npy"))
+    relations = torch.from_numpy(np.load(run_dir / "relations.npy"))
+    decoder = DistMult(store.num_relations, z.shape[1], inverse_relations=inverse)
+    with torch.no_grad():
+        decoder.relations.copy_(relations)
+    return rank_triples(decoder, z, store.edges("test"), known_triples(store), batch_size=1000)
+
+
+def _peer_result(context: Context, run_dir: Path, wall: float, foreign: float, inverse: bool) -> dict[str, Any]:
+    driver = json.loads((run_dir / "result.json").read_text())
+    metrics = _exported(context, run_dir, inverse)
+    return {"epoch_time_s": driver["epoch_time_s"], "wall_s": wall, "foreign_cores": foreign,
+            "filtered_mrr": metrics["filtered_mrr"], "filtered_hits@10": metrics["filtered_hits@10"],
+            "unfiltered_mrr": metrics["unfiltered_mrr"], "versions": driver.get("versions", {})}
+
+
+def _pbg_missing(context: Context) -> str | None:
+    if not context.pbg_python.exists():
+        return f"PyTorch-BigGraph environment missing ({context.pbg_python}; make peers builds it)"
+    return None
+
+
+def _pbg_trainer(partitions: int) -> Callable[[Context, int, int, Path], dict[str, Any]]:
+    def train(context: Context, threads: int, seed: int, run_dir: Path) -> dict[str, Any]:
+        s = context.setting
+        command = [str(context.pbg_python), str(DRIVERS / "pbg_driver.py"), "--data", str(context.data),
+                   "--out", str(run_dir), "--partitions", str(partitions), "--workers", str(threads),
+                   "--epochs", str(s.epochs), "--dim", str(s.dim), "--negatives", str(s.negatives),
+                   "--batch-size", str(s.batch_size), "--lr", str(s.learning_rate), "--init-scale",
+                   str(s.init_scale), "--seed", str(seed)]
+        wall, foreign = run_measured(command, 1, run_dir / "log.txt")  # PBG's workers use one thread each
+        return _peer_result(context, run_dir, wall, foreign, inverse=True)
+
+    return train
+
+
+def _pykeen_missing(context: Context) -> str | None:
+    import importlib.util
+
+    if importlib.util.find_spec("pykeen") is None:
+        return "pykeen not installed (pip install 'gnnsuite[peers]', or make peers)"
+    return None
+
+
+def _pykeen_train(context: Context, threads: int, seed: int, run_dir: Path) -> dict[str, Any]:
+    s = context.setting
+    command = [sys.executable, str(DRIVERS / "pykeen_driver.py"), "--data", str(context.data), "--out", str(run_dir),
+               "--threads", str(threads), "--epochs", str(s.epochs_of("pykeen")), "--dim", str(s.dim), "--negatives",
+               str(s.negatives), "--batch-size", str(s.batch_size), "--lr", str(s.learning_rate), "--init-scale",
+               str(s.init_scale), "--seed", str(seed)]
+    wall, foreign = run_measured(command, threads, run_dir / "log.txt")
+    return _peer_result(context, run_dir, wall, foreign, inverse=False)
+
+
+def _always(context: Context) -> str | None:
+    return None
+
+
+SUITE_NEGATIVES = ("chunks of 1000 positives share 1000 uniform negatives per side; softmax; inverse relations; "
+                   "element-wise sparse Adagrad")
+for _configuration in (
+    Configuration("suite", "suite", "suite (in-memory)", SUITE_NEGATIVES, _always, _suite_trainer(None)),
+    Configuration("suite-bf16", "suite", "suite (bf16 gradients)",
+                  SUITE_NEGATIVES + "; the backward's two score products in bfloat16 (float32 accumulation; scores "
+                  "and loss float32)", _always, _suite_trainer(None, "bfloat16")),
+    Configuration("suite-pipelined", "suite", "suite (pipelined)",
+                  SUITE_NEGATIVES + "; sampling, gathers and updates overlapped with compute (staleness bound 2)",
+                  _always, _suite_trainer({"batch_loader_threads": 1, "batch_transfer_threads": 1,
+                                           "staleness_bound": 2, "batch_host_queue_size": 1,
+                                           "batch_device_queue_size": 1, "record_batches": False})),
+    Configuration("pbg-p1", "pbg", "PBG p=1",
+                  "chunks of 1000 positives share 1000 uniform negatives per side (num_batch_negs 0); softmax; "
+                  "per-side relation operators; row-wise Adagrad; Hogwild workers", _pbg_missing, _pbg_trainer(1)),
+    Configuration("pbg-p8", "pbg", "PBG p=8",
+                  "as PBG p=1, over 8 x 8 edge buckets with two partitions in memory; negatives from the bucket's "
+                  "partitions", _pbg_missing, _pbg_trainer(8)),
+    Configuration("pykeen", "pykeen", "PyKEEN",
+                  "1000 negatives per positive, its own, on one side (half the batch heads, half tails); softmax "
+                  "(CrossEntropyLoss); one relation embedding for both directions; dense Adagrad",
+                  _pykeen_missing, _pykeen_train),
+):
+    CONFIGURATIONS.register(_configuration.name, _configuration)
+
+
+# ---------------------------------------------------------------------------------------------- data
+_STORES: dict[tuple[str, ...], Any] = {}
+
+
+def _store(context: Context):
+    """The FB15k-237 store of the suite's spec (with this invocation's dataset overrides), opened once."""
+    if context.dataset_overrides not in _STORES:
+        from suite.config import load_spec
+        from suite.datasets import open_dataset
+
+        _STORES[context.dataset_overrides] = open_dataset(load_spec(SPEC, list(context.dataset_overrides)).dataset)
+    return _STORES[context.dataset_overrides]
+
+
+def write_quick_dataset(source: Path, target: Path) -> Path:
+    """An OpenKE folder with FB15k-237's entities and relations and the first few triples of each split."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("entity2id.txt", "relation2id.txt"):
+        atomic_write_bytes(target / name, (source / name).read_bytes())
+    for split, count in QUICK_TRIPLES.items():
+        lines = (source / f"{split}2id.txt").read_text().splitlines()[1: count + 1]
+        atomic_write_bytes(target / f"{split}2id.txt", ("\n".join([str(len(lines)), *lines]) + "\n").encode())
+    return target
+
+
+def default_dataset_root() -> Path:
+    """FB15k-237's OpenKE folder: under ``$GNNSUITE_SHARED/datasets`` when set, else the spec's path (the
+    ``shared/`` folder beside the checkout)."""
+    from suite.config import load_spec
+
+    shared = os.environ.get("GNNSUITE_SHARED")
+    if shared:
+        return Path(shared) / "datasets" / "fb15k237"
+    root = Path(load_spec(SPEC).dataset.root)
+    return root if root.is_absolute() else REPO_ROOT / root
+
+
+def prepare(context_out: Path, quick: bool, data_dir: Path, pbg_python: Path, setting: Setting,
+            root: Path | None = None) -> Context:
+    """Resolve the dataset (the quick subset written first), write the peers' triples; the context of the runs."""
+    import numpy as np
+
+    root = Path(root or default_dataset_root()).resolve()
+    if quick:
+        root = write_quick_dataset(root, context_out / "fb15k237-quick")
+    overrides = (f"dataset.root={root}", f"dataset.cache_dir={data_dir}")
+    context = Context(context_out, context_out / "triples", overrides, pbg_python, setting)
+    store = _store(context)
+    context.data.mkdir(parents=True, exist_ok=True)
+    np.save(context.data / "train.npy", store.edges("train").numpy().astype(np.int64))
+    (context.data / "meta.json").write_text(json.dumps({"num_entities": store.num_nodes,
+                                                        "num_relations": store.num_relations}))
+    return context
+
+
+# ---------------------------------------------------------------------------------------------- running
+def warm_epoch_s(epochs: Sequence[float]) -> float:
+    """The median epoch time after the first (the only one with a single epoch)."""
+    return statistics.median(epochs[1:] if len(epochs) > 1 else epochs)
+
+
+def run_one(context: Context, configuration: Configuration, threads: int, seed: int,
+            overwrite: bool = False) -> dict[str, Any]:
+    """Train one configuration at one thread count and seed (or read its finished result); the run's row."""
+    run_dir = context.out / "runs" / configuration.name / f"t{threads}" / f"s{seed}"
+    done = run_dir / "row.json"
+    if done.exists() and not overwrite:
+        return json.loads(done.read_text())
+    base = {"configuration": configuration.name, "system": configuration.system, "label": configuration.label,
+            "threads": threads, "seed": seed, "epochs": context.setting.epochs_of(configuration.system)}
+    reason = configuration.missing(context)
+    if reason is not None:
+        print(f"[{configuration.name} t{threads} s{seed}] skipped: {reason}", flush=True)
+        return {**base, "status": "skipped", "reason": reason}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    print(f"[{configuration.name} t{threads} s{seed}] training ...", flush=True)
+    result = configuration.train(context, threads, seed, run_dir)
+    store = _store(context)
+    warm = warm_epoch_s(result["epoch_time_s"])
+    row = {**base, "status": "ok", "reason": "", "epoch_time_s": warm,
+           "epoch_times_s": json.dumps([round(t, 4) for t in result["epoch_time_s"]]),
+           "triples": len(store.edges("train")), "triples_per_s": len(store.edges("train")) / warm,
+           "test_mrr": result["filtered_mrr"], "test_hits@10": result["filtered_hits@10"],
+           "test_unfiltered_mrr": result["unfiltered_mrr"], "wall_s": result["wall_s"],
+           "foreign_cores": result["foreign_cores"], "under_load": result["foreign_cores"] >= UNDER_LOAD_CORES,
+           "versions": json.dumps(result.get("versions", {}), sort_keys=True),
+           "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    print(f"[{configuration.name} t{threads} s{seed}] warm epoch {warm:.2f} s ({row['triples_per_s']:,.0f} "
+          f"triples/s), filtered test MRR {row['test_mrr']:.4f}, foreign load {row['foreign_cores']:.2f} cores",
+          flush=True)
+    atomic_write_bytes(done, json.dumps(row, indent=2).encode())
+    return row
+
+
+def run_all(context: Context, names: Sequence[str], threads: Sequence[int], seeds: Sequence[int],
+            overwrite: bool = False) -> list[dict[str, Any]]:
+    """Every configuration x thread count, seed after seed, back to back in an order rotated by the seed."""
+    pairs = [(name, t) for t in threads for name in names]
+    rows = []
+    for index, seed in enumerate(seeds):
+        shift = index % len(pairs) if pairs else 0
+        for name, t in pairs[shift:] + pairs[:shift]:
+            rows.append(run_one(context, CONFIGURATIONS.get(name), t, seed, overwrite))
+    return rows
+
+
+def recorded_rows(out: Path) -> list[dict[str, Any]]:
+    """Every finished run's row under ``out/runs``."""
+    return [json.loads(path.read_text()) for path in sorted((out / "runs").glob("*/t*/s*/row.json"))]
+
+
+# ---------------------------------------------------------------------------------------------- the table
+def _interval(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and half-width of its 95 % t-interval (NaN half-width for fewer than 2 values)."""
+    from scipy import stats
+
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, math.nan
+    return mean, float(stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values)))
+
+
+def summary_table(runs: pd.DataFrame, reference: str = "pbg-p1") -> pd.DataFrame:
+    """Per configuration and thread count: timing (median and range over seeds), MRR (mean and 95 % interval),
+    and the paired comparison with ``reference`` at the same thread count (per-seed triples/s ratios, MRR
+    difference). Skipped configurations keep one row with their reason."""
+    rows = []
+    ok = runs[runs["status"] == "ok"]
+    for (name, threads), group in runs.groupby(["configuration", "threads"], sort=False):
+        first = group.iloc[0]
+        done = group[group["status"] == "ok"]
+        base = {"configuration": name, "system": first["system"], "label": first["label"], "threads": threads,
+                "differs": CONFIGURATIONS.get(name).differs if name in CONFIGURATIONS else ""}
+        if done.empty:
+            rows.append({**base, "status": "skipped", "reason": first.get("reason", "")})
+            continue
+        mrr, mrr_half = _interval(list(done["test_mrr"]))
+        hits, hits_half = _interval(list(done["test_hits@10"]))
+        row = {**base, "status": "ok", "reason": "", "seeds": len(done), "epochs": int(done["epochs"].iloc[0]),
+               "epoch_time_s": float(done["epoch_time_s"].median()), "epoch_time_s_min": float(done["epoch_time_s"].min()),
+               "epoch_time_s_max": float(done["epoch_time_s"].max()),
+               "triples_per_s": float(done["triples_per_s"].median()),
+               "test_mrr": mrr, "test_mrr_ci95": mrr_half, "test_hits@10": hits, "test_hits@10_ci95": hits_half,
+               "under_load_runs": int(done["under_load"].sum()),
+               "foreign_cores_max": float(done["foreign_cores"].max())}
+        ref = ok[(ok["configuration"] == reference) & (ok["threads"] == threads)]
+        paired = done.merge(ref[["seed", "triples_per_s", "test_mrr", "under_load"]], on="seed",
+                            suffixes=("", "_ref"))
+        if len(paired):
+            ratios = paired["triples_per_s"] / paired["triples_per_s_ref"]
+            diff, diff_half = _interval(list(paired["test_mrr"] - paired["test_mrr_ref"]))
+            # the intervals the report decides on (suite.stats): speed from pairs where neither run was under load
+            quiet = paired[~paired["under_load"].astype(bool) & ~paired["under_load_ref"].astype(bool)]
+            speed = ratio_interval(list(quiet["triples_per_s"]), list(quiet["triples_per_s_ref"]))
+            gap = difference_interval(list(paired["test_mrr"]), list(paired["test_mrr_ref"]))
+            row.update({f"speed_vs_{reference}_geomean": speed.estimate,
+                        f"speed_vs_{reference}_geomean_ci_low": speed.low,
+                        f"speed_vs_{reference}_geomean_ci_high": speed.high, f"speed_pairs_vs_{reference}": speed.n,
+                        f"mrr_minus_{reference}_ci_low": gap.low, f"mrr_minus_{reference}_ci_high": gap.high})
+            row.update({f"speed_vs_{reference}": float(ratios.median()),
+                        f"speed_vs_{reference}_min": float(ratios.min()),
+                        f"speed_vs_{reference}_max": float(ratios.max()),
+                        f"mrr_minus_{reference}": diff, f"mrr_minus_{reference}_ci95": diff_half})
+        rows.append(row)
+    order = {item.name: i for i, item in enumerate(CONFIGURATIONS.in_order())}
+    return pd.DataFrame(rows).sort_values(["configuration", "threads"], key=lambda c: c.map(order)
+                                          if c.name == "configuration" else c, kind="stable").reset_index(drop=True)
+
+
+def write_outputs(rows: list[dict[str, Any]], results: Path, plot: bool) -> pd.DataFrame:
+    """The runs CSV, the summary CSV and the figure; return the summary."""
+    from suite.results import export
+
+    runs = pd.DataFrame(rows)
+    export(runs, results / RUNS_CSV)
+    table = summary_table(runs)
+    export(table, results / TABLE_CSV)
+    if plot:
+        from experiments.figures import plot_link_prediction_peers
+
+        plot_link_prediction_peers(results / TABLE_CSV, results / FIGURE)
+    return table
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few hundred triples, 2 epochs, 1 seed, 1 thread")
+    parser.add_argument("--out", type=Path, help="run folders (default out/lp_peers, or out/lp_peers-quick)")
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results" / "full",
+                        help="where the CSVs and the figure go (default: %(default)s)")
+    parser.add_argument("--configurations", nargs="+", choices=CONFIGURATIONS.names(),
+                        default=["suite", "pbg-p1", "pbg-p8", "pykeen"])
+    parser.add_argument("--threads", nargs="+", type=int, help="thread counts (default 1 2; quick 1)")
+    parser.add_argument("--seeds", nargs="+", type=int, help="seeds, one repeat each (default 0 1 2; quick 0)")
+    parser.add_argument("--epochs", type=int, help="epochs per run (default 5; quick 2)")
+    parser.add_argument("--pykeen-epochs", type=int, help="PyKEEN's epochs, if not --epochs (its 1000 negatives per "
+                        "positive are gathered per positive: minutes per epoch here)")
+    parser.add_argument("--pbg-python", type=Path, default=DEFAULT_PBG_PYTHON,
+                        help="python of PyTorch-BigGraph's environment (default: %(default)s)")
+    parser.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data", help="dataset cache")
+    parser.add_argument("--dataset-root", type=Path, help="FB15k-237's OpenKE folder (default: "
+                        "$GNNSUITE_SHARED/datasets/fb15k237, else ../shared/datasets/fb15k237)")
+    parser.add_argument("--no-run", action="store_true", help="only tabulate and plot the recorded runs")
+    parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--overwrite", action="store_true", help="repeat finished runs")
+    args = parser.parse_args(argv)
+    args.threads = args.threads or ([1] if args.quick else [1, 2])
+    args.seeds = args.seeds if args.seeds is not None else ([0] if args.quick else [0, 1, 2])
+    args.epochs = args.epochs or (2 if args.quick else 5)
+    args.out = args.out or REPO_ROOT / ("out/lp_peers-quick" if args.quick else "out/lp_peers")
+    if any(t < 1 for t in args.threads) or args.epochs < 1:
+        parser.error("--threads and --epochs must be >= 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    setting = Setting(epochs=args.epochs, pykeen_epochs=args.pykeen_epochs)
+    if args.no_run:
+        context = Context(args.out, args.out / "triples", (), args.pbg_python, setting)
+    else:
+        context = prepare(args.out, args.quick, args.data_dir, args.pbg_python, setting, args.dataset_root)
+        run_all(context, args.configurations, args.threads, args.seeds, args.overwrite)
+    rows = [row for row in recorded_rows(args.out)
+            if row["configuration"] in args.configurations and row["threads"] in args.threads
+            and row["epochs"] == setting.epochs_of(row["system"]) and (args.no_run or row["seed"] in args.seeds)]
+    for name in args.configurations:  # a configuration missing here leaves no run folder: one row with the reason
+        reason = CONFIGURATIONS.get(name).missing(context)
+        if reason is not None:
+            rows += [{"configuration": name, "system": CONFIGURATIONS.get(name).system,
+                      "label": CONFIGURATIONS.get(name).label, "threads": t, "seed": None,
+                      "epochs": setting.epochs_of(CONFIGURATIONS.get(name).system),
+                      "status": "skipped", "reason": reason} for t in args.threads]
+    if not rows:
+        print("no recorded run to tabulate", file=sys.stderr)
+        return 1
+    table = write_outputs(rows, args.results, plot=not args.no_plot)
+    with pd.option_context("display.width", 220, "display.max_columns", 30):
+        columns = [c for c in ("label", "threads", "status", "epoch_time_s", "triples_per_s", "test_mrr",
+                               "test_mrr_ci95", "speed_vs_pbg-p1", "speed_vs_pbg-p1_min", "speed_vs_pbg-p1_max",
+                               "mrr_minus_pbg-p1", "under_load_runs", "reason") if c in table]
+        print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
+__all__ = ["CONFIGURATIONS", "Configuration", "Setting", "main", "run_all", "run_one", "summary_table",
+           "warm_epoch_s"]
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""The fused softmax loss of chunked negatives equals torch's composition, value and gradients."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from systems.tasks.negatives import chunked_scores
+from systems.tasks.scoring import chunked_softmax_loss
+
+
+def reference(queries, negatives, positive, chunk_size):
+    logits = torch.cat([positive.unsqueeze(1), chunked_scores(queries, negatives, chunk_size)], dim=1)
+    return F.cross_entropy(logits, torch.zeros(len(queries), dtype=torch.int64))
+
+
+@pytest.mark.parametrize(("count", "chunks", "chunk_size"), [(12, 3, 4), (10, 4, 3), (1, 1, 1), (7, 1, 7),
+                                                       (200, 70, 3)])  # the last: one padded bmm (> 64 chunks)
+def test_value_and_gradients_match_torch(count, chunks, chunk_size):
+    generator = torch.Generator().manual_seed(count)
+    inputs = [torch.randn(count, 5, generator=generator, dtype=torch.float64),
+              torch.randn(chunks, 6, 5, generator=generator, dtype=torch.float64) * 3,
+              torch.randn(count, generator=generator, dtype=torch.float64) * 3]
+    ours = [t.clone().requires_grad_(True) for t in inputs]
+    theirs = [t.clone().requires_grad_(True) for t in inputs]
+    loss = chunked_softmax_loss(*ours, chunk_size)
+    expected = reference(*theirs, chunk_size)
+    torch.testing.assert_close(loss, expected)
+    (loss * 2.5).backward()
+    (expected * 2.5).backward()
+    for mine, other in zip(ours, theirs):
+        torch.testing.assert_close(mine.grad, other.grad)
+
+
+def test_gradcheck():
+    generator = torch.Generator().manual_seed(0)
+    inputs = (torch.randn(5, 3, generator=generator, dtype=torch.float64, requires_grad=True),
+              torch.randn(2, 4, 3, generator=generator, dtype=torch.float64, requires_grad=True),
+              torch.randn(5, generator=generator, dtype=torch.float64, requires_grad=True))
+    assert torch.autograd.gradcheck(lambda q, n, p: chunked_softmax_loss(q, n, p, 3), inputs)
+
+
+def test_large_scores_stay_finite():
+    queries = torch.full((4, 2), 100.0)
+    negatives = torch.full((1, 3, 2), 100.0)
+    loss = chunked_softmax_loss(queries, negatives, torch.full((4,), -5000.0), 4)
+    assert torch.isfinite(loss) and loss.item() == pytest.approx(25000.0 + torch.log(torch.tensor(3.0)).item())
+
+
+def test_too_few_chunks_rejected():
+    with pytest.raises(ValueError, match="cannot hold"):
+        chunked_softmax_loss(torch.randn(5, 2), torch.randn(2, 3, 2), torch.randn(5), 2)
+
+
+def test_bfloat16_gradient_products_stay_close_and_the_loss_exact():
+    generator = torch.Generator().manual_seed(5)
+    inputs = [torch.randn(40, 16, generator=generator), torch.randn(2, 30, 16, generator=generator),
+              torch.randn(40, generator=generator)]
+    grads = {}
+    for precision in ("float32", "bfloat16"):
+        leaves = [t.clone().requires_grad_(True) for t in inputs]
+        loss = chunked_softmax_loss(*leaves, 20, precision)
+        loss.backward()
+        grads[precision] = (loss.detach(), [leaf.grad for leaf in leaves])
+    (exact, exact_grads), (approximate, approximate_grads) = grads["float32"], grads["bfloat16"]
+    assert torch.equal(exact, approximate)  # the forward is float32 either way
+    assert torch.equal(exact_grads[2], approximate_grads[2])  # so is the positive scores' gradient
+    for mine, other in zip(approximate_grads[:2], exact_grads[:2]):
+        assert mine.dtype == torch.float32
+        assert (mine - other).norm() / other.norm() < 0.01
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])  # float32: the compiled row accumulation
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize(("count", "chunks", "chunk_size"), [(12, 3, 4), (10, 4, 3), (200, 70, 3)])
+def test_fused_distmult_equals_the_generic_path(inverse, count, chunks, chunk_size, dtype):
+    from systems.models.decoders import DistMult
+    from systems.tasks import link_prediction
+
+    generator = torch.Generator().manual_seed(count + inverse)
+    decoder = DistMult(5, 6, inverse_relations=inverse).to(dtype)
+    with torch.no_grad():
+        decoder.relations.normal_(generator=generator)
+    z = torch.randn(40, 6, generator=generator, dtype=dtype)
+    src, dst = torch.randint(40, (count,), generator=generator), torch.randint(40, (count,), generator=generator)
+    rel = torch.randint(5, (count,), generator=generator)
+    negatives = [torch.randint(40, (chunks, 7), generator=generator) for _ in range(2)]
+    results = []
+    for fused in (True, False):
+        table = z.clone().requires_grad_(True)
+        decoder.zero_grad()
+        if fused:
+            loss = link_prediction.link_prediction_loss(decoder, table, src, rel, dst, *negatives, chunk_size)
+        else:  # the generic path: the decoder's queries and chunked_softmax_loss through autograd
+            heads, tails = table[src], table[dst]
+            tail_q, head_q = decoder.tail_query(heads, rel), decoder.head_query(tails, rel)
+            loss = (chunked_softmax_loss(tail_q, table[negatives[0]], (tail_q * tails).sum(1), chunk_size)
+                    + chunked_softmax_loss(head_q, table[negatives[1]], (head_q * heads).sum(1), chunk_size)) / 2
+        loss.backward()
+        results.append((loss.detach(), table.grad, decoder.relations.grad.clone()))
+    for mine, generic in zip(*results):
+        torch.testing.assert_close(mine, generic)
+    assert link_prediction.FUSED_SOFTMAX_LOSSES[DistMult] is not None
