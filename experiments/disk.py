@@ -46,7 +46,7 @@ import pandas as pd  # noqa: E402
 
 from experiments.peers import split_runnable  # noqa: E402
 from suite.grid import expand_grid, failures  # noqa: E402
-from suite.load import load_columns  # noqa: E402
+from suite.load import load_columns, measured_under_load  # noqa: E402
 from suite.results import export, load_epochs, load_evals, load_runs, load_timeline  # noqa: E402
 from suite.stats import Interval, difference_interval, mean_interval, ratio_interval  # noqa: E402
 
@@ -169,7 +169,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per configuration: means over seeds with 95 % t intervals; the epoch-time ratio (paired log t) and the
     accuracy difference (paired t) to in-memory, paired by seed. Timings come only from runs not measured under
     foreign load (``timed_runs`` of ``seeds``); accuracy from every run."""
-    flagged = runs["under_load"].map(lambda v: v is True or v == "True")
+    flagged = runs["under_load"].map(measured_under_load).astype(bool)
     runs = runs.assign(quiet=~flagged)
     base = runs[runs["system"] == "in_memory"].set_index("seed")
     rows = []

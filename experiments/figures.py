@@ -466,8 +466,8 @@ def _draw_timeline(table: pd.DataFrame, configurations: list[str], axes) -> None
         ax.set_title(configuration, fontsize=9, loc="left")
         ax.grid(True, axis="x", alpha=0.3)
     axes[-1, 0].set_xlabel("seconds from the start of the warm epoch's window")
-    fig.legend(loc="outside lower center", ncol=3, fontsize=8)
     fig.suptitle("Disk-based node classification: one warm epoch per configuration", fontsize=10)
+    fig.legend(loc="outside right upper", fontsize=8)
 
 
 def plot_disk_lp(csv_path: str | Path, out_png: str | Path) -> Path:

@@ -446,6 +446,7 @@ class DataParallelTask:
             nodes, grad = torch.zeros(0, dtype=torch.int64), torch.zeros(0, self.exchange.dim)
         grad = grad.cpu().mul_(extra.get("share_weight", 1.0))
         extra["input_nodes"], extra["grad"] = self.exchange.exchange(nodes, grad)
+        extra["input_nodes_unique"] = False  # every rank's rows: the same node may come from several ranks
         if len(extra["input_nodes"]):
             self.inner.update(batch)
         else:

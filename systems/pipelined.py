@@ -119,6 +119,7 @@ def task_stages(task: Task, options: StageOptions, transfer: Callable[[Batch, in
     if options.compute_workers > 1 and not task.concurrent_compute:
         raise ConfigError(f"system.options.compute_workers: task {type(task).__name__} computes one batch at a time "
                           f"(got {options.compute_workers})")
+    task.compute_workers = options.compute_workers
     if load is None:
         load = Stage("load", lambda batch, worker: load_batch(task, batch), workers=options.batch_loader_threads)
     stages = [

@@ -20,7 +20,7 @@ bucket_edges        (k, 3) int64    ``(src, rel, dst)`` rows in new ids, sorted 
 ==================  ==============  ====================================================================
 
 ``metadata["partitioning"]["layout_version"]`` is :data:`LAYOUT_VERSION`; a store of an older layout (buckets
-sorted by source) is rebuilt by the disk system's cache.
+sorted by source, or without bucket CRC-32s) is rebuilt by the disk system's cache.
 Checksums (in ``metadata["partitioning"]``): ``feature_crc32`` holds the CRC-32 of every partition's feature rows,
 ``bucket_crc32`` that of every bucket's rows (``p * p``, bucket ``(i, j)`` at ``i * p + j``); the disk system checks
 every partition and bucket it reads against them (:func:`check_bucket_crc`), so a corrupted read names the file and
@@ -73,8 +73,9 @@ from suite.io import file_checksum
 from suite.registry import Registry
 
 DEFAULT_CHUNK_BYTES = 64 << 20
-LAYOUT_VERSION = 2
-"""Version of the partitioned layout: 2 sorts each bucket by (dst, src, rel) (1: by (src, dst, rel))."""
+LAYOUT_VERSION = 3
+"""Version of the partitioned layout: 3 records every bucket's CRC-32; 2 sorts each bucket by (dst, src, rel)
+(1: by (src, dst, rel))."""
 _MAX_OPEN_BINS = 256  # scratch files open at once while scattering edges into sort bins
 _CSR_KEYS = REQUIRED_KEYS + ("in_relations", "out_relations")
 _ROW_KEYS = ("features", "labels")

@@ -70,6 +70,8 @@ class Task(ABC):
     """Whether ``compute`` may run for several batches at once (in threads): the task's gradients never go through
     shared ``.grad`` fields and its optimizer steps are serialized (link prediction); see the pipelined system's
     ``compute_workers``."""
+    compute_workers: int = 1
+    """How many compute workers call ``compute`` at once (set by the pipeline's stages)."""
 
     def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device):
         self.spec = spec

@@ -453,8 +453,29 @@ class LinkPredictionTask(Task):
         if training.regularization > 0:
             loss = loss + training.regularization * (rows(z, extra["src"]).pow(2).sum(-1)
                                                      + rows(z, extra["dst"]).pow(2).sum(-1)).mean()
-        # gradients returned rather than accumulated into .grad, so that concurrent compute workers (the pipelined
-        # system's compute_workers) never mix their gradients; the dense step is taken under a lock
+        if self.compute_workers > 1:
+            x_grad = self._step_concurrently(batch, loss, x)
+        else:  # backward(): data-parallel wrappers (DDP) all-reduce the dense gradients in its hooks
+            if self.optimizer is not None:
+                self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            batch.version_applied = self.optimizer_steps
+            if self.optimizer is not None:
+                self.optimizer.step()
+            self.optimizer_steps += 1
+            x_grad = x.grad if self.embeddings is not None else None
+        batch.loss = check_loss(float(loss.detach()), batch)  # a non-finite loss stops the run (status diverged)
+        if self.embeddings is not None:
+            extra["grad"] = x_grad.detach() if x_grad is not None else torch.zeros_like(x)
+            extra["embedding_staleness"] = batch.version_applied - extra["embedding_version"]
+        for key in _DEVICE_KEYS:
+            extra.pop(key, None)
+        batch.x = batch.y = batch.ready = None
+
+    def _step_concurrently(self, batch: Batch, loss: torch.Tensor, x: torch.Tensor) -> torch.Tensor | None:
+        """Backward and step for one of several compute workers: gradients returned rather than accumulated into
+        ``.grad``, so that workers never mix theirs; the dense step is taken under a lock. Returns the input rows'
+        gradient (None without learnable embeddings)."""
         parameters = self._dense_parameters
         inputs = ([x] if self.embeddings is not None else []) + parameters
         grads = list(torch.autograd.grad(loss, inputs, allow_unused=True)) if inputs else []
@@ -468,21 +489,17 @@ class LinkPredictionTask(Task):
                 for parameter in parameters:
                     parameter.grad = None
             self.optimizer_steps += 1
-        batch.loss = check_loss(float(loss.detach()), batch)  # a non-finite loss stops the run (status diverged)
-        if self.embeddings is not None:
-            extra["grad"] = x_grad if x_grad is not None else torch.zeros_like(x)
-            extra["embedding_staleness"] = batch.version_applied - extra["embedding_version"]
-        for key in _DEVICE_KEYS:
-            extra.pop(key, None)
-        batch.x = batch.y = batch.ready = None
+        return x_grad
 
     def update(self, batch: Batch) -> None:
         """Sparse Adagrad on the batch's embedding rows, written back to the table."""
         if self.embeddings is None:
             return
         grad = batch.extra.pop("grad")
-        # a sample's input nodes are distinct (every sampler's contract; the roots come from torch.unique)
-        self.embeddings.adagrad_update(batch.extra.pop("input_nodes"), grad.cpu(), unique=True)
+        # a sample's input nodes are distinct (every sampler's contract; the roots come from torch.unique), unless
+        # the rows were gathered from several ranks (data-parallel training: ``input_nodes_unique`` False)
+        self.embeddings.adagrad_update(batch.extra.pop("input_nodes"), grad.cpu(),
+                                       unique=batch.extra.pop("input_nodes_unique", True))
 
     def train(self) -> None:
         """Training mode (dropout on)."""

@@ -62,6 +62,8 @@ def make_spec(**sections: Any) -> RunSpec:
                      "learning_rate": 0.1, "negatives": {"num_chunks": 4, "negatives_per_positive": 50,
                                                          "degree_fraction": 0.5}},
         "evaluation": {"every": 6, "batch_size": 128},
+        # one compute thread, whatever else the machine is doing: runs compared bitwise reduce in the same order
+        "system": {"name": "in_memory", "options": {"compute_threads": 1}},
         "seed": 0,
     }
     for key, value in sections.items():
