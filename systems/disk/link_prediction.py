@@ -171,7 +171,7 @@ class DiskLinkPrediction(DiskSystem):
                 for record in self.embedding_store.history]
 
     def checkpoint(self, epoch: int, epoch_time_s: float, stats: EpochStats,
-                   valid_metrics: dict[str, float] | None) -> None:
+                   valid_metrics: dict[str, float] | None, test_metrics: dict[str, float] | None = None) -> None:
         """Commit the epoch's generation with the dense state and the epoch's record."""
         self.embedding_store.commit(self._dense(), {"epoch": epoch, "epoch_time_s": epoch_time_s,
                                                     "stats": dataclasses.asdict(stats), "valid": valid_metrics})

@@ -32,7 +32,7 @@ from systems.batch import Batch, batch_seed
 from systems.disk.buffer import FeatureBuffer, PartitionArray
 from systems.disk.graph import BufferedGraph
 from systems.disk.policies import BufferPlan, PolicySpec, make_plan
-from systems.disk.system import DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store
+from systems.disk.system import DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store, plan_steps
 from systems.in_memory import epoch_stats, run_stages
 from systems.pipeline import Pipeline
 from systems.pipelined import pipeline_extra, record_trace, task_stages
@@ -228,6 +228,28 @@ class DiskNodeClassification(DiskSystem):
             timelines.append(timeline)
         self.recorder.record("pass_io", **{"pass": split}, epoch=epoch, **self.pass_io(timelines, disk_before))
         return {"accuracy": accuracy(predicted, self.labels[nodes])}
+
+    def enter_pass(self, key: PassKey) -> None:
+        """Fill the buffer as an uninterrupted run has it before pass ``key``: the layout is a function of the
+        plans of the passes before it (:func:`~systems.disk.system.plan_steps`: frames never depend on timing), so
+        it is replayed from them and its partitions are read into their frames (a resumed run, or a
+        re-evaluation, then samples from the same buffer rows)."""
+        layout = np.full(self.buffer.num_frames, -1, dtype=np.int64)
+        before = self._schedule[:self._schedule.index(key)] if key in self._schedule else self._schedule
+        for past in before:
+            if past[0] != "train" and len(self._split_nodes(past[0])) == 0:
+                continue  # evaluate() returns NaN without walking a pass
+            plan = self.pass_plan(past, layout)
+            layout = plan_steps(plan, layout)[-1].layout
+            if past[0] == "train":
+                self._epoch = past[1]
+        self._carried.clear()
+        self.edges.clear()
+        for frame in range(self.buffer.num_frames):
+            self.buffer.evict(frame)
+        for frame, partition in enumerate(layout.tolist()):
+            if partition >= 0:
+                self.buffer.install(frame, int(partition), read=True)
 
     def _last_epoch(self) -> int:
         """The epoch the latest evaluation follows (the last training pass walked)."""
