@@ -213,7 +213,8 @@ def _cmd_results(args: argparse.Namespace) -> int:
     runs = load_runs(args.dir, include_incomplete=not args.completed_only)
     columns = [c for c in args.columns.split(",") if c in runs.columns] if args.columns else [
         c for c in ("run_id", "status", "system", "dataset", "model", "sampler", "seed", "metrics.valid.accuracy",
-                    "metrics.test.accuracy", "train_examples_per_s", "compute_utilization", "cost_usd.run",
+                    "metrics.test.accuracy", "metrics.valid.mrr", "metrics.test.mrr", "metrics.test.hits@10",
+                    "train_examples_per_s", "compute_utilization", "cost_usd.run",
                     "placement.executor", "placement.node_name", "placement.attempt")
         if c in runs.columns
     ]

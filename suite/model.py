@@ -14,9 +14,10 @@
   (``.npy``, ``.parquet``, ``.csv``) through a temporary name renamed at the end (no half-written output).
 
 Everything is reached through the registries (``TASKS``, ``SYSTEMS``), so the harness imports no system.
-Runs without checkpoints (``training.checkpoint_every: 0``, the ``pyg`` peer, data-parallel runs) and the disk
-system's link prediction (its embeddings live in generations on disk, not in a checkpoint) cannot be loaded:
-one-line :class:`~suite.errors.DataError`.
+The disk system's link prediction keeps its state in its committed embedding generation (``disk-embeddings/``)
+rather than in checkpoint files: its ``last`` state is read from there (the whole table, in the original node
+order). Runs without checkpoints (``training.checkpoint_every: 0``, the ``pyg`` peer, data-parallel runs) cannot
+be loaded: one-line :class:`~suite.errors.DataError`.
 """
 
 from __future__ import annotations
@@ -83,15 +84,15 @@ class TrainedModel:
             torch module, ``task.embeddings`` a learnable embedding table when the run had one).
     """
 
-    def __init__(self, run_dir: Path, spec: RunSpec, state: dict[str, Any], which: str, device: torch.device):
+    def __init__(self, run_dir: Path, spec: RunSpec, state: dict[str, Any], which: str, device: torch.device,
+                 store: Any):
         import suite.plugins  # noqa: F401  (registers tasks and systems)
-        from suite.datasets import open_dataset
         from suite.registry import TASKS
 
         self.run_dir, self.spec, self.device = run_dir, spec, device
         self._state = state
         self.checkpoint = {"which": which, "epoch": int(state["epoch"]), "best": state.get("best")}
-        self.store = open_dataset(spec.dataset)
+        self.store = store
         self.task = TASKS.get(spec.training.task)(spec, self.store, device)
         self.task.setup()
         self.task.load_state_dict(state["task"])
@@ -102,13 +103,9 @@ class TrainedModel:
     def evaluate(self, split: str = "test") -> dict[str, float]:
         """Metrics of ``split`` computed the way the run computed them (its system, sampling and buffer), with
         the thread count of the run's evaluation of that split (recorded in its ``eval`` records)."""
-        import suite.plugins  # noqa: F401
-        from suite.registry import SYSTEMS
-
         if split not in ("valid", "test", "train"):
             raise ConfigError(f"--split: expected valid, test or train, got {split!r}")
-        system = SYSTEMS.get(self.spec.system.name)(self.spec, self.store, self.device,
-                                                   _DiscardRecorder(self.run_dir, self.spec))
+        system = _system(self.run_dir, self.spec, self.store, self.device)
         epoch = self.checkpoint["epoch"]
         with _threads(self._eval_threads(split, epoch)):
             system.setup()
@@ -321,6 +318,17 @@ def read_ids(path: str | os.PathLike, columns: int) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(as_int))
 
 
+def _system(run_dir: Path, spec: RunSpec, store: Any, device: torch.device) -> Any:
+    """The run's registered system, built to re-evaluate (``reevaluating``: it keeps what the run left)."""
+    import suite.plugins  # noqa: F401  (registers the systems)
+    from suite.registry import SYSTEMS
+
+    system = SYSTEMS.get(spec.system.name)(spec, store, device, _DiscardRecorder(run_dir, spec))
+    system.reevaluating = True
+    system.resume = True
+    return system
+
+
 def _columns(width: int) -> list[str]:
     return [f"d{i}" for i in range(width)]
 
@@ -420,12 +428,40 @@ def load_model(run_dir: str | os.PathLike, which: str = "last", *, device: str =
     spec = run_spec_of(run_dir, overrides)
     if which not in ("last", "best"):
         raise ConfigError(f"--checkpoint: expected last or best, got {which!r}")
+    from suite.datasets import open_dataset
+
     path = checkpoint_path(run_dir, which)
-    state = load_checkpoint(path)
     original = run_spec_of(run_dir)
+    store = open_dataset(spec.dataset)
+    device = torch.device(device)
+    if path.is_file():
+        state = load_checkpoint(path)
+    else:
+        state = _system_state(run_dir, spec, store, device, which, path)
     if state.get("run_id") != original.run_id:
         raise DataError(f"{path}: the checkpoint is of run {state.get('run_id')!r}, not {original.run_id!r}")
-    return TrainedModel(run_dir, spec, state, which, torch.device(device))
+    return TrainedModel(run_dir, spec, state, which, device, store)
+
+
+def _system_state(run_dir: Path, spec: RunSpec, store: Any, device: torch.device, which: str,
+                  path: Path) -> dict[str, Any]:
+    """The state a system keeps itself instead of checkpoint files (the disk system's link prediction)."""
+    import suite.plugins  # noqa: F401
+    from suite.checkpoint import load_checkpoint
+    from suite.registry import SYSTEMS
+
+    system_class = SYSTEMS.get(spec.system.name)
+    system = _system(run_dir, spec, store, device)
+    if not getattr(type(system), "keeps_own_checkpoints", False) or not any(run_dir.glob("*/manifest.json")):
+        return load_checkpoint(path)  # raises: no checkpoint
+    if which != "last":
+        raise DataError(f"{run_dir}: {system_class.__name__} keeps its last committed epoch only (no best "
+                        f"checkpoint); use --checkpoint last")
+    system.setup()
+    try:
+        return system.saved_state()
+    finally:
+        system.teardown()
 
 
 __all__ = ["EXPORTS", "FORMATS", "TrainedModel", "load_model", "read_ids", "run_spec_of"]

@@ -200,6 +200,15 @@ class System(ABC):
     resume: bool = True
     """Continue from the run folder's last checkpoint (the runner sets it False to redo a run, ``--overwrite``)."""
 
+    reevaluating: bool = False
+    """Set up to re-evaluate a finished run (``suite.load_model``): keep whatever the run left on disk."""
+
+    def saved_state(self) -> dict[str, Any] | None:
+        """A state in the checkpoint format (:mod:`suite.checkpoint`) that the system keeps itself, read after
+        :meth:`setup` (the disk system's link prediction: its committed embedding generation); None: the run
+        folder's checkpoint files hold it."""
+        return None
+
     def checkpoint_task(self) -> Any:
         """The task whose state the suite's checkpoints save (:mod:`suite.checkpoint`): the system's ``task``,
         unless ``training.checkpoint_every`` is 0 or the run is data-parallel (ranks do not checkpoint). Systems

@@ -32,7 +32,8 @@ from systems.batch import Batch, batch_seed
 from systems.disk.buffer import FeatureBuffer, PartitionArray
 from systems.disk.graph import BufferedGraph
 from systems.disk.policies import BufferPlan, PolicySpec, make_plan
-from systems.disk.system import DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store, plan_steps
+from systems.disk.system import (DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store, plan_steps,
+                                 state_bar)
 from systems.in_memory import epoch_stats, run_stages
 from systems.pipeline import Pipeline
 from systems.pipelined import pipeline_extra, record_trace, task_stages
@@ -148,6 +149,7 @@ class DiskNodeClassification(DiskSystem):
         batches: list[Batch] = []
         timelines = []
         pipelined: dict = {}
+        bar = state_bar(len(steps), epoch, progress)
         for data, timeline in self.walk(("train", epoch), plan, steps, first):
             k = data.step.index
             nodes = task.train_nodes[torch.from_numpy(ids[offsets[k]:offsets[k + 1]])]
@@ -165,6 +167,8 @@ class DiskNodeClassification(DiskSystem):
             self.record_state(timeline)
             timelines.append(timeline)
             batches.extend(state_batches)
+            bar.update(1)
+        bar.close()
         io = self.pass_io(timelines, disk_before)
         return epoch_stats(batches, {**timer.snapshot(), **pipelined.pop("busy", {})}, states=plan.num_states,
                            swaps=plan.swaps, policy=self.options.policy, **io, **pipelined)

@@ -14,6 +14,7 @@ import torch
 import suite
 from suite.checkpoint import checkpoint_path, load_checkpoint
 from suite.cli import main
+from suite.errors import DataError
 from suite.recorder import read_records
 
 
@@ -92,6 +93,12 @@ def test_cli_eval_says_equal_to_the_recorded_metric(link_run, capsys):
     assert result["equal_to_recorded"] is True
     assert result["metrics"]["mrr"] == link_run.metrics["test"]["mrr"]
     assert result["metrics"] == link_run.metrics["test"]
+
+
+def test_results_show_mrr_for_link_prediction(link_run, capsys):
+    assert main(["results", str(link_run.run_dir.parent)]) == 0
+    out = capsys.readouterr().out
+    assert "metrics.test.mrr" in out and "metrics.test.accuracy" not in out
 
 
 def test_eval_with_changed_evaluation_settings(node_run, capsys):
@@ -208,3 +215,24 @@ def test_unknown_tracker_is_a_one_line_error(node_run, tmp_path, capsys):
     assert main(["run", str(spec), "--out", str(tmp_path / "o"), "--log-to", "wandb", "--quiet"]) == 2
     assert "--log-to: unknown tracker 'wandb'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_disk_link_prediction_loads_from_its_committed_generation(cache_dir, tmp_path):
+    """The disk system's link prediction keeps its state in its embedding generations: eval reproduces its test
+    metric, and the exported table (original node order) ranks the test triples as the run did."""
+    from systems.tasks.link_prediction import known_triples, rank_triples
+
+    spec = link_spec(cache_dir)
+    spec["system"] = {"name": "disk", "options": {"compute_threads": 1, "num_partitions": 4, "buffer_capacity": 2,
+                                                  "policy": "beta"}}
+    run = suite.run(spec, out=tmp_path / "runs")
+    model = suite.load_model(run.run_dir)
+    assert model.evaluate("test") == run.metrics["test"]
+    model.export("embeddings", tmp_path / "z.npy")
+    z = torch.from_numpy(np.load(tmp_path / "z.npy"))
+    store = model.store
+    metrics = rank_triples(model.model.decoder, z, store.edges("test"), known_triples(store),
+                           batch_size=model.spec.evaluation.batch_size)
+    assert metrics["mrr"] == pytest.approx(run.metrics["test"]["mrr"], rel=1e-6)
+    with pytest.raises(DataError, match="last committed epoch"):
+        suite.load_model(run.run_dir, "best")
