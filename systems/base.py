@@ -5,6 +5,13 @@ spec, the opened :class:`~suite.graph.GraphStore`, the torch device and the :cla
 It returns plain measurements; the runner turns them into ``summary.json`` (throughput, utilization, cost,
 provenance), so every system is summarized the same way.
 
+Checkpoints: after every epoch (and its evaluations) ``run()`` calls :meth:`System.checkpoint`, which writes the
+task's state, the RNG state and the epoch history (:mod:`suite.checkpoint`); after ``setup`` it calls
+:meth:`System.completed_epochs`, which restores the run folder's last checkpoint, replays the finished epochs into
+the records, and :meth:`System.enter_pass` puts what the system keeps between passes where an uninterrupted run
+has it (the disk system's buffer layout). Systems with their own durable state override these hooks (the disk
+system's link prediction commits embedding generations).
+
 Thread budget: before ``setup``, ``run()`` sizes torch's pools to the cores the system's own busy threads
 (:meth:`System.own_threads`: loaders, prefetch, writer) leave free, or to ``system.options.compute_threads``
 (:mod:`suite.threads`), and restores the previous sizes afterwards. Without the option the budget also gives
@@ -144,6 +151,8 @@ class System(ABC):
             done = self.completed_epochs()
             for epoch, (elapsed, stats, metrics) in enumerate(done):
                 self._record_epoch(outcome, epoch, elapsed, stats, metrics, resumed=True)
+                if stats.extra.get("compute_threads") is not None:
+                    outcome.threads["per_epoch"].append(stats.extra["compute_threads"])
             for epoch, metrics, threads in self.completed_tests():
                 outcome.test_curve.append((epoch, metrics))
                 self.recorder.record("eval", epoch=epoch, split="test", **metrics, resumed=True,
@@ -219,8 +228,8 @@ class System(ABC):
         return getattr(self, "task", None)
 
     def _checkpoint_dir(self) -> Any:
-        run_dir = getattr(self.recorder, "run_dir", None)
-        return run_dir
+        """The run folder the checkpoints go into (None for a recorder without one)."""
+        return getattr(self.recorder, "run_dir", None)
 
     def completed_epochs(self) -> list[tuple[float, EpochStats, dict[str, float] | None]]:
         """Epochs a resumed run already finished, as ``(epoch_time_s, stats, valid_metrics or None)`` (called after

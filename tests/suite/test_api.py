@@ -209,6 +209,20 @@ def test_tensorboard_event_file_reads_back(cache_dir, tmp_path):
     assert len(records) == 3  # the records stay the source of truth
 
 
+def test_mlflow_tracker_logs_the_records(cache_dir, tmp_path, monkeypatch):
+    mlflow = pytest.importorskip("mlflow", reason="optional extra: pip install 'gnnsuite[mlflow]'")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    run = suite.run(node_spec(cache_dir), out=tmp_path / "runs", log_to=["mlflow"])
+    client = mlflow.tracking.MlflowClient()
+    (logged,) = client.search_runs(["0"])
+    assert logged.info.run_name == run.run_id and logged.data.tags["status"] == "completed"
+    losses = [m.value for m in sorted(client.get_metric_history(logged.info.run_id, "train/loss"),
+                                      key=lambda m: m.step)]
+    np.testing.assert_allclose(losses, run.summary["loss"], rtol=1e-6)
+    assert logged.data.params["training.epochs"] == "3"
+
+
 def test_unknown_tracker_is_a_one_line_error(node_run, tmp_path, capsys):
     spec = tmp_path / "spec.yaml"
     spec.write_text((node_run.run_dir / "config.yaml").read_text())

@@ -177,8 +177,28 @@ def test_checkpoints_are_written_every_k_epochs_and_best_by_validation(cache_dir
                                                                                "checkpoint_every": 1}}).run_id
 
 
-def test_overwrite_starts_over_and_no_checkpoints_with_zero(cache_dir, tmp_path):
-    spec = node_spec(cache_dir, "in_memory", epochs=2)
+def test_overwrite_starts_over_and_no_checkpoints_with_zero(cache_dir, tmp_path, monkeypatch):
+    spec = node_spec(cache_dir, "in_memory", epochs=4)
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 1)
+        with pytest.raises(Interrupted):
+            run_spec(spec_from_dict(spec), tmp_path)
+    summary = run_spec(spec_from_dict(spec), tmp_path, overwrite=True)  # starts over: nothing replayed
+    assert not any(r.get("resumed") for r in read_records(summary["run_dir"]))
+    assert load_checkpoint(checkpoint_path(summary["run_dir"]))["epoch"] == 3
+
     spec["training"]["checkpoint_every"] = 0
+    spec["name"] = "no-checkpoints"
     summary = run_spec(spec_from_dict(spec), tmp_path)
     assert not (Path(summary["run_dir"]) / "checkpoints").exists()
+
+
+def test_a_torn_or_foreign_checkpoint_is_a_one_line_error(cache_dir, tmp_path):
+    from suite.errors import DataError
+
+    spec = node_spec(cache_dir, "in_memory", epochs=2)
+    summary = run_spec(spec_from_dict(spec), tmp_path)
+    path = checkpoint_path(summary["run_dir"])
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(DataError, match="cannot read the checkpoint"):
+        load_checkpoint(path)
