@@ -23,7 +23,6 @@ be loaded: one-line :class:`~suite.errors.DataError`.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
