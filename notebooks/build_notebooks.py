@@ -252,6 +252,14 @@ real["test_accuracy"].plot.bar(ax=axes[0], title=f"test accuracy ({PRESET}, {REA
 real[["io_read_kB", "disk_read_kB"]].plot.bar(ax=axes[1], title="IO per epoch (kB)")
 plt.tight_layout()
 plt.show()'''),
+    ("markdown", """\
+**Reading the comparison.** The grid's runs are read back with `suite.load_runs` / `suite.load_epochs`, so the
+table and the plots come from the recorded runs alone (running the grid cell again skips finished runs). Read the
+IO columns against the plans: `states` and `swaps` are what each policy's plan prescribes (checked above), and
+`io_read_kB` should grow with the swaps (a policy that keeps the training partitions resident, `sequential`,
+reads only the rotating slots; `beta`, `comet` and `random` reload partitions within every epoch), while
+`disk_read_kB` shows how much of it really came from storage. Accuracy from one seed of a tiny graph decides
+nothing: compare policies over seeds (a grid axis `seed: [0, 1, 2]`) with the suite's intervals before reading a difference into it."""),
     ("code", '''\
 summary = {
     "swap_rows": len(swaps),
