@@ -405,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     import suite
 
-    parser = _Parser(prog="gnnsuite", description=suite.__doc__)
+    parser = _Parser(prog="gnnsuite", description=suite.__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"gnnsuite {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _datasets_parser(commands)
