@@ -148,6 +148,11 @@ class TrainingSpec(_Spec):
         "float32", description="link prediction, softmax loss: precision of the two matrix products of the "
                                "scores' backward (bfloat16: inputs rounded, float32 accumulation; the scores, the "
                                "loss and everything else stay float32)")
+    checkpoint_every: int = Field(1, ge=0, description="write the last checkpoint (model, optimizer, learnable "
+                                                       "embeddings, RNG, epoch) every k epochs and after the last "
+                                                       "one, and the best one when the validation metric improves; "
+                                                       "0: none (a killed run then starts over). Not part of the "
+                                                       "run's identity")
 
 
 class EvaluationSpec(_Spec):
@@ -204,8 +209,15 @@ class RunSpec(_Spec):
 
     @property
     def run_id(self) -> str:
-        """``<label>-<hash>``: a readable label and the first 12 hex digits of the resolved spec's SHA-256."""
-        canonical = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
+        """``<label>-<hash>``: a readable label and the first 12 hex digits of the resolved spec's SHA-256
+        (without the fields in :data:`NOT_IDENTITY`, which change how a run is kept, not what it computes)."""
+        identity = self.resolved()
+        for path in NOT_IDENTITY:
+            node = identity
+            for part in path[:-1]:
+                node = node[part]
+            node.pop(path[-1], None)
+        canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
         digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
         label = self.name or f"{self.system.name}-{self.dataset.preset or self.dataset.name}-{self.model.encoder}"
         return f"{_slug(label)}-s{self.seed}-{digest}"
@@ -213,6 +225,10 @@ class RunSpec(_Spec):
     def to_yaml(self) -> str:
         """The resolved spec as YAML."""
         return yaml.safe_dump(self.resolved(), sort_keys=False)
+
+
+NOT_IDENTITY: tuple[tuple[str, ...], ...] = (("training", "checkpoint_every"),)
+"""Spec fields left out of the run id: a run resumed with another checkpoint interval is the same run."""
 
 
 def _slug(text: str) -> str:

@@ -25,7 +25,7 @@ collapsed into one, in first-seen order. Errors are one line naming the grid fil
 Running (:func:`run_grid`): each spec once through :func:`suite.runner.run_spec`, into ``out/<run_id>/``.
 A run is complete when its ``summary.json`` says ``completed`` (written atomically at the end of the run), and a
 complete run is never repeated unless ``overwrite``: killing a grid and starting it again loses nothing finished
-and repeats nothing finished (the run that was cut off starts over). A run that fails is recorded with status
+and repeats nothing finished (the run that was cut off resumes from its last checkpoint, :mod:`suite.checkpoint`). A run that fails is recorded with status
 ``failed`` (and the error) and the grid goes on; failures are in the returned summaries and are retried the next
 time the grid runs. Executors are registered by name in :data:`EXECUTORS` (``local``: the runs in this process,
 or on a pool of ``jobs`` processes started with ``spawn``, since torch and ``fork`` do not mix; ``ray`` and

@@ -133,6 +133,13 @@ def partitioned_store(store: GraphStore, num_partitions: int, order: str, seed: 
     return cached_store(path, build)
 
 
+def state_bar(states: int, epoch: int, enabled: bool):
+    """A tqdm bar over an epoch's buffer states (disabled without ``progress``)."""
+    from tqdm import tqdm
+
+    return tqdm(total=states, desc=f"epoch {epoch}", unit="state", disable=not enabled, leave=False)
+
+
 # ------------------------------------------------------------------------------------------------ the walk
 @dataclass(frozen=True)
 class Step:
@@ -461,4 +468,4 @@ class DiskSystem(System):
 
 
 __all__ = ["DISK_TASKS", "DiskOptions", "DiskSystem", "PassKey", "StateData", "StateTimeline", "Step",
-           "partitioned_store", "partitioned_store_path", "plan_steps"]
+           "partitioned_store", "partitioned_store_path", "plan_steps", "state_bar"]

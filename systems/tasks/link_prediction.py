@@ -509,19 +509,24 @@ class LinkPredictionTask(Task):
     @torch.no_grad()
     def representations(self) -> torch.Tensor:
         """``(num_nodes, d)`` representations of all nodes (eval mode) on the device."""
+        return torch.cat(list(self.representation_batches()))
+
+    @torch.no_grad()
+    def representation_batches(self):
+        """The representations of all nodes (eval mode, on the device) in node order, one batch of
+        ``evaluation.batch_size`` nodes at a time (an encoder without neighbours: one batch); evaluation
+        sampling draws from its own generator, re-seeded at every call."""
         self.model.eval()
-        if self.eval_sampler is None:
-            table = self.embeddings.weight if self.embeddings is not None else self.features
-            return self.model.encoder(table.to(self.device), SampledSubgraph(
-                roots=torch.arange(len(table), device=self.device), blocks=(), num_sampled_edges=0))
-        generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET)
         table = self.embeddings.weight if self.embeddings is not None else self.features
-        parts = []
+        if self.eval_sampler is None:
+            yield self.model.encoder(table.to(self.device), SampledSubgraph(
+                roots=torch.arange(len(table), device=self.device), blocks=(), num_sampled_edges=0))
+            return
+        generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET)
         for roots in torch.arange(self.store.num_nodes).split(self.spec.evaluation.batch_size):
             sample = self.eval_sampler.sample(roots, generator)
             x = table.index_select(0, sample.input_nodes).to(self.device)
-            parts.append(self.model.encoder(x, sample.to(self.device)))
-        return torch.cat(parts)
+            yield self.model.encoder(x, sample.to(self.device))
 
     def _known_triples(self) -> TripleFilter:
         if self._filter is None:
