@@ -70,7 +70,11 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _cmd_prepare(args: argparse.Namespace) -> int:
     from suite.graph.loaders import prepare
 
-    store = prepare(args.name, Path(args.root), Path(args.out), overwrite=args.overwrite, progress=not args.quiet)
+    name = args.dataset_name or args.name
+    out = Path(args.out) if args.out else Path("data") / name
+    store = prepare(args.name, Path(args.root), out, overwrite=args.overwrite, progress=not args.quiet,
+                    dataset_name=name)
+    print(f"wrote {store.path}", file=sys.stderr)
     _print_info(store.info(), args.json)
     return 0
 
@@ -131,7 +135,10 @@ def _datasets_parser(commands: argparse._SubParsersAction) -> None:
     prepare = sub.add_parser("prepare", help="convert a raw dataset into a graph store")
     prepare.add_argument("name", help=f"one of: {', '.join(LOADERS.names())}")
     prepare.add_argument("--root", required=True, help="folder holding the raw files")
-    prepare.add_argument("--out", required=True, help="output store folder")
+    prepare.add_argument("--name", dest="dataset_name",
+                         help="name recorded in the store (default: the loader's; 'openke' takes any benchmark "
+                              "folder, e.g. --name codex-m)")
+    prepare.add_argument("--out", help="output store folder (default: data/<name>)")
     _add_common(prepare, writes=True)
     prepare.set_defaults(func=_cmd_prepare)
 
