@@ -79,6 +79,29 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _column(text: str | None) -> str | int | None:
+    return int(text) if text is not None and text.isdigit() else text
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from suite.graph.loaders.edgelist import EdgeListFormat, import_edge_list, parse_fractions
+
+    fmt = EdgeListFormat(source=_column(args.source), destination=_column(args.destination),
+                         relation=_column(args.relation), weight=_column(args.weight), header=args.header,
+                         delimiter=args.delimiter, file_format=args.format, id_type=args.id_type)
+    started = time.perf_counter()
+    store = import_edge_list(
+        Path(args.edges), Path(args.out), fmt=fmt,
+        split=parse_fractions(args.split, "--split") if args.split else None, valid=args.valid, test=args.test,
+        features=args.features, labels=args.labels,
+        node_split=parse_fractions(args.node_split, "--node-split") if args.node_split else None,
+        remap=not args.no_remap, directed=not args.undirected, seed=args.seed, name=args.name,
+        overwrite=args.overwrite, chunk_bytes=args.chunk_mb << 20)
+    print(f"wrote {store.path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    _print_info(store.info(), args.json)
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from suite.graph.store import GraphStore
 
@@ -141,6 +164,36 @@ def _datasets_parser(commands: argparse._SubParsersAction) -> None:
     prepare.add_argument("--out", help="output store folder (default: data/<name>)")
     _add_common(prepare, writes=True)
     prepare.set_defaults(func=_cmd_prepare)
+
+    edges = sub.add_parser("import", help="import an edge list (CSV, TSV, Parquet) as a graph store",
+                           description="Read an edge list in chunks (bounded memory), remap node ids of any value "
+                                       "to 0..n-1, and write a graph store (see docs/datasets.md).")
+    edges.add_argument("edges", help="edge-list file: .csv (comma), .tsv/.txt/other (tab), .parquet")
+    edges.add_argument("--out", required=True, help="output store folder")
+    edges.add_argument("--source", default="0", help="source column: name (with --header) or 0-based position "
+                                                     "(default 0)")
+    edges.add_argument("--destination", default="1", help="destination column (default 1)")
+    edges.add_argument("--relation", help="relation column (default: untyped)")
+    edges.add_argument("--weight", help="weight column (kept as *_edge_weights)")
+    edges.add_argument("--header", action="store_true", help="the first non-comment line names the columns")
+    edges.add_argument("--delimiter", help="field separator (default: ',' for .csv, tab otherwise)")
+    edges.add_argument("--format", choices=("csv", "parquet"), help="file format (default: from the suffix)")
+    edges.add_argument("--id-type", default="auto", choices=("auto", "int", "string"),
+                       help="type of the id columns (default: inferred from the first block)")
+    edges.add_argument("--no-remap", action="store_true",
+                       help="use the ids as node ids (non-negative integers; n = largest id + 1)")
+    edges.add_argument("--undirected", action="store_true", help="store both directions of every edge")
+    edges.add_argument("--split", help="edge split fractions train,valid,test, e.g. 0.9,0.05,0.05")
+    edges.add_argument("--valid", help="file of validation edges (same format) instead of --split")
+    edges.add_argument("--test", help="file of test edges (same format) instead of --split")
+    edges.add_argument("--features", help=".npy node features, row k = node with original id k")
+    edges.add_argument("--labels", help=".npy labels (row = original id) or a text file 'node label' per line")
+    edges.add_argument("--node-split", help="node split fractions over labelled nodes, e.g. 0.8,0.1,0.1")
+    edges.add_argument("--seed", type=int, default=0, help="seed of the split draws (default 0)")
+    edges.add_argument("--name", help="name recorded in the store (default: the file's stem)")
+    edges.add_argument("--chunk-mb", type=int, default=64, help="MiB of input per batch (default 64)")
+    _add_common(edges, writes=True)
+    edges.set_defaults(func=_cmd_import)
 
     info = sub.add_parser("info", help="print a store's counts")
     info.add_argument("store", help="store folder")
