@@ -335,6 +335,27 @@ def _runs_parser(commands: argparse._SubParsersAction) -> None:
     results.set_defaults(func=_cmd_results)
 
 
+def _cmd_import_marius(args: argparse.Namespace) -> int:
+    from suite.marius import import_marius
+
+    spec = import_marius(args.config, args.out, dataset=args.dataset, root=args.root, overwrite=args.overwrite)
+    print(f"wrote {args.out}: {spec.training.task}, {spec.model.encoder}"
+          f"{' + ' + spec.model.decoder if spec.model.decoder else ''}, system {spec.system.name}")
+    return 0
+
+
+def _marius_parser(commands: argparse._SubParsersAction) -> None:
+    marius = commands.add_parser("import-marius", help="translate a Marius (MariusGNN) config into a run spec",
+                                 description="Translate a Marius YAML config into a run spec; every Marius field is "
+                                             "mapped or refused with a one-line error (table: docs/datasets.md).")
+    marius.add_argument("config", help="Marius config YAML")
+    marius.add_argument("--out", required=True, help="run spec YAML to write")
+    marius.add_argument("--dataset", help="registered dataset name (default: from storage.dataset.dataset_dir)")
+    marius.add_argument("--root", help="dataset.root (default: storage.dataset.dataset_dir)")
+    marius.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    marius.set_defaults(func=_cmd_import_marius)
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one-line :class:`ConfigError` (exit status 2, like every other
     error a user can cause) instead of argparse's usage text."""
@@ -354,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _datasets_parser(commands)
     _runs_parser(commands)
+    _marius_parser(commands)
     from simulators.cli import add_commands as _simulator_commands
     _simulator_commands(commands)
     from simulators.simulate_run import add_command as _simulate_command
