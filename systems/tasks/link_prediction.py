@@ -46,7 +46,7 @@ from torch.nn import functional as F
 from suite.errors import ConfigError, DataError
 from suite.metrics import (RANK_KS, TripleFilter, filtered_target_ranks, ogb_ranking_metrics, ranking_metrics,
                            target_ranks)
-from suite.registry import DECODERS, MODELS, SAMPLERS, TASKS
+from suite.registry import DECODERS, SAMPLERS, TASKS
 import systems.models  # noqa: F401  (registers the built-in encoders and decoders)
 import systems.sampling  # noqa: F401  (registers the built-in samplers)
 from systems.batch import Batch, batch_generator, plan_epoch

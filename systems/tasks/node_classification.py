@@ -20,7 +20,7 @@ from torch.nn import functional as F
 
 from suite.errors import ConfigError, DataError
 from suite.metrics import accuracy
-from suite.registry import MODELS, SAMPLERS, TASKS
+from suite.registry import SAMPLERS, TASKS
 import systems.models  # noqa: F401  (registers the built-in models)
 import systems.sampling  # noqa: F401  (registers the built-in samplers)
 from systems.models.rgcn import attach_relations, build_encoder

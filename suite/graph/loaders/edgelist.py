@@ -44,7 +44,7 @@ import pandas as pd
 from suite.errors import ConfigError, DataError
 from suite.graph.csr import EdgeChunk, write_csrs
 from suite.graph.loaders.base import file_records
-from suite.graph.store import EDGE_SPLITS, NODE_SPLITS, GraphStore, create_store
+from suite.graph.store import NODE_SPLITS, GraphStore, create_store
 
 DEFAULT_CHUNK_BYTES = 64 << 20
 IMPORT_MAX_BUCKET_EDGES = 1 << 23
@@ -614,4 +614,4 @@ def _write_labels(writer, ids: _Ids, path: Path, node_split, seed: int) -> int:
     return int(labels.max()) + 1 if len(labelled) else 0
 
 
-__all__ = ["EDGE_SPLITS", "EdgeListFormat", "IdMap", "import_edge_list", "parse_fractions", "read_edge_batches"]
+__all__ = ["EdgeListFormat", "IdMap", "import_edge_list", "parse_fractions", "read_edge_batches"]

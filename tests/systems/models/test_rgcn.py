@@ -156,3 +156,27 @@ def test_disk_system_refuses_relation_types(tmp_path: Path) -> None:
     store = typed_store(tmp_path / "s", features=False)
     with pytest.raises(ConfigError, match="model.encoder: rgcn reads relation types"):
         SYSTEMS.get("disk")(_spec("disk"), store, torch.device("cpu"), Recorder(tmp_path / "r", _spec("disk")))
+
+
+def test_rgcn_node_classification_runs(tmp_path: Path) -> None:
+    edges = np.array(TRIPLES, dtype=np.int64)
+    with create_store(tmp_path / "nc") as writer:
+        count = write_csrs(writer, [EdgeChunk(edges[:, 0], edges[:, 2], edges[:, 1])], 5, num_relations=3)
+        writer.write_array("features", np.eye(5, dtype=np.float32))
+        writer.write_array("labels", np.array([0, 1, 0, 1, 0]))
+        for split, nodes in (("train", [0, 1, 2]), ("valid", [3]), ("test", [4])):
+            writer.write_array(f"{split}_nodes", np.array(nodes, dtype=np.int64))
+        writer.finalize(name="nc", num_nodes=5, num_edges=count, directed=True, num_relations=3, num_classes=2,
+                        feature_dim=5)
+    store = GraphStore.open(tmp_path / "nc")
+    spec = RunSpec.model_validate({
+        "dataset": {"name": "store"}, "model": {"encoder": "rgcn", "num_layers": 2, "hidden_dim": 4,
+                                                "fanouts": [-1, -1], "dropout": 0.0},
+        "sampler": {"name": "dense"}, "training": {"batch_size": 2, "epochs": 30, "learning_rate": 0.05},
+        "evaluation": {"every": 30}})
+    recorder = Recorder(tmp_path / "run", spec)
+    try:
+        outcome = SYSTEMS.get("in_memory")(spec, store, torch.device("cpu"), recorder).run()
+    finally:
+        recorder.close()
+    assert outcome.epochs[-1].loss < outcome.epochs[0].loss

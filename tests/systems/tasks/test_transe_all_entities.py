@@ -5,15 +5,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from torch.nn import functional as F
 
 from suite.config import RunSpec, spec_from_dict
 from suite.errors import ConfigError
-from suite.graph import GraphStore, create_store
-from suite.graph.csr import EdgeChunk, write_csrs
+from suite.graph import GraphStore
 from suite.graph.synthetic import PRESETS, generate
 from suite.recorder import Recorder
 from suite.registry import DECODERS, SYSTEMS
