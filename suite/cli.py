@@ -70,7 +70,34 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _cmd_prepare(args: argparse.Namespace) -> int:
     from suite.graph.loaders import prepare
 
-    store = prepare(args.name, Path(args.root), Path(args.out), overwrite=args.overwrite, progress=not args.quiet)
+    name = args.dataset_name or args.name
+    out = Path(args.out) if args.out else Path("data") / name
+    store = prepare(args.name, Path(args.root), out, overwrite=args.overwrite, progress=not args.quiet,
+                    dataset_name=name)
+    print(f"wrote {store.path}", file=sys.stderr)
+    _print_info(store.info(), args.json)
+    return 0
+
+
+def _column(text: str | None) -> str | int | None:
+    return int(text) if text is not None and text.isdigit() else text
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from suite.graph.loaders.edgelist import EdgeListFormat, import_edge_list, parse_fractions
+
+    fmt = EdgeListFormat(source=_column(args.source), destination=_column(args.destination),
+                         relation=_column(args.relation), weight=_column(args.weight), header=args.header,
+                         delimiter=args.delimiter, file_format=args.format, id_type=args.id_type)
+    started = time.perf_counter()
+    store = import_edge_list(
+        Path(args.edges), Path(args.out), fmt=fmt,
+        split=parse_fractions(args.split, "--split") if args.split else None, valid=args.valid, test=args.test,
+        features=args.features, labels=args.labels,
+        node_split=parse_fractions(args.node_split, "--node-split") if args.node_split else None,
+        remap=not args.no_remap, directed=not args.undirected, seed=args.seed, name=args.name,
+        overwrite=args.overwrite, chunk_bytes=args.chunk_mb << 20)
+    print(f"wrote {store.path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     _print_info(store.info(), args.json)
     return 0
 
@@ -131,9 +158,42 @@ def _datasets_parser(commands: argparse._SubParsersAction) -> None:
     prepare = sub.add_parser("prepare", help="convert a raw dataset into a graph store")
     prepare.add_argument("name", help=f"one of: {', '.join(LOADERS.names())}")
     prepare.add_argument("--root", required=True, help="folder holding the raw files")
-    prepare.add_argument("--out", required=True, help="output store folder")
+    prepare.add_argument("--name", dest="dataset_name",
+                         help="name recorded in the store (default: the loader's; 'openke' takes any benchmark "
+                              "folder, e.g. --name codex-m)")
+    prepare.add_argument("--out", help="output store folder (default: data/<name>)")
     _add_common(prepare, writes=True)
     prepare.set_defaults(func=_cmd_prepare)
+
+    edges = sub.add_parser("import", help="import an edge list (CSV, TSV, Parquet) as a graph store",
+                           description="Read an edge list in chunks (bounded memory), remap node ids of any value "
+                                       "to 0..n-1, and write a graph store (see docs/datasets.md).")
+    edges.add_argument("edges", help="edge-list file: .csv (comma), .tsv/.txt/other (tab), .parquet")
+    edges.add_argument("--out", required=True, help="output store folder")
+    edges.add_argument("--source", default="0", help="source column: name (with --header) or 0-based position "
+                                                     "(default 0)")
+    edges.add_argument("--destination", default="1", help="destination column (default 1)")
+    edges.add_argument("--relation", help="relation column (default: untyped)")
+    edges.add_argument("--weight", help="weight column (kept as *_edge_weights)")
+    edges.add_argument("--header", action="store_true", help="the first non-comment line names the columns")
+    edges.add_argument("--delimiter", help="field separator (default: ',' for .csv, tab otherwise)")
+    edges.add_argument("--format", choices=("csv", "parquet"), help="file format (default: from the suffix)")
+    edges.add_argument("--id-type", default="auto", choices=("auto", "int", "string"),
+                       help="type of the id columns (default: inferred from the first block)")
+    edges.add_argument("--no-remap", action="store_true",
+                       help="use the ids as node ids (non-negative integers; n = largest id + 1)")
+    edges.add_argument("--undirected", action="store_true", help="store both directions of every edge")
+    edges.add_argument("--split", help="edge split fractions train,valid,test, e.g. 0.9,0.05,0.05")
+    edges.add_argument("--valid", help="file of validation edges (same format) instead of --split")
+    edges.add_argument("--test", help="file of test edges (same format) instead of --split")
+    edges.add_argument("--features", help=".npy node features, row k = node with original id k")
+    edges.add_argument("--labels", help=".npy labels (row = original id) or a text file 'node label' per line")
+    edges.add_argument("--node-split", help="node split fractions over labelled nodes, e.g. 0.8,0.1,0.1")
+    edges.add_argument("--seed", type=int, default=0, help="seed of the split draws (default 0)")
+    edges.add_argument("--name", help="name recorded in the store (default: the file's stem)")
+    edges.add_argument("--chunk-mb", type=int, default=64, help="MiB of input per batch (default 64)")
+    _add_common(edges, writes=True)
+    edges.set_defaults(func=_cmd_import)
 
     info = sub.add_parser("info", help="print a store's counts")
     info.add_argument("store", help="store folder")
@@ -391,6 +451,27 @@ def _models_parser(commands: argparse._SubParsersAction) -> None:
     export.set_defaults(func=_cmd_export)
 
 
+def _cmd_import_marius(args: argparse.Namespace) -> int:
+    from suite.marius import import_marius
+
+    spec = import_marius(args.config, args.out, dataset=args.dataset, root=args.root, overwrite=args.overwrite)
+    print(f"wrote {args.out}: {spec.training.task}, {spec.model.encoder}"
+          f"{' + ' + spec.model.decoder if spec.model.decoder else ''}, system {spec.system.name}")
+    return 0
+
+
+def _marius_parser(commands: argparse._SubParsersAction) -> None:
+    marius = commands.add_parser("import-marius", help="translate a Marius (MariusGNN) config into a run spec",
+                                 description="Translate a Marius YAML config into a run spec; every Marius field is "
+                                             "mapped or refused with a one-line error (table: docs/datasets.md).")
+    marius.add_argument("config", help="Marius config YAML")
+    marius.add_argument("--out", required=True, help="run spec YAML to write")
+    marius.add_argument("--dataset", help="registered dataset name (default: from storage.dataset.dataset_dir)")
+    marius.add_argument("--root", help="dataset.root (default: storage.dataset.dataset_dir)")
+    marius.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    marius.set_defaults(func=_cmd_import_marius)
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one-line :class:`ConfigError` (exit status 2, like every other
     error a user can cause) instead of argparse's usage text."""
@@ -411,6 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
     _datasets_parser(commands)
     _runs_parser(commands)
     _models_parser(commands)
+    _marius_parser(commands)
     from simulators.cli import add_commands as _simulator_commands
     _simulator_commands(commands)
     from simulators.simulate_run import add_command as _simulate_command

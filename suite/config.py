@@ -72,7 +72,12 @@ class ModelSpec(_Spec):
     aggregation: Literal["mean", "max", "sum"] = "mean"
     dropout: float = Field(0.5, ge=0.0, lt=1.0)
     decoder: str | None = Field(None, description="link prediction: registered edge decoder 'distmult', 'complex', "
-                                                  "'dot'; None for node classification")
+                                                  "'dot', 'transe' (L1), 'transe_l2'; None for node "
+                                                  "classification")
+    heads: int = Field(4, gt=0, description="gat: attention heads of every hidden layer (concatenated; hidden_dim "
+                                            "must be divisible by it)")
+    num_bases: int | None = Field(None, gt=0, description="rgcn: basis decomposition of the relation weights "
+                                                          "(None: one full matrix per relation)")
     embedding_dim: int = Field(100, gt=0, description="link prediction: width of the learnable node embeddings and "
                                                       "of the encoder's output (the decoder's width)")
     inverse_relations: bool = Field(False, description="link prediction: a separate relation embedding for "
@@ -118,6 +123,10 @@ class NegativeSamplingSpec(_Spec):
     are drawn proportionally to degree (endpoints of random training edges) and the rest uniformly.
     """
 
+    mode: Literal["chunked", "all"] = Field("chunked", description="'chunked': sampled negatives as below; 'all': "
+                                                                  "every entity is a candidate (1vsAll, LibKGE's "
+                                                                  "and PyKEEN's LCWA-style softmax over all "
+                                                                  "entities); shorthand training.negatives: all")
     num_chunks: int = Field(10, gt=0, description="chunks per batch; the positives of a chunk share negatives")
     negatives_per_positive: int = Field(1000, gt=0, description="negatives scored against every positive (per side)")
     degree_fraction: float = Field(0.5, ge=0.0, le=1.0, description="fraction of negatives drawn by degree")
@@ -138,12 +147,17 @@ class TrainingSpec(_Spec):
                                                                       "positive against its negatives, or margin")
     margin: float = Field(1.0, ge=0.0, le=FLOAT32_MAX, description="link prediction: the margin of the margin loss")
     negatives: NegativeSamplingSpec = Field(default_factory=NegativeSamplingSpec,
-                                            description="link prediction: training negatives")
+                                            description="link prediction: training negatives ('all' or '1vsAll' "
+                                                        "for mode: all)")
     embedding_learning_rate: float | None = Field(None, gt=0.0, le=FLOAT32_MAX, description="link prediction: Adagrad learning "
                                                                             "rate of the node embedding table; "
                                                                             "None = learning_rate")
     regularization: float = Field(0.0, ge=0.0, le=FLOAT32_MAX, description="link prediction: weight of the L2 penalty on the "
                                                            "embeddings a batch scores (mean squared norm)")
+    regularizer: Literal["l2", "n3"] = Field("l2", description="link prediction: the penalty 'regularization' "
+                                                               "weighs: l2 (mean squared norm of the batch's node "
+                                                               "rows) or n3 (Lacroix et al. 2018: mean of the "
+                                                               "cubed absolute values of node and relation rows)")
     gradient_precision: Literal["float32", "bfloat16"] = Field(
         "float32", description="link prediction, softmax loss: precision of the two matrix products of the "
                                "scores' backward (bfloat16: inputs rounded, float32 accumulation; the scores, the "
@@ -194,6 +208,18 @@ class RunSpec(_Spec):
     seed: int = Field(0, ge=0, lt=2**32, description="seed of every random choice of the run (a 32-bit unsigned "
                                                       "integer, as numpy's and torch's generators take)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _negatives_shorthand(cls, data: Any) -> Any:
+        """``training.negatives: all`` (or ``1vsAll``) is ``training.negatives: {mode: all}``."""
+        training = data.get("training") if isinstance(data, dict) else None
+        if isinstance(training, dict) and isinstance(training.get("negatives"), str):
+            value = training["negatives"]
+            if value.lower() not in ("all", "1vsall"):
+                raise ValueError(f"training.negatives: expected 'all', '1vsAll' or a mapping, got {value!r}")
+            data = {**data, "training": {**training, "negatives": {"mode": "all"}}}
+        return data
+
     @model_validator(mode="after")
     def _evaluation_fanouts_match_layers(self) -> "RunSpec":
         fanouts = self.evaluation.fanouts
@@ -210,8 +236,9 @@ class RunSpec(_Spec):
     @property
     def run_id(self) -> str:
         """``<label>-<hash>``: a readable label and the first 12 hex digits of the resolved spec's SHA-256
-        (without the fields in :data:`NOT_IDENTITY`, which change how a run is kept, not what it computes)."""
-        identity = self.resolved()
+        (without the fields in :data:`NOT_IDENTITY`, which change how a run is kept, not what it computes, and
+        without fields added later while they hold their defaults)."""
+        identity = _without_added_defaults(self.resolved())
         for path in NOT_IDENTITY:
             node = identity
             for part in path[:-1]:
@@ -229,6 +256,22 @@ class RunSpec(_Spec):
 
 NOT_IDENTITY: tuple[tuple[str, ...], ...] = (("training", "checkpoint_every"),)
 """Spec fields left out of the run id: a run resumed with another checkpoint interval is the same run."""
+
+
+_ADDED_FIELDS = {("model", "heads"): 4, ("model", "num_bases"): None, ("training", "negatives", "mode"): "chunked",
+                 ("training", "regularizer"): "l2"}
+"""Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
+earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
+
+
+def _without_added_defaults(resolved: dict[str, Any]) -> dict[str, Any]:
+    for path, default in _ADDED_FIELDS.items():
+        node = resolved
+        for part in path[:-1]:
+            node = node.get(part, {})
+        if path[-1] in node and node[path[-1]] == default:
+            del node[path[-1]]
+    return resolved
 
 
 def _slug(text: str) -> str:

@@ -46,7 +46,7 @@ from suite.errors import ConfigError
 from suite.graph import GraphStore
 from suite.io import IOCounters
 from suite.recorder import Recorder
-from suite.registry import POLICIES, SYSTEMS, Registry
+from suite.registry import MODELS, POLICIES, SYSTEMS, Registry
 import systems.disk.policies  # noqa: F401  (registers the policies)
 from systems.base import PassKey, System, SystemOptions, pass_schedule
 from systems.disk.buffer import FeatureBuffer
@@ -287,6 +287,12 @@ class DiskSystem(System):
         super().__init__(spec, store, device, recorder)
         self.options: DiskOptions = validate_system_options(spec)
         options = self.options
+        if getattr(MODELS.get(spec.model.encoder), "needs_relations", False):
+            raise ConfigError(f"model.encoder: {spec.model.encoder} reads relation types, which the disk system's "
+                              f"in-buffer graph does not carry (use system in_memory or pipelined)")
+        if spec.training.task == "link_prediction" and spec.training.negatives.mode == "all":
+            raise ConfigError("training.negatives.mode: 'all' scores every entity, which the disk system holds "
+                              "only a buffer of (use chunked negatives)")
         if options.buffer_capacity > options.num_partitions:
             raise ConfigError(f"system.options.buffer_capacity: {options.buffer_capacity} exceeds num_partitions "
                               f"{options.num_partitions}")
