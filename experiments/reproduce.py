@@ -139,7 +139,7 @@ def _pipeline_validation(mode: str, paths: Paths) -> None:
 
     args = ["--runs", str(paths.runs / "pipeline" / "pipeline_speed"), "--results", str(paths.results)]
     if mode == "quick":  # shorter contention windows, one repeat, a shorter simulator speed test: about a minute
-        args += ["--seeds", "2", "--contention-window", "0.3", "--contention-repeats", "1", "--speed-batches", "20000"]
+        args.append("--quick")
     _check(pipeline_validation.main(args), "experiments/pipeline_validation.py")
 
 

@@ -176,7 +176,8 @@ def test_simulate_command_with_a_stored_contention_measurement(spec_and_run, tmp
     stored = tmp_path / "contention.json"
     contention = Contention(tables={"thread": SLOW}, cores=1, compute_cores=1, provenance={"measured_at": "t"})
     stored.write_text(json.dumps({"tables": {__import__("pathlib").Path(run_dir).name: contention.to_dict()}}))
-    spec = {"name": "whatif", "dataset": {"name": "synthetic", "preset": "tiny", "cache_dir": str(tmp_path / "d")},
+    recorded, _ = spec_and_run
+    spec = {"name": "whatif", "dataset": recorded.resolved()["dataset"],  # the calibration run's workload
             "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
             "system": {"name": "pipelined", "options": {"staleness_bound": 4}},
             "training": {"batch_size": 16, "epochs": 1, "limit_batches": 12}}
