@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/link_prediction_peers.py [--quick] [--out out/lp_peers] [--results results/full]
+    python experiments/link_prediction_peers.py [--quick] [--out out/lp_peers] [--results out/results]
         [--configurations suite pbg-p1 pbg-p8 pykeen] [--threads 1 2] [--seeds 0 1 2] [--epochs 5]
         [--pbg-python .venv-pbg/bin/python] [--data-dir data] [--no-run] [--no-plot] [--overwrite]
 
@@ -488,7 +488,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few hundred triples, 2 epochs, 1 seed, 1 thread")
     parser.add_argument("--out", type=Path, help="run folders (default out/lp_peers, or out/lp_peers-quick)")
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results" / "full",
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results",
                         help="where the CSVs and the figure go (default: %(default)s)")
     parser.add_argument("--configurations", nargs="+", choices=CONFIGURATIONS.names(),
                         default=["suite", "pbg-p1", "pbg-p8", "pykeen"])
