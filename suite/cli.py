@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -71,6 +72,7 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     from suite.graph.loaders import prepare
 
     store = prepare(args.name, Path(args.root), Path(args.out), overwrite=args.overwrite, progress=not args.quiet)
+    print(f"wrote {args.out}", file=sys.stderr)
     _print_info(store.info(), args.json)
     return 0
 
@@ -102,6 +104,7 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     )
     result = partition_store(store, out, args.num_partitions, order=args.order, seed=args.seed,
                              overwrite=args.overwrite, progress=not args.quiet)
+    print(f"wrote {out}", file=sys.stderr)
     _print_info(result.info(), args.json)
     return 0
 
@@ -162,7 +165,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         summary = run_spec(spec, Path(args.out), overwrite=args.overwrite, progress=not args.quiet)
     except SuiteError as err:
         raise type(err)(f"{args.spec}: {err}") from None
-    _print_run(summary)
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks for the run
+        _print_run(summary)
     return 0
 
 
@@ -171,6 +175,8 @@ def _print_run(summary: dict) -> None:
     main = metrics.get("main", "accuracy")
     state = "skipped (already complete)" if summary.get("skipped") else summary.get("status")
     print(f"{summary['run_id']}: {state}")
+    if summary.get("run_dir"):
+        print(f"  recorded in {summary['run_dir']} (config.yaml, records.jsonl, summary.json)")
     for split in ("valid", "test"):
         value = metrics.get(split, {}).get(main)
         if value is not None:
