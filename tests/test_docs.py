@@ -97,6 +97,7 @@ def test_readme_is_short_and_every_block_has_a_known_tag():
 def test_every_relative_link_points_at_a_file():
     link = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
     for page in PAGES:
+        assert "](#" not in page.read_text(), f"{page.name}: an in-page anchor (sections moved between pages)"
         for target in link.findall(page.read_text()):
             if "://" in target:
                 continue
