@@ -277,8 +277,8 @@ def _metadata_checksum(path: str, mtime_ns: int, size: int) -> str | None:
     try:
         files = json.loads(Path(path).read_text())["files"]
         checksums = {name: entry["checksum"] for name, entry in files.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None  # not a readable store: opening it gives the one-line error
     digest = hashlib.sha256(json.dumps(checksums, sort_keys=True).encode()).hexdigest()
     return f"store-sha256:{digest}"
 
