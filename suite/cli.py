@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -129,6 +130,7 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     )
     result = partition_store(store, out, args.num_partitions, order=args.order, seed=args.seed,
                              overwrite=args.overwrite, progress=not args.quiet)
+    print(f"wrote {out}", file=sys.stderr)
     _print_info(result.info(), args.json)
     return 0
 
@@ -223,7 +225,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                            log_to=tuple(args.log_to))
     except SuiteError as err:
         raise type(err)(f"{args.spec}: {err}") from None
-    _print_run(summary)
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks for the run
+        _print_run(summary)
     return 0
 
 
@@ -232,6 +235,8 @@ def _print_run(summary: dict) -> None:
     main = metrics.get("main", "accuracy")
     state = "skipped (already complete)" if summary.get("skipped") else summary.get("status")
     print(f"{summary['run_id']}: {state}")
+    if summary.get("run_dir"):
+        print(f"  recorded in {summary['run_dir']} (config.yaml, records.jsonl, summary.json)")
     for split in ("valid", "test"):
         value = metrics.get(split, {}).get(main)
         if value is not None:

@@ -9,6 +9,7 @@ Errors name the file and the field path, on one line: ``experiments/cora.yaml: m
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -233,18 +234,31 @@ class RunSpec(_Spec):
         """The spec with every default filled in, as plain data (lists, dicts, scalars)."""
         return json.loads(self.model_dump_json())
 
+    def identity(self) -> dict[str, Any]:
+        """What determines the run's outcome, as plain data: :meth:`resolved` with the dataset section replaced by
+        :func:`dataset_identity` (the data, not how its paths were written) and ``system.options`` completed with
+        the registered system's defaults. Equal identities are the same run, whichever command recorded it."""
+        identity = self.resolved()
+        identity["dataset"] = dataset_identity(self.dataset)
+        identity["system"]["options"] = _resolved_options(self)
+        return identity
+
     @property
     def run_id(self) -> str:
-        """``<label>-<hash>``: a readable label and the first 12 hex digits of the resolved spec's SHA-256
-        (without the fields in :data:`NOT_IDENTITY`, which change how a run is kept, not what it computes, and
-        without fields added later while they hold their defaults)."""
-        identity = _without_added_defaults(self.resolved())
-        for path in NOT_IDENTITY:
-            node = identity
-            for part in path[:-1]:
-                node = node[part]
-            node.pop(path[-1], None)
-        canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+        """``<label>-s<seed>-<hash>``: a readable label and the first 12 hex digits of the SHA-256 of
+        :meth:`identity` (so ``cache_dir: data`` and ``cache_dir: /abs/data`` name the same run), without the
+        fields in :data:`NOT_IDENTITY` (how a run is kept, not what it computes) and without fields added later
+        while they hold their defaults."""
+        return self._run_id(_kept_in_the_id(self.identity()))
+
+    @property
+    def legacy_run_id(self) -> str:
+        """The run id of run folders recorded before :meth:`identity` (a hash of the spec as written, paths
+        included); the runner and grids still find completed runs under it."""
+        return self._run_id(_kept_in_the_id(self.resolved()))
+
+    def _run_id(self, content: dict[str, Any]) -> str:
+        canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
         digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
         label = self.name or f"{self.system.name}-{self.dataset.preset or self.dataset.name}-{self.model.encoder}"
         return f"{_slug(label)}-s{self.seed}-{digest}"
@@ -272,6 +286,77 @@ def _without_added_defaults(resolved: dict[str, Any]) -> dict[str, Any]:
         if path[-1] in node and node[path[-1]] == default:
             del node[path[-1]]
     return resolved
+
+
+def _kept_in_the_id(content: dict[str, Any]) -> dict[str, Any]:
+    """``content`` without the :data:`NOT_IDENTITY` fields and the added fields at their defaults."""
+    content = _without_added_defaults(content)
+    for path in NOT_IDENTITY:
+        node = content
+        for part in path[:-1]:
+            node = node.get(part, {})
+        node.pop(path[-1], None)
+    return content
+
+
+def dataset_identity(dataset: DatasetSpec) -> dict[str, Any]:
+    """The dataset section as the data it names, independent of how its paths were written.
+
+    ``cache_dir`` (where a store is kept) is left out; a synthetic dataset is its full generator configuration
+    (preset defaults and ``params`` merged: the key of its cache entry); a ``root`` that holds a store
+    (``metadata.json``) is the SHA-256 of the store's file checksums; any other ``root`` (raw files of a loader) is
+    its absolute, resolved path. A section that cannot be resolved (an unknown preset, an unreadable store) keeps
+    what was written; the run then fails with its one-line error.
+    """
+    identity = dataset.model_dump(mode="json", exclude={"cache_dir"})
+    if dataset.name == "synthetic":
+        try:
+            import dataclasses
+
+            from suite.graph.synthetic import PRESETS
+
+            config = dataclasses.replace(PRESETS.get(dataset.preset or "tiny"), **dataset.params)
+            identity.update(preset=dataset.preset or "tiny", params=json.loads(json.dumps(
+                dataclasses.asdict(config), sort_keys=True, default=str)))
+        except Exception:  # noqa: BLE001 - reported by the dataset resolver, with the field
+            pass
+    if dataset.root is not None:
+        root = Path(dataset.root).expanduser()
+        identity["root"] = _store_checksum(root) or str(root.resolve())
+    return identity
+
+
+def _store_checksum(root: Path) -> str | None:
+    """``store-sha256:<hex>`` over the file checksums recorded in ``root/metadata.json``; None if it has none."""
+    try:
+        stat = (root / "metadata.json").stat()
+    except OSError:
+        return None
+    return _metadata_checksum(str((root / "metadata.json").resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _metadata_checksum(path: str, mtime_ns: int, size: int) -> str | None:
+    """:func:`_store_checksum` of one version of a ``metadata.json`` (cached by its path, mtime and size)."""
+    try:
+        files = json.loads(Path(path).read_text())["files"]
+        checksums = {name: entry["checksum"] for name, entry in files.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None  # not a readable store: opening it gives the one-line error
+    digest = hashlib.sha256(json.dumps(checksums, sort_keys=True).encode()).hexdigest()
+    return f"store-sha256:{digest}"
+
+
+def _resolved_options(spec: "RunSpec") -> Any:
+    """``system.options`` with the registered system's defaults filled in (as given if it has no options model or
+    they do not validate)."""
+    try:
+        options = validate_system_options(spec)
+    except Exception:  # noqa: BLE001 - reported with the field when the run starts
+        options = None
+    if options is None:
+        return spec.resolved()["system"]["options"]
+    return json.loads(options.model_dump_json())
 
 
 def _slug(text: str) -> str:

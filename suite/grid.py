@@ -52,7 +52,7 @@ from typing import Any, Protocol
 
 from suite.config import RunSpec, apply_overrides, read_yaml, spec_from_dict
 from suite.errors import ConfigError, LockedError
-from suite.recorder import COMPLETED, DIVERGED, FAILED, Recorder, is_complete, read_summary
+from suite.recorder import COMPLETED, DIVERGED, FAILED, Recorder, completed_run, read_summary
 from suite.registry import Registry
 
 GRID_KEYS = ("name", "base", "axes", "zip")
@@ -354,8 +354,9 @@ def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int | No
     results: dict[str, dict[str, Any]] = {}
     todo = []
     for spec in unique:
-        if not overwrite and is_complete(out / spec.run_id):
-            results[spec.run_id] = {**read_summary(out / spec.run_id), "skipped": True}
+        done = None if overwrite else completed_run(out, spec)
+        if done is not None:
+            results[spec.run_id] = {**read_summary(done), "skipped": True}
         else:
             todo.append(spec)
 

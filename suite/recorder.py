@@ -55,6 +55,16 @@ def is_complete(run_dir: str | os.PathLike) -> bool:
     return summary is not None and summary.get("status") == COMPLETED
 
 
+def completed_run(out: str | os.PathLike, spec: RunSpec) -> Path | None:
+    """The folder under ``out`` holding a completed run of ``spec``: ``out/<run_id>``, or a folder recorded before
+    run ids came from :meth:`RunSpec.identity` (``out/<legacy_run_id>``, still read and skipped); None if neither.
+    """
+    for run_id in dict.fromkeys((spec.run_id, spec.legacy_run_id)):
+        if is_complete(Path(out) / run_id):
+            return Path(out) / run_id
+    return None
+
+
 def read_records(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     """Every record of a run, in order; a torn last line (a killed run) is ignored."""
     path = Path(run_dir) / RECORDS_FILE

@@ -21,7 +21,7 @@ from suite.errors import ConfigError, DivergedError
 from suite.graph import GraphStore
 from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
-from suite.recorder import Recorder, is_complete, read_summary
+from suite.recorder import Recorder, completed_run, read_summary
 from suite.load import LoadMonitor, MachineLoad
 from systems import distributed
 
@@ -133,9 +133,9 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
     from suite.datasets import open_dataset
     from suite.registry import SYSTEMS
 
-    run_dir = Path(out) / spec.run_id
-    if not overwrite and is_complete(run_dir):
-        return {**read_summary(run_dir), "skipped": True}
+    done = None if overwrite else completed_run(out, spec)
+    if done is not None:
+        return {**read_summary(done), "skipped": True}
     # --- data-parallel runs (systems/distributed.py): spawn the ranks, or run as one of them -----------------
     if distributed.world_size_of(spec) > 1:
         if not distributed.is_rank_process():
