@@ -2,10 +2,12 @@
 
 Usage::
 
-    python experiments/pipeline_validation.py [--runs out/pipeline/pipeline_speed] [--results out/results]
-        [--seeds 3] [--speed-batches 100000] [--contention measure|none|loo|FILE] [--no-plot]
+    python experiments/pipeline_validation.py [--quick] [--runs out/pipeline/pipeline_speed]
+        [--results out/results] [--seeds 3] [--speed-batches 100000] [--contention measure|none|loo|FILE] [--no-plot]
 
-Reads the runs of ``experiments/pipeline_speed.yaml`` (run ``python experiments/pipeline.py`` first). For every
+Reads the runs of ``experiments/pipeline_speed.yaml`` (run ``python experiments/pipeline.py`` first; with
+``--quick``, those of ``python experiments/pipeline.py --quick`` in ``out/pipeline-quick/pipeline_speed``, with
+shorter contention measurements: about a minute). A missing runs folder is a one-line error saying what to run. For every
 dataset x sampler, the ``sync`` run is the calibration (its warm epoch's per-batch stage times, without overlap,
 are the stages' work; :mod:`simulators.calibrate`); each *other* pipelined configuration of that dataset and
 sampler (worker counts, queue sizes, staleness bounds, loader threads or processes) is simulated from it, with
@@ -243,25 +245,51 @@ def simulator_speed(measured: pd.DataFrame, batches: int, contention: dict[str, 
     return {"batches": batches, "wall_s": wall, "simulated_epoch_s": trace.wall_s, **load_columns(monitor.result)}
 
 
+DEFAULTS = {"runs": REPO_ROOT / "out" / "pipeline" / "pipeline_speed", "seeds": 3, "speed_batches": 100_000,
+            "contention_window": 1.0, "contention_repeats": 2}
+QUICK_DEFAULTS = {**DEFAULTS, "runs": REPO_ROOT / "out" / "pipeline-quick" / "pipeline_speed", "seeds": 2,
+                  "speed_batches": 20_000, "contention_window": 0.3, "contention_repeats": 1}
+"""Options left out on the command line, without and with ``--quick`` (the settings ``gnnsuite reproduce --quick``
+uses)."""
+
+
+def _has_runs(folder: Path) -> bool:
+    return folder.is_dir() and any((run / "summary.json").is_file() for run in folder.iterdir())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=Path, default=REPO_ROOT / "out" / "pipeline" / "pipeline_speed")
+    parser.add_argument("--quick", action="store_true",
+                        help="read the runs of `pipeline.py --quick` (out/pipeline-quick/pipeline_speed); shorter "
+                             "contention measurements and simulator speed test (about a minute)")
+    parser.add_argument("--runs", type=Path, help="the speed grid's runs (default out/pipeline/pipeline_speed, "
+                                                  "with --quick out/pipeline-quick/pipeline_speed)")
     parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--speed-batches", type=int, default=100_000)
+    parser.add_argument("--seeds", type=int)
+    parser.add_argument("--speed-batches", type=int)
     parser.add_argument("--contention", default="measure", metavar="measure|none|loo|FILE",
                         help="contention tables: measure them here (default), none (max-min sharing only), "
                              "a pipeline_validation_contention.json written before, or loo (one slowdown factor "
                              "fitted leave-one-out on the other predicted runs)")
-    parser.add_argument("--contention-window", type=float, default=1.0,
-                        help="seconds each contention state is measured (--contention measure)")
-    parser.add_argument("--contention-repeats", type=int, default=2,
+    parser.add_argument("--contention-window", type=float,
+                        help="seconds each contention state is measured (--contention measure; 1, quick 0.3)")
+    parser.add_argument("--contention-repeats", type=int,
                         help="measurements of every contention state; the factors are their medians")
     parser.add_argument("--projection-profile", default=PROJECTION_PROFILE,
                         help="machine profile of the accelerator projection (pipeline_projection.csv)")
     parser.add_argument("--projection-seeds", type=int, default=5)
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
+    defaults = QUICK_DEFAULTS if args.quick else DEFAULTS
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if not _has_runs(args.runs):
+        first = "python experiments/pipeline.py" + (" --quick" if args.quick else "")
+        print(f"pipeline_validation: error: {args.runs}: no recorded runs of the speed grid; run `{first}` first"
+              + ("" if args.quick else " (or `--quick` after `python experiments/pipeline.py --quick`)"),
+              file=sys.stderr)
+        return 2
     measured = speed_table(args.runs)
     measured["run_dir"] = [str(args.runs / run_id) for run_id in measured["run_id"]]
     contention: dict[str, Contention] = {}

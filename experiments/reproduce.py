@@ -139,7 +139,7 @@ def _pipeline_validation(mode: str, paths: Paths) -> None:
 
     args = ["--runs", str(paths.runs / "pipeline" / "pipeline_speed"), "--results", str(paths.results)]
     if mode == "quick":  # shorter contention windows, one repeat, a shorter simulator speed test: about a minute
-        args += ["--seeds", "2", "--contention-window", "0.3", "--contention-repeats", "1", "--speed-batches", "20000"]
+        args.append("--quick")
     _check(pipeline_validation.main(args), "experiments/pipeline_validation.py")
 
 
@@ -306,6 +306,7 @@ def reproduce(mode: str, only: Sequence[str] | None = None, out: Path | None = N
     out = Path(out) if out is not None else default_out(mode, root)
     jobs = plan(only)
     prepare_out(out, resume=resume, overwrite=overwrite, root=root)
+    earlier = _earlier_times(out, mode) if resume else {}
     paths = Paths(results=out / "results", runs=out / "runs", data=data or root / "data")
     paths.results.mkdir(parents=True, exist_ok=True)
     if mode == "full":
@@ -327,7 +328,10 @@ def reproduce(mode: str, only: Sequence[str] | None = None, out: Path | None = N
         _write_manifest(out, {**manifest, "times_s": times})
     from experiments.report import write_report
 
+    # Figures an earlier reproduction in this folder made (--resume with --only) keep their times in the report.
+    times = {**{name: seconds for name, seconds in earlier.items() if name not in times}, **times}
     report = write_report(paths.results, mode=mode, job_times=times)
+    manifest["jobs"] = list(dict.fromkeys([*earlier, *manifest["jobs"]]))
     _write_manifest(out, {**manifest, "times_s": times, "finished": _now(), "status": "completed"})
     print(f"wrote {report}", file=sys.stderr)
     return times
@@ -358,6 +362,20 @@ def _now() -> str:
     import datetime as _dt
 
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _earlier_times(out: Path, mode: str) -> dict[str, float]:
+    """The job times of the reproduction of ``mode`` already in ``out`` (none if there is none, or another mode)."""
+    import json
+
+    try:
+        manifest = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(manifest, dict) or manifest.get("mode") != mode:
+        return {}
+    times = manifest.get("times_s") or {}
+    return {str(k): float(v) for k, v in times.items() if isinstance(v, (int, float))}
 
 
 def _write_manifest(out: Path, manifest: dict) -> None:

@@ -199,28 +199,25 @@ The plan each epoch executed is rebuilt here from `(policy, p, c, seed, epoch)`:
 measured ones. On a graph this small accuracy differences are mostly noise; the pattern of the paper (BETA's
 correlated batches lose accuracy, COMET recovers it) needs a bigger graph (set `PRESET`, e.g. `arxiv-like`)."""),
     ("code", '''\
-from suite.config import spec_from_dict
-from suite.runner import run_spec
-from suite.results import load_epochs, load_runs
-
-summaries, specs = {}, {}
-for policy, options in REAL_POLICIES.items():
-    spec = spec_from_dict({
-        "name": f"disk-{policy}",
+# One grid: a zip axis gives every policy its name and buffer options; suite.run_grid skips finished runs.
+grid = {
+    "base": {
         "dataset": {"name": "synthetic", "preset": PRESET, "cache_dir": str(CACHE_DIR)},
         "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 32, "fanouts": [10, 10]},
-        "system": {"name": "disk", "device": "cpu", "options": {"policy": policy, **options}},
+        "system": {"name": "disk", "device": "cpu"},
         "training": {"batch_size": 32, "epochs": REAL_EPOCHS, "learning_rate": 0.01},
         "evaluation": {"every": REAL_EPOCHS},
         "seed": SEED,
-    })
-    specs[policy] = spec
-    summaries[policy] = run_spec(spec, OUT_DIR)
-    assert summaries[policy]["status"] == "completed", summaries[policy]
-run_ids = {s["run_id"] for s in summaries.values()}
-runs = load_runs(OUT_DIR)
+    },
+    "zip": [{"name": [f"disk-{policy}" for policy in REAL_POLICIES],
+             "system.options": [{"policy": policy, **options} for policy, options in REAL_POLICIES.items()]}],
+}
+grid_runs = suite.run_grid(grid, out=OUT_DIR)
+assert all(run.status == "completed" for run in grid_runs), [run.summary for run in grid_runs]
+run_ids = {run.run_id for run in grid_runs}
+runs = suite.load_runs(OUT_DIR)
 runs = runs[runs["run_id"].isin(run_ids)]
-epochs = load_epochs(OUT_DIR)
+epochs = suite.load_epochs(OUT_DIR)
 epochs = epochs[epochs["run_id"].isin(run_ids)]
 per_policy = epochs.groupby("policy").agg(
     states=("states", "mean"), swaps=("swaps", "mean"), io_read_kB=("io_read_bytes", lambda b: b.mean() / 1e3),
@@ -230,7 +227,6 @@ accuracy = runs.set_index("config.system.options.policy")["metrics.test.accuracy
 real = per_policy.join(accuracy).loc[list(REAL_POLICIES)]
 real'''),
     ("code", '''\
-from suite.datasets import open_dataset
 from systems.disk.system import partitioned_store
 
 # Rebuild each epoch's plan from the partitioned store the run used (cached beside the dataset), and check
@@ -238,7 +234,8 @@ from systems.disk.system import partitioned_store
 checked = 0
 for policy, options in REAL_POLICIES.items():
     p, c = options["num_partitions"], options["buffer_capacity"]
-    pstore = partitioned_store(open_dataset(specs[policy].dataset), p, "train-first", SEED)
+    store = suite.open_dataset("synthetic", preset=PRESET, cache_dir=str(CACHE_DIR))
+    pstore = partitioned_store(store, p, "train-first", SEED)
     offsets = pstore.array("partition_offsets")
     train = pstore.array("train_nodes")
     train_partitions = np.searchsorted(offsets, train, side="right") - 1
@@ -255,6 +252,14 @@ real["test_accuracy"].plot.bar(ax=axes[0], title=f"test accuracy ({PRESET}, {REA
 real[["io_read_kB", "disk_read_kB"]].plot.bar(ax=axes[1], title="IO per epoch (kB)")
 plt.tight_layout()
 plt.show()'''),
+    ("markdown", """\
+**Reading the comparison.** The grid's runs are read back with `suite.load_runs` / `suite.load_epochs`, so the
+table and the plots come from the recorded runs alone (running the grid cell again skips finished runs). Read the
+IO columns against the plans: `states` and `swaps` are what each policy's plan prescribes (checked above), and
+`io_read_kB` should grow with the swaps (a policy that keeps the training partitions resident, `sequential`,
+reads only the rotating slots; `beta`, `comet` and `random` reload partitions within every epoch), while
+`disk_read_kB` shows how much of it really came from storage. Accuracy from one seed of a tiny graph decides
+nothing: compare policies over seeds (a grid axis `seed: [0, 1, 2]`) with the suite's intervals before reading a difference into it."""),
     ("code", '''\
 summary = {
     "swap_rows": len(swaps),
@@ -303,7 +308,6 @@ import matplotlib.pyplot as plt
 
 from simulators.calibrate import HARDWARE, calibrate, model_for, summary_of
 from simulators.pipeline import simulate
-from suite.recorder import read_summary
 from systems.pipelined import PipelineOptions
 
 CACHE_DIR = Path(CACHE_DIR) if CACHE_DIR else ROOT / "data"
@@ -311,10 +315,7 @@ OUT_DIR = Path(OUT_DIR) if OUT_DIR else ROOT / "out" / "notebooks" / "pipeline_w
 pd.set_option("display.width", 160)'''),
     ("code", '''\
 if RUN_DIR is None:
-    from suite.config import spec_from_dict
-    from suite.runner import run_spec
-
-    spec = spec_from_dict({
+    run = suite.run({
         "name": "whatif-sync",
         "dataset": {"name": "synthetic", "preset": PRESET, "cache_dir": str(CACHE_DIR)},
         "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
@@ -322,12 +323,11 @@ if RUN_DIR is None:
         "training": {"batch_size": BATCH_SIZE, "epochs": RECORD_EPOCHS},
         "evaluation": {"splits": []},
         "seed": SEED,
-    })
-    recorded = run_spec(spec, OUT_DIR)
-    assert recorded["status"] == "completed", recorded
-    RUN_DIR = recorded["run_dir"]
+    }, out=OUT_DIR)
+    assert run.status == "completed", run.summary
+    RUN_DIR = run.run_dir
 RUN_DIR = Path(RUN_DIR)
-recorded = read_summary(RUN_DIR)
+recorded = json.loads((RUN_DIR / "summary.json").read_text())
 calibration = calibrate(RUN_DIR)
 feature_dim = int(recorded["dataset_info"]["feature_dim"])
 num_batches = NUM_BATCHES or calibration.num_batches

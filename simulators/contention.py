@@ -231,6 +231,21 @@ class _Workload:
         sample = self.sampler.sample(self.roots, torch.Generator().manual_seed(self.seed))
         return sample, self.features.index_select(0, sample.input_nodes), self.labels[self.roots]
 
+    def share_memory(self) -> None:
+        """Move the tensors a load may hand over as they are (roots, features, labels) into shared memory, before
+        loader processes fork.
+
+        A worker hands its loads to the parent through a queue whose feeder thread pickles them; pickling a tensor
+        not yet in shared memory *moves* its storage there (copy, swap the data pointer, free the old memory). The
+        naive sampler's sample holds the caller's ``roots`` tensor itself, so without this the feeder thread freed
+        the roots' memory while the worker's next load read it through a numpy view in a compiled kernel: a
+        segmentation fault (an ``IndexError`` with the kernels' bounds checks). Tensors already shared are pickled
+        as a handle, never moved. (The graph is not handed over, and samplers may keep numpy views of it.)
+        """
+        for tensor in (self.roots, self.features, self.labels):
+            if not tensor.is_shared():
+                tensor.share_memory_()
+
     def steps(self, count: int) -> None:
         """``count`` training steps on the fixed batch."""
         from torch.nn import functional as F
@@ -318,6 +333,7 @@ class _Loaders:
         else:
             import torch
 
+            self.work.share_memory()  # before the fork: see _Workload.share_memory
             loader = torch.utils.data.DataLoader(_LoadAgain(self.work), batch_size=None, collate_fn=_first,
                                                  num_workers=self.count, prefetch_factor=2,
                                                  multiprocessing_context="fork")

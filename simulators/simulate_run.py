@@ -1,7 +1,9 @@
-"""``gnnsuite simulate SPEC --calibrate-from RUN_DIR [--profile NAME]``: a simulated run, recorded like a real one.
+"""``gnnsuite simulate SPEC --calibrate-from RUN_DIR|RUNS [--profile NAME]``: a simulated run, recorded like a real one.
 
 The spec is an ordinary run spec of the ``pipelined`` system; the simulator (:mod:`simulators.pipeline`) runs its
-epochs with the service times calibrated on the recorded run ``RUN_DIR`` (:mod:`simulators.calibrate`), on the
+epochs with the service times calibrated on the recorded run ``RUN_DIR`` (:mod:`simulators.calibrate`; or the
+sync pipelined run of the same workload in the results folder ``RUNS``; a run of another workload, see
+:func:`workload_difference`, is refused with a one-line error), on the
 recorded machine or, with ``--profile``, on one of :data:`simulators.calibrate.HARDWARE` (what-if). The run folder
 has the real layout (``config.yaml``, ``records.jsonl`` with ``epoch``, ``batch`` and ``queues`` records,
 ``summary.json``), so ``gnnsuite results`` and the figures read simulated and measured runs alike; the summary
@@ -52,6 +54,59 @@ def batches_per_epoch(spec: RunSpec, override: int | None) -> int:
     return -(-len(train) // spec.training.batch_size)
 
 
+WORKLOAD_SECTIONS = ("dataset", "model", "sampler")
+WORKLOAD_TRAINING = ("task", "batch_size", "optimizer")
+"""What a calibration run must share with the simulated spec: the data (its identity, not how its paths were
+written), the model, the sampler, and the training task, batch size and optimizer. The system's options (workers,
+queues, bounds), epochs, batches per epoch and seeds are what a simulation varies."""
+
+
+def workload_difference(spec: RunSpec, recorded: RunSpec) -> str | None:
+    """The first field in which ``recorded`` (a calibration run's spec) does another workload than ``spec``, as
+    ``model.num_layers: 3 in the run, 2 in the spec``; None when the workloads are the same."""
+    mine, theirs = spec.identity(), recorded.identity()
+    pairs = [(section, mine[section], theirs[section]) for section in WORKLOAD_SECTIONS]
+    pairs += [(f"training.{key}", mine["training"][key], theirs["training"][key]) for key in WORKLOAD_TRAINING]
+    for path, value, other in pairs:
+        if value == other:
+            continue
+        if isinstance(value, dict) and isinstance(other, dict):
+            key = next(k for k in sorted(set(value) | set(other)) if value.get(k) != other.get(k))
+            path, value, other = f"{path}.{key}", value.get(key), other.get(key)
+        return f"{path}: {other!r} in the run, {value!r} in the spec"
+    return None
+
+
+def find_calibration_run(spec: RunSpec, folder: str | Path) -> Path:
+    """The calibration run for ``spec`` named by ``--calibrate-from``: ``folder`` itself if it is a run folder,
+    else the completed ``sync`` pipelined run of ``spec``'s workload in the results folder ``folder`` (the one of
+    the lowest seed if there are several). Errors are one line: what is wrong, and what to run first."""
+    from suite.config import read_yaml, spec_from_dict
+    from suite.errors import SuiteError
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"--calibrate-from: {folder}: no such folder (record a run first, e.g. gnnsuite run SPEC "
+                          "--set system.name=pipelined --set system.options.sync=true --out " f"{folder.parent})")
+    if (folder / "config.yaml").is_file():
+        return folder
+    candidates = []
+    for run in sorted(p for p in folder.iterdir() if (p / "config.yaml").is_file()):
+        summary = read_summary(run) or {}
+        try:
+            recorded = spec_from_dict(read_yaml(run / "config.yaml"), source=str(run / "config.yaml"))
+        except SuiteError:
+            continue
+        if summary.get("status") == "completed" and recorded.system.name == "pipelined" and \
+                recorded.system.options.get("sync") and workload_difference(spec, recorded) is None:
+            candidates.append((recorded.seed, run))
+    if not candidates:
+        raise ConfigError(f"--calibrate-from: {folder}: no completed sync pipelined run of this spec's workload "
+                          "(record one first: gnnsuite run SPEC --set system.name=pipelined --set "
+                          f"system.options.sync=true --out {folder})")
+    return min(candidates)[1]
+
+
 def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, profile: str | None = None,
                  batches: int | None = None, seed: int | None = None, contention: str | None = None) -> dict[str, Any]:
     """Simulate ``spec``'s epochs and record them under ``out``; return the summary. ``contention``: None (max-min
@@ -77,6 +132,10 @@ def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, 
         except (ValueError, KeyError) as error:
             raise ConfigError(f"--contention: {error}") from None
     calibration = calibrate(calibrate_from, contention=measured)
+    different = workload_difference(spec, calibration.spec)
+    if different is not None:
+        raise ConfigError(f"--calibrate-from: {calibrate_from} recorded another workload ({different}); calibrate "
+                          "on a run of the same dataset, model, sampler and batch size")
     calibration_summary = read_summary(calibrate_from) or {}
     feature_dim = (calibration_summary.get("dataset_info") or {}).get("feature_dim")
     if feature_dim is None and hardware is not None:  # summaries before feature_dim was recorded
@@ -123,9 +182,10 @@ def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec, args.set)
-    if not Path(args.calibrate_from).is_dir():
-        raise ConfigError(f"--calibrate-from: {args.calibrate_from}: not a run folder")
-    summary = simulate_run(spec, args.calibrate_from, args.out, profile=args.profile, batches=args.batches,
+    calibrate_from = find_calibration_run(spec, args.calibrate_from)
+    if calibrate_from != Path(args.calibrate_from):
+        print(f"calibrating on {calibrate_from}")
+    summary = simulate_run(spec, calibrate_from, args.out, profile=args.profile, batches=args.batches,
                            seed=args.seed, contention=args.contention)
     times = ", ".join(f"{t:.2f}" for t in summary["epoch_time_s"])
     print(f"{summary['run_dir']}: simulated epochs {times} s, compute utilization "
@@ -137,8 +197,9 @@ def add_command(commands: argparse._SubParsersAction) -> None:
     """Add ``simulate`` to the ``gnnsuite`` subcommands."""
     parser = commands.add_parser("simulate", help="simulate a pipelined run spec (calibrated on a recorded run)")
     parser.add_argument("spec", help="run spec YAML of the pipelined system")
-    parser.add_argument("--calibrate-from", required=True, metavar="RUN_DIR",
-                        help="a recorded pipelined run (ideally sync: true) whose batch times calibrate the stages")
+    parser.add_argument("--calibrate-from", required=True, metavar="RUN_DIR|RUNS",
+                        help="a recorded pipelined run of the same workload (ideally sync: true) whose batch times "
+                             "calibrate the stages, or a results folder holding one (its sync run is taken)")
     parser.add_argument("--profile", help="what-if hardware (p3.2xlarge, g5.xlarge, p4d.24xlarge)")
     parser.add_argument("--batches", type=int, help="batches per epoch (default: from the spec and dataset)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a spec field")
@@ -146,7 +207,7 @@ def add_command(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--contention", metavar="measure|FILE",
                         help="slowdown of oversubscribed stages beyond sharing the cores: 'measure' it here "
                              "(simulators.contention microbenchmark) or read a stored measurement (default: none)")
-    parser.add_argument("--out", default="results/simulated", help="results folder (default results/simulated)")
+    parser.add_argument("--out", default="out/simulated", help="results folder (default out/simulated)")
     parser.set_defaults(func=_cmd_simulate)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -70,7 +71,34 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _cmd_prepare(args: argparse.Namespace) -> int:
     from suite.graph.loaders import prepare
 
-    store = prepare(args.name, Path(args.root), Path(args.out), overwrite=args.overwrite, progress=not args.quiet)
+    name = args.dataset_name or args.name
+    out = Path(args.out) if args.out else Path("data") / name
+    store = prepare(args.name, Path(args.root), out, overwrite=args.overwrite, progress=not args.quiet,
+                    dataset_name=name)
+    print(f"wrote {store.path}", file=sys.stderr)
+    _print_info(store.info(), args.json)
+    return 0
+
+
+def _column(text: str | None) -> str | int | None:
+    return int(text) if text is not None and text.isdigit() else text
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from suite.graph.loaders.edgelist import EdgeListFormat, import_edge_list, parse_fractions
+
+    fmt = EdgeListFormat(source=_column(args.source), destination=_column(args.destination),
+                         relation=_column(args.relation), weight=_column(args.weight), header=args.header,
+                         delimiter=args.delimiter, file_format=args.format, id_type=args.id_type)
+    started = time.perf_counter()
+    store = import_edge_list(
+        Path(args.edges), Path(args.out), fmt=fmt,
+        split=parse_fractions(args.split, "--split") if args.split else None, valid=args.valid, test=args.test,
+        features=args.features, labels=args.labels,
+        node_split=parse_fractions(args.node_split, "--node-split") if args.node_split else None,
+        remap=not args.no_remap, directed=not args.undirected, seed=args.seed, name=args.name,
+        overwrite=args.overwrite, chunk_bytes=args.chunk_mb << 20)
+    print(f"wrote {store.path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     _print_info(store.info(), args.json)
     return 0
 
@@ -102,6 +130,7 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     )
     result = partition_store(store, out, args.num_partitions, order=args.order, seed=args.seed,
                              overwrite=args.overwrite, progress=not args.quiet)
+    print(f"wrote {out}", file=sys.stderr)
     _print_info(result.info(), args.json)
     return 0
 
@@ -131,9 +160,42 @@ def _datasets_parser(commands: argparse._SubParsersAction) -> None:
     prepare = sub.add_parser("prepare", help="convert a raw dataset into a graph store")
     prepare.add_argument("name", help=f"one of: {', '.join(LOADERS.names())}")
     prepare.add_argument("--root", required=True, help="folder holding the raw files")
-    prepare.add_argument("--out", required=True, help="output store folder")
+    prepare.add_argument("--name", dest="dataset_name",
+                         help="name recorded in the store (default: the loader's; 'openke' takes any benchmark "
+                              "folder, e.g. --name codex-m)")
+    prepare.add_argument("--out", help="output store folder (default: data/<name>)")
     _add_common(prepare, writes=True)
     prepare.set_defaults(func=_cmd_prepare)
+
+    edges = sub.add_parser("import", help="import an edge list (CSV, TSV, Parquet) as a graph store",
+                           description="Read an edge list in chunks (bounded memory), remap node ids of any value "
+                                       "to 0..n-1, and write a graph store (see docs/datasets.md).")
+    edges.add_argument("edges", help="edge-list file: .csv (comma), .tsv/.txt/other (tab), .parquet")
+    edges.add_argument("--out", required=True, help="output store folder")
+    edges.add_argument("--source", default="0", help="source column: name (with --header) or 0-based position "
+                                                     "(default 0)")
+    edges.add_argument("--destination", default="1", help="destination column (default 1)")
+    edges.add_argument("--relation", help="relation column (default: untyped)")
+    edges.add_argument("--weight", help="weight column (kept as *_edge_weights)")
+    edges.add_argument("--header", action="store_true", help="the first non-comment line names the columns")
+    edges.add_argument("--delimiter", help="field separator (default: ',' for .csv, tab otherwise)")
+    edges.add_argument("--format", choices=("csv", "parquet"), help="file format (default: from the suffix)")
+    edges.add_argument("--id-type", default="auto", choices=("auto", "int", "string"),
+                       help="type of the id columns (default: inferred from the first block)")
+    edges.add_argument("--no-remap", action="store_true",
+                       help="use the ids as node ids (non-negative integers; n = largest id + 1)")
+    edges.add_argument("--undirected", action="store_true", help="store both directions of every edge")
+    edges.add_argument("--split", help="edge split fractions train,valid,test, e.g. 0.9,0.05,0.05")
+    edges.add_argument("--valid", help="file of validation edges (same format) instead of --split")
+    edges.add_argument("--test", help="file of test edges (same format) instead of --split")
+    edges.add_argument("--features", help=".npy node features, row k = node with original id k")
+    edges.add_argument("--labels", help=".npy labels (row = original id) or a text file 'node label' per line")
+    edges.add_argument("--node-split", help="node split fractions over labelled nodes, e.g. 0.8,0.1,0.1")
+    edges.add_argument("--seed", type=int, default=0, help="seed of the split draws (default 0)")
+    edges.add_argument("--name", help="name recorded in the store (default: the file's stem)")
+    edges.add_argument("--chunk-mb", type=int, default=64, help="MiB of input per batch (default 64)")
+    _add_common(edges, writes=True)
+    edges.set_defaults(func=_cmd_import)
 
     info = sub.add_parser("info", help="print a store's counts")
     info.add_argument("store", help="store folder")
@@ -159,10 +221,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.spec, args.set)
     try:
-        summary = run_spec(spec, Path(args.out), overwrite=args.overwrite, progress=not args.quiet)
+        summary = run_spec(spec, Path(args.out), overwrite=args.overwrite, progress=not args.quiet,
+                           log_to=tuple(args.log_to))
     except SuiteError as err:
         raise type(err)(f"{args.spec}: {err}") from None
-    _print_run(summary)
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks for the run
+        _print_run(summary)
     return 0
 
 
@@ -171,6 +235,8 @@ def _print_run(summary: dict) -> None:
     main = metrics.get("main", "accuracy")
     state = "skipped (already complete)" if summary.get("skipped") else summary.get("status")
     print(f"{summary['run_id']}: {state}")
+    if summary.get("run_dir"):
+        print(f"  recorded in {summary['run_dir']} (config.yaml, records.jsonl, summary.json)")
     for split in ("valid", "test"):
         value = metrics.get(split, {}).get(main)
         if value is not None:
@@ -212,7 +278,8 @@ def _cmd_results(args: argparse.Namespace) -> int:
     runs = load_runs(args.dir, include_incomplete=not args.completed_only)
     columns = [c for c in args.columns.split(",") if c in runs.columns] if args.columns else [
         c for c in ("run_id", "status", "system", "dataset", "model", "sampler", "seed", "metrics.valid.accuracy",
-                    "metrics.test.accuracy", "train_examples_per_s", "compute_utilization", "cost_usd.run",
+                    "metrics.test.accuracy", "metrics.valid.mrr", "metrics.test.mrr", "metrics.test.hits@10",
+                    "train_examples_per_s", "compute_utilization", "cost_usd.run",
                     "placement.executor", "placement.node_name", "placement.attempt")
         if c in runs.columns
     ]
@@ -233,6 +300,8 @@ def _runs_parser(commands: argparse._SubParsersAction) -> None:
                      help="override a spec field, e.g. --set training.epochs=3 (repeatable)")
     run.add_argument("--overwrite", action="store_true", help="redo the run even if it is complete")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--log-to", action="append", default=[], metavar="TRACKER",
+                     help="also log to a tracker: tensorboard (RUN_DIR/tensorboard), mlflow (repeatable)")
     run.set_defaults(func=_cmd_run)
 
     grid = commands.add_parser("grid", help="run every point of a grid (base spec + axes), skipping finished runs")
@@ -275,6 +344,139 @@ def _runs_parser(commands: argparse._SubParsersAction) -> None:
     results.set_defaults(func=_cmd_results)
 
 
+# ---------------------------------------------------------------------------------------------- trained models
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from suite.model import load_model
+    from suite.recorder import read_records
+
+    model = load_model(args.run_dir, args.checkpoint, device=args.device, overrides=args.set)
+    metrics = model.evaluate(args.split)
+    epoch = model.checkpoint["epoch"]
+    recorded = next((r for r in reversed(read_records(args.run_dir)) if r.get("kind") == "eval"
+                     and r.get("split") == args.split and r.get("epoch") == epoch), None)
+    main = "accuracy" if model.spec.training.task == "node_classification" else "mrr"
+    result = {"run_dir": str(args.run_dir), "checkpoint": args.checkpoint, "epoch": epoch, "split": args.split,
+              "metrics": metrics}
+    if recorded is not None and recorded.get(main) is not None:
+        result["recorded"] = {main: recorded[main]}
+        result["equal_to_recorded"] = metrics.get(main) == recorded[main]
+    if args.json:
+        print(strict_json_dumps(result, indent=2))
+        return 0
+    print(f"{args.run_dir}: {args.split} after epoch {epoch} ({args.checkpoint} checkpoint)")
+    for key, value in metrics.items():
+        print(f"  {key}: {value:.6f}" if isinstance(value, float) else f"  {key}: {value}")
+    if "recorded" in result:
+        verdict = "equal" if result["equal_to_recorded"] else "DIFFERENT"
+        print(f"  recorded {main}: {result['recorded'][main]:.6f} ({verdict})")
+    return 0
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from suite.model import load_model, read_ids
+    from suite.results import export
+
+    if (args.nodes is None) == (args.triples is None):
+        raise ConfigError("predict: give exactly one of --nodes FILE or --triples FILE")
+    model = load_model(args.run_dir, args.checkpoint, device=args.device)
+    if args.nodes is not None:
+        nodes = read_ids(args.nodes, columns=1)
+        probabilities = model.predict_nodes(nodes)
+        table = pd.DataFrame({"node": nodes.numpy(), "predicted": probabilities.argmax(1).numpy()})
+        if args.top_k:
+            top = probabilities.topk(min(args.top_k, probabilities.shape[1]), dim=1)
+            table["top_classes"] = top.indices.tolist()
+            table["top_probabilities"] = top.values.tolist()
+        else:
+            for c in range(probabilities.shape[1]):
+                table[f"p{c}"] = probabilities[:, c].numpy()
+    else:
+        triples = read_ids(args.triples, columns=3)
+        scored = model.score_triples(triples, top_k=args.top_k or 0)
+        table = pd.DataFrame({"src": triples[:, 0].numpy(), "rel": triples[:, 1].numpy(),
+                              "dst": triples[:, 2].numpy(), "score": scored["score"].numpy(),
+                              "tail_rank": scored["tail_rank"].numpy(), "head_rank": scored["head_rank"].numpy()})
+        if "top_tails" in scored:
+            table["top_tails"] = scored["top_tails"].tolist()
+    print(f"wrote {export(table, args.out)} ({len(table)} rows)", file=sys.stderr)
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from suite.model import load_model
+
+    out = Path(args.out)
+    if args.format:
+        if not out.suffix:
+            out = out.with_suffix(f".{args.format}")
+        elif out.suffix.lower().lstrip(".") != args.format:
+            raise ConfigError(f"--format {args.format}: does not match --out {out} (suffix {out.suffix})")
+    model = load_model(args.run_dir, args.checkpoint, device=args.device)
+    started = time.perf_counter()
+    path = model.export(args.what, out)
+    print(f"wrote {path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _models_parser(commands: argparse._SubParsersAction) -> None:
+    from suite.model import EXPORTS, FORMATS
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("run_dir", help="a run folder (OUT/<run_id>) with checkpoints")
+        parser.add_argument("--checkpoint", default="last", choices=("last", "best"),
+                            help="which checkpoint (default last: the state of the run's final metrics)")
+        parser.add_argument("--device", default="cpu", help="where the model runs (default cpu)")
+
+    evaluate = commands.add_parser("eval", help="re-evaluate a run's saved model (reproduces its recorded metric)")
+    common(evaluate)
+    evaluate.add_argument("--split", default="test", choices=("valid", "test"), help="split (default test)")
+    evaluate.add_argument("--set", action="append", default=[], metavar="evaluation.KEY=VALUE",
+                          help="change an evaluation setting, e.g. --set evaluation.fanouts=[-1,-1] (repeatable)")
+    evaluate.add_argument("--json", action="store_true", help="print the result as JSON")
+    evaluate.set_defaults(func=_cmd_eval)
+
+    predict = commands.add_parser("predict", help="class probabilities of nodes, or scores and filtered ranks of "
+                                                  "triples, as a table")
+    common(predict)
+    predict.add_argument("--nodes", help="node ids: .npy, .csv/.txt (one per line or a 'node' column), .parquet")
+    predict.add_argument("--triples", help="(src, rel, dst) ids: .npy (k, 3), .csv/.tsv/.txt, .parquet")
+    predict.add_argument("--top-k", type=int, default=0, help="nodes: the k likeliest classes; triples: the k best "
+                                                             "filtered tails of each (src, rel)")
+    predict.add_argument("--out", required=True, help="output table (.csv or .parquet)")
+    predict.set_defaults(func=_cmd_predict)
+
+    export = commands.add_parser("export", help="write node embeddings, encoder outputs, predictions or relation "
+                                                "parameters of a run's saved model")
+    common(export)
+    export.add_argument("--what", required=True, choices=EXPORTS, help="what to write")
+    export.add_argument("--format", choices=FORMATS, help="file format (default: from --out's suffix)")
+    export.add_argument("--out", required=True, help="output file")
+    export.set_defaults(func=_cmd_export)
+
+
+def _cmd_import_marius(args: argparse.Namespace) -> int:
+    from suite.marius import import_marius
+
+    spec = import_marius(args.config, args.out, dataset=args.dataset, root=args.root, overwrite=args.overwrite)
+    print(f"wrote {args.out}: {spec.training.task}, {spec.model.encoder}"
+          f"{' + ' + spec.model.decoder if spec.model.decoder else ''}, system {spec.system.name}")
+    return 0
+
+
+def _marius_parser(commands: argparse._SubParsersAction) -> None:
+    marius = commands.add_parser("import-marius", help="translate a Marius (MariusGNN) config into a run spec",
+                                 description="Translate a Marius YAML config into a run spec; every Marius field is "
+                                             "mapped or refused with a one-line error (table: docs/datasets.md).")
+    marius.add_argument("config", help="Marius config YAML")
+    marius.add_argument("--out", required=True, help="run spec YAML to write")
+    marius.add_argument("--dataset", help="registered dataset name (default: from storage.dataset.dataset_dir)")
+    marius.add_argument("--root", help="dataset.root (default: storage.dataset.dataset_dir)")
+    marius.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    marius.set_defaults(func=_cmd_import_marius)
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one-line :class:`ConfigError` (exit status 2, like every other
     error a user can cause) instead of argparse's usage text."""
@@ -289,11 +491,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     import suite
 
-    parser = _Parser(prog="gnnsuite", description=suite.__doc__)
+    parser = _Parser(prog="gnnsuite", description=suite.__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"gnnsuite {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _datasets_parser(commands)
     _runs_parser(commands)
+    _models_parser(commands)
+    _marius_parser(commands)
     from simulators.cli import add_commands as _simulator_commands
     _simulator_commands(commands)
     from simulators.simulate_run import add_command as _simulate_command

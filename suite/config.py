@@ -9,6 +9,7 @@ Errors name the file and the field path, on one line: ``experiments/cora.yaml: m
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -72,7 +73,12 @@ class ModelSpec(_Spec):
     aggregation: Literal["mean", "max", "sum"] = "mean"
     dropout: float = Field(0.5, ge=0.0, lt=1.0)
     decoder: str | None = Field(None, description="link prediction: registered edge decoder 'distmult', 'complex', "
-                                                  "'dot'; None for node classification")
+                                                  "'dot', 'transe' (L1), 'transe_l2'; None for node "
+                                                  "classification")
+    heads: int = Field(4, gt=0, description="gat: attention heads of every hidden layer (concatenated; hidden_dim "
+                                            "must be divisible by it)")
+    num_bases: int | None = Field(None, gt=0, description="rgcn: basis decomposition of the relation weights "
+                                                          "(None: one full matrix per relation)")
     embedding_dim: int = Field(100, gt=0, description="link prediction: width of the learnable node embeddings and "
                                                       "of the encoder's output (the decoder's width)")
     inverse_relations: bool = Field(False, description="link prediction: a separate relation embedding for "
@@ -118,6 +124,10 @@ class NegativeSamplingSpec(_Spec):
     are drawn proportionally to degree (endpoints of random training edges) and the rest uniformly.
     """
 
+    mode: Literal["chunked", "all"] = Field("chunked", description="'chunked': sampled negatives as below; 'all': "
+                                                                  "every entity is a candidate (1vsAll, LibKGE's "
+                                                                  "and PyKEEN's LCWA-style softmax over all "
+                                                                  "entities); shorthand training.negatives: all")
     num_chunks: int = Field(10, gt=0, description="chunks per batch; the positives of a chunk share negatives")
     negatives_per_positive: int = Field(1000, gt=0, description="negatives scored against every positive (per side)")
     degree_fraction: float = Field(0.5, ge=0.0, le=1.0, description="fraction of negatives drawn by degree")
@@ -138,16 +148,26 @@ class TrainingSpec(_Spec):
                                                                       "positive against its negatives, or margin")
     margin: float = Field(1.0, ge=0.0, le=FLOAT32_MAX, description="link prediction: the margin of the margin loss")
     negatives: NegativeSamplingSpec = Field(default_factory=NegativeSamplingSpec,
-                                            description="link prediction: training negatives")
+                                            description="link prediction: training negatives ('all' or '1vsAll' "
+                                                        "for mode: all)")
     embedding_learning_rate: float | None = Field(None, gt=0.0, le=FLOAT32_MAX, description="link prediction: Adagrad learning "
                                                                             "rate of the node embedding table; "
                                                                             "None = learning_rate")
     regularization: float = Field(0.0, ge=0.0, le=FLOAT32_MAX, description="link prediction: weight of the L2 penalty on the "
                                                            "embeddings a batch scores (mean squared norm)")
+    regularizer: Literal["l2", "n3"] = Field("l2", description="link prediction: the penalty 'regularization' "
+                                                               "weighs: l2 (mean squared norm of the batch's node "
+                                                               "rows) or n3 (Lacroix et al. 2018: mean of the "
+                                                               "cubed absolute values of node and relation rows)")
     gradient_precision: Literal["float32", "bfloat16"] = Field(
         "float32", description="link prediction, softmax loss: precision of the two matrix products of the "
                                "scores' backward (bfloat16: inputs rounded, float32 accumulation; the scores, the "
                                "loss and everything else stay float32)")
+    checkpoint_every: int = Field(1, ge=0, description="write the last checkpoint (model, optimizer, learnable "
+                                                       "embeddings, RNG, epoch) every k epochs and after the last "
+                                                       "one, and the best one when the validation metric improves; "
+                                                       "0: none (a killed run then starts over). Not part of the "
+                                                       "run's identity")
 
 
 class EvaluationSpec(_Spec):
@@ -189,6 +209,18 @@ class RunSpec(_Spec):
     seed: int = Field(0, ge=0, lt=2**32, description="seed of every random choice of the run (a 32-bit unsigned "
                                                       "integer, as numpy's and torch's generators take)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _negatives_shorthand(cls, data: Any) -> Any:
+        """``training.negatives: all`` (or ``1vsAll``) is ``training.negatives: {mode: all}``."""
+        training = data.get("training") if isinstance(data, dict) else None
+        if isinstance(training, dict) and isinstance(training.get("negatives"), str):
+            value = training["negatives"]
+            if value.lower() not in ("all", "1vsall"):
+                raise ValueError(f"training.negatives: expected 'all', '1vsAll' or a mapping, got {value!r}")
+            data = {**data, "training": {**training, "negatives": {"mode": "all"}}}
+        return data
+
     @model_validator(mode="after")
     def _evaluation_fanouts_match_layers(self) -> "RunSpec":
         fanouts = self.evaluation.fanouts
@@ -202,10 +234,31 @@ class RunSpec(_Spec):
         """The spec with every default filled in, as plain data (lists, dicts, scalars)."""
         return json.loads(self.model_dump_json())
 
+    def identity(self) -> dict[str, Any]:
+        """What determines the run's outcome, as plain data: :meth:`resolved` with the dataset section replaced by
+        :func:`dataset_identity` (the data, not how its paths were written) and ``system.options`` completed with
+        the registered system's defaults. Equal identities are the same run, whichever command recorded it."""
+        identity = self.resolved()
+        identity["dataset"] = dataset_identity(self.dataset)
+        identity["system"]["options"] = _resolved_options(self)
+        return identity
+
     @property
     def run_id(self) -> str:
-        """``<label>-<hash>``: a readable label and the first 12 hex digits of the resolved spec's SHA-256."""
-        canonical = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
+        """``<label>-s<seed>-<hash>``: a readable label and the first 12 hex digits of the SHA-256 of
+        :meth:`identity` (so ``cache_dir: data`` and ``cache_dir: /abs/data`` name the same run), without the
+        fields in :data:`NOT_IDENTITY` (how a run is kept, not what it computes) and without fields added later
+        while they hold their defaults."""
+        return self._run_id(_kept_in_the_id(self.identity()))
+
+    @property
+    def legacy_run_id(self) -> str:
+        """The run id of run folders recorded before :meth:`identity` (a hash of the spec as written, paths
+        included); the runner and grids still find completed runs under it."""
+        return self._run_id(_kept_in_the_id(self.resolved()))
+
+    def _run_id(self, content: dict[str, Any]) -> str:
+        canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
         digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
         label = self.name or f"{self.system.name}-{self.dataset.preset or self.dataset.name}-{self.model.encoder}"
         return f"{_slug(label)}-s{self.seed}-{digest}"
@@ -213,6 +266,97 @@ class RunSpec(_Spec):
     def to_yaml(self) -> str:
         """The resolved spec as YAML."""
         return yaml.safe_dump(self.resolved(), sort_keys=False)
+
+
+NOT_IDENTITY: tuple[tuple[str, ...], ...] = (("training", "checkpoint_every"),)
+"""Spec fields left out of the run id: a run resumed with another checkpoint interval is the same run."""
+
+
+_ADDED_FIELDS = {("model", "heads"): 4, ("model", "num_bases"): None, ("training", "negatives", "mode"): "chunked",
+                 ("training", "regularizer"): "l2"}
+"""Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
+earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
+
+
+def _without_added_defaults(resolved: dict[str, Any]) -> dict[str, Any]:
+    for path, default in _ADDED_FIELDS.items():
+        node = resolved
+        for part in path[:-1]:
+            node = node.get(part, {})
+        if path[-1] in node and node[path[-1]] == default:
+            del node[path[-1]]
+    return resolved
+
+
+def _kept_in_the_id(content: dict[str, Any]) -> dict[str, Any]:
+    """``content`` without the :data:`NOT_IDENTITY` fields and the added fields at their defaults."""
+    content = _without_added_defaults(content)
+    for path in NOT_IDENTITY:
+        node = content
+        for part in path[:-1]:
+            node = node.get(part, {})
+        node.pop(path[-1], None)
+    return content
+
+
+def dataset_identity(dataset: DatasetSpec) -> dict[str, Any]:
+    """The dataset section as the data it names, independent of how its paths were written.
+
+    ``cache_dir`` (where a store is kept) is left out; a synthetic dataset is its full generator configuration
+    (preset defaults and ``params`` merged: the key of its cache entry); a ``root`` that holds a store
+    (``metadata.json``) is the SHA-256 of the store's file checksums; any other ``root`` (raw files of a loader) is
+    its absolute, resolved path. A section that cannot be resolved (an unknown preset, an unreadable store) keeps
+    what was written; the run then fails with its one-line error.
+    """
+    identity = dataset.model_dump(mode="json", exclude={"cache_dir"})
+    if dataset.name == "synthetic":
+        try:
+            import dataclasses
+
+            from suite.graph.synthetic import PRESETS
+
+            config = dataclasses.replace(PRESETS.get(dataset.preset or "tiny"), **dataset.params)
+            identity.update(preset=dataset.preset or "tiny", params=json.loads(json.dumps(
+                dataclasses.asdict(config), sort_keys=True, default=str)))
+        except Exception:  # noqa: BLE001 - reported by the dataset resolver, with the field
+            pass
+    if dataset.root is not None:
+        root = Path(dataset.root).expanduser()
+        identity["root"] = _store_checksum(root) or str(root.resolve())
+    return identity
+
+
+def _store_checksum(root: Path) -> str | None:
+    """``store-sha256:<hex>`` over the file checksums recorded in ``root/metadata.json``; None if it has none."""
+    try:
+        stat = (root / "metadata.json").stat()
+    except OSError:
+        return None
+    return _metadata_checksum(str((root / "metadata.json").resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _metadata_checksum(path: str, mtime_ns: int, size: int) -> str | None:
+    """:func:`_store_checksum` of one version of a ``metadata.json`` (cached by its path, mtime and size)."""
+    try:
+        files = json.loads(Path(path).read_text())["files"]
+        checksums = {name: entry["checksum"] for name, entry in files.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None  # not a readable store: opening it gives the one-line error
+    digest = hashlib.sha256(json.dumps(checksums, sort_keys=True).encode()).hexdigest()
+    return f"store-sha256:{digest}"
+
+
+def _resolved_options(spec: "RunSpec") -> Any:
+    """``system.options`` with the registered system's defaults filled in (as given if it has no options model or
+    they do not validate)."""
+    try:
+        options = validate_system_options(spec)
+    except Exception:  # noqa: BLE001 - reported with the field when the run starts
+        options = None
+    if options is None:
+        return spec.resolved()["system"]["options"]
+    return json.loads(options.model_dump_json())
 
 
 def _slug(text: str) -> str:

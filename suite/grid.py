@@ -25,7 +25,7 @@ collapsed into one, in first-seen order. Errors are one line naming the grid fil
 Running (:func:`run_grid`): each spec once through :func:`suite.runner.run_spec`, into ``out/<run_id>/``.
 A run is complete when its ``summary.json`` says ``completed`` (written atomically at the end of the run), and a
 complete run is never repeated unless ``overwrite``: killing a grid and starting it again loses nothing finished
-and repeats nothing finished (the run that was cut off starts over). A run that fails is recorded with status
+and repeats nothing finished (the run that was cut off resumes from its last checkpoint, :mod:`suite.checkpoint`). A run that fails is recorded with status
 ``failed`` (and the error) and the grid goes on; failures are in the returned summaries and are retried the next
 time the grid runs. Executors are registered by name in :data:`EXECUTORS` (``local``: the runs in this process,
 or on a pool of ``jobs`` processes started with ``spawn``, since torch and ``fork`` do not mix; ``ray`` and
@@ -52,7 +52,7 @@ from typing import Any, Protocol
 
 from suite.config import RunSpec, apply_overrides, read_yaml, spec_from_dict
 from suite.errors import ConfigError, LockedError
-from suite.recorder import COMPLETED, DIVERGED, FAILED, Recorder, is_complete, read_summary
+from suite.recorder import COMPLETED, DIVERGED, FAILED, Recorder, completed_run, read_summary
 from suite.registry import Registry
 
 GRID_KEYS = ("name", "base", "axes", "zip")
@@ -354,8 +354,9 @@ def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int | No
     results: dict[str, dict[str, Any]] = {}
     todo = []
     for spec in unique:
-        if not overwrite and is_complete(out / spec.run_id):
-            results[spec.run_id] = {**read_summary(out / spec.run_id), "skipped": True}
+        done = None if overwrite else completed_run(out, spec)
+        if done is not None:
+            results[spec.run_id] = {**read_summary(done), "skipped": True}
         else:
             todo.append(spec)
 

@@ -55,6 +55,16 @@ def is_complete(run_dir: str | os.PathLike) -> bool:
     return summary is not None and summary.get("status") == COMPLETED
 
 
+def completed_run(out: str | os.PathLike, spec: RunSpec) -> Path | None:
+    """The folder under ``out`` holding a completed run of ``spec``: ``out/<run_id>``, or a folder recorded before
+    run ids came from :meth:`RunSpec.identity` (``out/<legacy_run_id>``, still read and skipped); None if neither.
+    """
+    for run_id in dict.fromkeys((spec.run_id, spec.legacy_run_id)):
+        if is_complete(Path(out) / run_id):
+            return Path(out) / run_id
+    return None
+
+
 def read_records(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     """Every record of a run, in order; a torn last line (a killed run) is ignored."""
     path = Path(run_dir) / RECORDS_FILE
@@ -92,12 +102,14 @@ class Recorder:
         LockedError: another live process is writing this run folder.
     """
 
-    def __init__(self, out: str | os.PathLike, spec: RunSpec, open: bool = True):
+    def __init__(self, out: str | os.PathLike, spec: RunSpec, open: bool = True, log_to: tuple[str, ...] = ()):
         self.spec = spec
         self.run_id = spec.run_id
         self.run_dir = Path(out) / self.run_id
         self._records = None
         self._lock: contextlib.ExitStack | None = None
+        self.log_to = tuple(log_to)
+        self._trackers = None
         self.started = time.time()
         if open:
             self.open()
@@ -124,12 +136,23 @@ class Recorder:
             raise
         self._lock = lock
         self.started = time.time()
+        if self.log_to:  # trackers (suite.tracking) mirror the records; they never fail the run
+            from suite.tracking import TrackerFanout, make_trackers
+
+            try:
+                self._trackers = TrackerFanout(make_trackers(self.log_to, self.run_dir, self.spec))
+            except BaseException:
+                self.close()
+                raise
 
     def record(self, kind: str, **fields: Any) -> None:
         """Append one record (``kind`` plus fields, with a wall-clock ``time``) and flush it."""
-        line = json.dumps(strict_record({"kind": kind, "time": time.time(), **fields}), allow_nan=False)
+        record = strict_record({"kind": kind, "time": time.time(), **fields})
+        line = json.dumps(record, allow_nan=False)
         self._records.write(line + "\n")
         self._records.flush()
+        if self._trackers is not None:
+            self._trackers.record(kind, record)
 
     def finish(self, summary: dict[str, Any]) -> dict[str, Any]:
         """Write ``summary.json`` with status ``completed``; return it."""
@@ -150,6 +173,8 @@ class Recorder:
             self._records.close()
             summary = strict_record({"run_id": self.run_id, **summary})
             atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
+            if self._trackers is not None:
+                self._trackers.summary(summary)
             return summary
         finally:
             self._release()
@@ -161,6 +186,9 @@ class Recorder:
         self._release()
 
     def _release(self) -> None:
+        if self._trackers is not None:
+            self._trackers.close()
+            self._trackers = None
         if self._lock is not None:
             self._lock.close()
             self._lock = None

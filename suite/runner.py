@@ -21,7 +21,7 @@ from suite.errors import ConfigError, DivergedError
 from suite.graph import GraphStore
 from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
-from suite.recorder import Recorder, is_complete, read_summary
+from suite.recorder import Recorder, completed_run, read_summary
 from suite.load import LoadMonitor, MachineLoad
 from systems import distributed
 
@@ -117,11 +117,14 @@ def check_inputs(spec: RunSpec, store: GraphStore) -> None:
 
 
 def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
-             progress: bool = False, placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             progress: bool = False, placement: Mapping[str, Any] | None = None,
+             log_to: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
     """Run ``spec`` into ``out/<run_id>`` and return its summary.
 
     A run already complete there is not repeated (its summary is returned with ``"skipped": True``) unless
-    ``overwrite``. The dataset and device are resolved before the run folder is created, so bad input leaves
+    ``overwrite``. A run folder holding a checkpoint of an unfinished run (killed) resumes from it
+    (:mod:`suite.checkpoint`), unless ``overwrite``, which starts over. ``log_to`` names trackers
+    (:mod:`suite.tracking`: ``tensorboard``, ``mlflow``) that mirror the records while the run goes. The dataset and device are resolved before the run folder is created, so bad input leaves
     no folder; a failure during training leaves a summary with status ``failed`` (never ``completed``).
     ``placement`` (where a grid executor runs it: executor, node, attempt) is recorded as the summary's
     ``placement``.
@@ -130,9 +133,9 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
     from suite.datasets import open_dataset
     from suite.registry import SYSTEMS
 
-    run_dir = Path(out) / spec.run_id
-    if not overwrite and is_complete(run_dir):
-        return {**read_summary(run_dir), "skipped": True}
+    done = None if overwrite else completed_run(out, spec)
+    if done is not None:
+        return {**read_summary(done), "skipped": True}
     # --- data-parallel runs (systems/distributed.py): spawn the ranks, or run as one of them -----------------
     if distributed.world_size_of(spec) > 1:
         if not distributed.is_rank_process():
@@ -146,7 +149,12 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
     check_inputs(spec, store)
     device = resolve_device(spec.system.device)
     system_class = SYSTEMS.get(spec.system.name)
-    return _run(spec, out, store, device, system_class, Recorder(out, spec, open=False), progress, placement)
+    if log_to:
+        from suite.tracking import check_trackers
+
+        check_trackers(tuple(log_to))
+    return _run(spec, out, store, device, system_class, Recorder(out, spec, open=False, log_to=tuple(log_to)),
+                progress, placement, resume=not overwrite)
 
 
 def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool,
@@ -172,7 +180,8 @@ def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool,
 
 
 def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch.device, system_class: type,
-         recorder: Any, progress: bool, placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
+         recorder: Any, progress: bool, placement: Mapping[str, Any] | None = None,
+         resume: bool = True) -> dict[str, Any]:
     """Train ``system_class`` on ``store``, summarize, and finish (or fail) the run through ``recorder``.
 
     The system is constructed (validating its options against the spec and the store) before ``recorder`` opens
@@ -184,7 +193,12 @@ def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch
     io_before = io_counters()
     torch.manual_seed(spec.seed)
     system = system_class(spec, store, device, recorder)
+    system.resume = resume
     recorder.open()  # the run folder's lock: a second writer of this run stops here, before changing anything
+    if not resume:
+        import shutil
+
+        shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)  # suite.checkpoint.CHECKPOINT_DIR
     try:
         with GpuUtilizationSampler(device) as gpu, LoadMonitor() as load:
             outcome = system.run(progress=progress)

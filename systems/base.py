@@ -5,6 +5,13 @@ spec, the opened :class:`~suite.graph.GraphStore`, the torch device and the :cla
 It returns plain measurements; the runner turns them into ``summary.json`` (throughput, utilization, cost,
 provenance), so every system is summarized the same way.
 
+Checkpoints: after every epoch (and its evaluations) ``run()`` calls :meth:`System.checkpoint`, which writes the
+task's state, the RNG state and the epoch history (:mod:`suite.checkpoint`); after ``setup`` it calls
+:meth:`System.completed_epochs`, which restores the run folder's last checkpoint, replays the finished epochs into
+the records, and :meth:`System.enter_pass` puts what the system keeps between passes where an uninterrupted run
+has it (the disk system's buffer layout). Systems with their own durable state override these hooks (the disk
+system's link prediction commits embedding generations).
+
 Thread budget: before ``setup``, ``run()`` sizes torch's pools to the cores the system's own busy threads
 (:meth:`System.own_threads`: loaders, prefetch, writer) leave free, or to ``system.options.compute_threads``
 (:mod:`suite.threads`), and restores the previous sizes afterwards. Without the option the budget also gives
@@ -144,6 +151,14 @@ class System(ABC):
             done = self.completed_epochs()
             for epoch, (elapsed, stats, metrics) in enumerate(done):
                 self._record_epoch(outcome, epoch, elapsed, stats, metrics, resumed=True)
+                if stats.extra.get("compute_threads") is not None:
+                    outcome.threads["per_epoch"].append(stats.extra["compute_threads"])
+            for epoch, metrics, threads in self.completed_tests():
+                outcome.test_curve.append((epoch, metrics))
+                self.recorder.record("eval", epoch=epoch, split="test", **metrics, resumed=True,
+                                     **({"compute_threads": threads} if threads else {}))
+            if done and len(done) < epochs:
+                self.enter_pass(("train", len(done)))
             schedule = pass_schedule(self.spec)
             for epoch in range(len(done), epochs):
                 started = time.perf_counter()
@@ -165,8 +180,9 @@ class System(ABC):
                 self._record_epoch(outcome, epoch, elapsed, stats, evaluated.get("valid"))
                 if "test" in evaluated:
                     outcome.test_curve.append((epoch, evaluated["test"]))
-                    self.recorder.record("eval", epoch=epoch, split="test", **evaluated["test"])
-                self.checkpoint(epoch, elapsed, stats, evaluated.get("valid"))
+                    self.recorder.record("eval", epoch=epoch, split="test", **evaluated["test"],
+                                         compute_threads=self._budget.compute)
+                self.checkpoint(epoch, elapsed, stats, evaluated.get("valid"), test_metrics=evaluated.get("test"))
             if outcome.test_curve and outcome.test_curve[-1][0] == epochs - 1:
                 outcome.test_metrics = outcome.test_curve[-1][1]
             self.collect_io(outcome)
@@ -186,17 +202,112 @@ class System(ABC):
         )
         if metrics is not None:
             outcome.valid_metrics.append((epoch, metrics))
-            self.recorder.record("eval", epoch=epoch, split="valid", **metrics, **flag)
+            threads = {} if resumed else {"compute_threads": self._budget.compute}  # what `gnnsuite eval` reuses
+            self.recorder.record("eval", epoch=epoch, split="valid", **metrics, **flag, **threads)
+
+    # ------------------------------------------------------------------ checkpoints
+    resume: bool = True
+    """Continue from the run folder's last checkpoint (the runner sets it False to redo a run, ``--overwrite``)."""
+
+    reevaluating: bool = False
+    """Set up to re-evaluate a finished run (``suite.load_model``): keep whatever the run left on disk."""
+
+    def saved_state(self) -> dict[str, Any] | None:
+        """A state in the checkpoint format (:mod:`suite.checkpoint`) that the system keeps itself, read after
+        :meth:`setup` (the disk system's link prediction: its committed embedding generation); None: the run
+        folder's checkpoint files hold it."""
+        return None
+
+    def checkpoint_task(self) -> Any:
+        """The task whose state the suite's checkpoints save (:mod:`suite.checkpoint`): the system's ``task``,
+        unless ``training.checkpoint_every`` is 0 or the run is data-parallel (ranks do not checkpoint). Systems
+        that keep their own checkpoints (the disk system's link prediction) override the hooks below instead."""
+        options = getattr(self, "options", None)
+        if not self.spec.training.checkpoint_every or getattr(options, "world_size", 1) > 1:
+            return None
+        return getattr(self, "task", None)
+
+    def _checkpoint_dir(self) -> Any:
+        """The run folder the checkpoints go into (None for a recorder without one)."""
+        return getattr(self.recorder, "run_dir", None)
 
     def completed_epochs(self) -> list[tuple[float, EpochStats, dict[str, float] | None]]:
         """Epochs a resumed run already finished, as ``(epoch_time_s, stats, valid_metrics or None)`` (called after
-        :meth:`setup`; training continues after them). Systems without checkpoints finish none."""
-        return []
+        :meth:`setup`; training continues after them): those of the run folder's last checkpoint, whose state
+        (task, RNG) is restored here. None without a checkpoint (or with :attr:`resume` off)."""
+        from suite.checkpoint import checkpoint_path, load_checkpoint
+
+        task, run_dir = self.checkpoint_task(), self._checkpoint_dir()
+        self._history: list[dict[str, Any]] = []
+        self._best: dict[str, Any] = {"metric": main_metric(self.spec), "value": None, "epoch": None}
+        if task is None or run_dir is None or not self.resume:
+            return []
+        path = checkpoint_path(run_dir, "last")
+        if not path.exists():
+            return []
+        state = load_checkpoint(path, map_location=self.device)
+        self.restore_checkpoint(state)
+        return [(entry["epoch_time_s"], EpochStats(**entry["stats"]), entry["valid"]) for entry in self._history]
+
+    def restore_checkpoint(self, state: dict[str, Any], check_run: bool = True) -> None:
+        """Load a checkpoint's task state, RNG state, history and best value into this (set-up) system
+        (``check_run``: the checkpoint must be of this spec's run)."""
+        import json
+
+        from suite.errors import DataError
+        from suite.checkpoint import set_rng_state
+
+        if check_run and state.get("run_id") != self.spec.run_id:
+            raise DataError(f"{self._checkpoint_dir()}: the checkpoint is of run {state.get('run_id')!r}, not "
+                            f"{self.spec.run_id!r}")
+        (self.checkpoint_task() or self.task).load_state_dict(state["task"])
+        set_rng_state(state["rng"])
+        self._history = json.loads(state["history_json"])
+        self._best = dict(state["best"])
+
+    def completed_tests(self) -> list[tuple[int, dict[str, float], int | None]]:
+        """``(epoch, test metrics, compute threads)`` of the test evaluations of the epochs
+        :meth:`completed_epochs` restored."""
+        return [(entry["epoch"], entry["test"], entry.get("eval_threads"))
+                for entry in getattr(self, "_history", []) if entry.get("test")]
+
+    def enter_pass(self, key: PassKey) -> None:
+        """Put what the system keeps between passes (beyond the task's state) where an uninterrupted run has it
+        before pass ``key`` (after a resume, or before a re-evaluation; nothing by default)."""
 
     def checkpoint(self, epoch: int, epoch_time_s: float, stats: EpochStats,
-                   valid_metrics: dict[str, float] | None) -> None:
-        """Make the state after ``epoch`` (and its validation) durable, so a killed run can resume after it
-        (nothing for systems without checkpoints)."""
+                   valid_metrics: dict[str, float] | None, test_metrics: dict[str, float] | None = None) -> None:
+        """Make the state after ``epoch`` (and its evaluations) durable, so a killed run can resume after it: the
+        best checkpoint when the main validation metric improved, the last one every ``checkpoint_every`` epochs
+        and after the last epoch (nothing for systems without checkpoints)."""
+        import dataclasses
+        import json
+
+        from suite.checkpoint import checkpoint_path, improved, rng_state, save_atomically
+
+        task, run_dir = self.checkpoint_task(), self._checkpoint_dir()
+        if task is None or run_dir is None:
+            return
+        if not hasattr(self, "_history"):
+            self._history, self._best = [], {"metric": main_metric(self.spec), "value": None, "epoch": None}
+        self._history.append({"epoch": epoch, "epoch_time_s": epoch_time_s, "stats": dataclasses.asdict(stats),
+                              "valid": valid_metrics, "test": test_metrics,
+                              "eval_threads": getattr(getattr(self, "_budget", None), "compute", None)})
+        value = (valid_metrics or {}).get(self._best["metric"])
+        better = improved(value, self._best["value"])
+        if better:
+            self._best = {**self._best, "value": float(value), "epoch": epoch}
+        every, epochs = self.spec.training.checkpoint_every, self.spec.training.epochs
+        last = (epoch + 1) % every == 0 or epoch + 1 == epochs
+        if not (better or last):
+            return
+        state = {"format": 1, "run_id": self.spec.run_id, "epoch": epoch, "epochs": epochs,
+                 "task": task.state_dict(), "rng": rng_state(),
+                 "history_json": json.dumps(self._history, default=_plain), "best": self._best}
+        if better:
+            save_atomically(state, checkpoint_path(run_dir, "best"))
+        if last:
+            save_atomically(state, checkpoint_path(run_dir, "last"))
 
     @abstractmethod
     def setup(self) -> None:
@@ -237,8 +348,19 @@ def pass_schedule(spec: RunSpec) -> list[PassKey]:
     return schedule
 
 
+def main_metric(spec: RunSpec) -> str:
+    """The metric a run is judged by: ``accuracy`` (node classification) or ``mrr`` (link prediction)."""
+    return "accuracy" if spec.training.task == "node_classification" else "mrr"
+
+
+def _plain(value: Any) -> Any:
+    """JSON for numpy scalars and other stragglers in epoch stats."""
+    return value.item() if hasattr(value, "item") else str(value)
+
+
 def _mean(values: list[int]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
 
 
-__all__ = ["EpochStats", "PassKey", "RunOutcome", "StageTimer", "System", "SystemOptions", "pass_schedule"]
+__all__ = ["EpochStats", "PassKey", "RunOutcome", "StageTimer", "System", "SystemOptions", "main_metric",
+           "pass_schedule"]

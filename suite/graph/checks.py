@@ -79,9 +79,19 @@ def scan_file(path: str | os.PathLike, algorithm: str = CHECKSUM_ALGORITHM) -> d
         digest = hashlib.new(algorithm)
         with open(path, "rb") as handle:
             digest.update(handle.read(offset))
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
+        if dtype.hasobject:
+            raise ValueError("object arrays are not allowed")
+        expected = offset + int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if path.stat().st_size < expected:
+            raise ValueError(f"file is short: {path.stat().st_size} bytes, its header needs {expected}")
     except (OSError, ValueError) as err:
         raise DataError(f"{path}: cannot read ({_reason(err)})") from None
+    # Plain reads, not a memory map: the pages of a mapped file count toward the resident memory of the process
+    # (a scan of a multi-GiB file would look like that much memory), read ones do not stay mapped.
+    handle = open(path, "rb")
+    handle.seek(offset)
+    row_elements = int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
+    first_value = last_value = None
     stats: dict[str, Any] = {"signature": signature, "dtype": str(dtype), "rows": int(shape[0]) if shape else 0}
     rows_per_chunk = max(1, _CHUNK_BYTES // max(1, _row_bytes(shape, dtype))) if shape else 1
     kind = dtype.kind
@@ -93,10 +103,17 @@ def scan_file(path: str | os.PathLike, algorithm: str = CHECKSUM_ALGORITHM) -> d
     non_finite, first_bad = 0, None
     try:
         if not shape:  # a 0-d array: hash its bytes, no statistics
-            digest.update(np.ascontiguousarray(array).tobytes())
+            digest.update(handle.read(dtype.itemsize))
         for start in range(0, shape[0] if shape else 0, rows_per_chunk):
-            chunk = np.ascontiguousarray(array[start:start + rows_per_chunk])
+            rows = min(rows_per_chunk, shape[0] - start)
+            chunk = np.fromfile(handle, dtype=dtype, count=rows * row_elements)
+            if len(chunk) != rows * row_elements:
+                raise OSError(f"file is short at row {start}")
+            chunk = chunk.reshape(rows, *shape[1:])
             digest.update(chunk.reshape(-1).view(np.uint8))
+            if chunk.ndim == 1 and len(chunk):
+                first_value = chunk[0] if first_value is None else first_value
+                last_value = chunk[-1]
             if chunk.size == 0:
                 continue
             if kind in "iu":
@@ -118,6 +135,8 @@ def scan_file(path: str | os.PathLike, algorithm: str = CHECKSUM_ALGORITHM) -> d
                 non_finite += count
     except OSError as err:
         raise DataError(f"{path}: cannot read ({_reason(err)})") from None
+    finally:
+        handle.close()
     stats["checksum"] = f"{algorithm}:{digest.hexdigest()}"
     if kind in "iu":
         stats.update(min=low, max=high)
@@ -126,7 +145,7 @@ def scan_file(path: str | os.PathLike, algorithm: str = CHECKSUM_ALGORITHM) -> d
                          column_max=None if col_high is None else [int(v) for v in col_high])
         if len(shape) == 1:
             stats.update(nondecreasing=nondecreasing,
-                         first=int(array[0]) if shape[0] else None, last=int(array[-1]) if shape[0] else None)
+                         first=int(first_value) if shape[0] else None, last=int(last_value) if shape[0] else None)
     elif kind == "f":
         stats.update(non_finite=non_finite, first_non_finite_row=first_bad)
     return stats

@@ -528,6 +528,11 @@ class StoreWriter:
         """Whether ``key`` was written."""
         return key in self._files
 
+    def discard(self, key: str) -> None:
+        """Remove the written file ``key`` (e.g. a split that turned out empty)."""
+        self.path_for(key).unlink(missing_ok=True)
+        self._files.pop(key, None)
+
     def finalize(
         self,
         *,

@@ -49,7 +49,7 @@ from systems.disk.buffer import FeatureBuffer
 from systems.disk.embeddings import EmbeddingStore
 from systems.disk.policies import BufferPlan, PolicySpec, make_plan
 from systems.disk.graph import BufferedGraph
-from systems.disk.system import DISK_TASKS, DiskSystem, PassKey, StateData, Step, partitioned_store
+from systems.disk.system import DISK_TASKS, DiskSystem, PassKey, StateData, Step, partitioned_store, state_bar
 from systems.in_memory import epoch_stats, run_stages
 from systems.models.embeddings import EmbeddingTable
 from systems.sampling.base import SamplingGraph
@@ -96,6 +96,7 @@ class DiskLinkPrediction(DiskSystem):
 
     keeps_resident = False
     read_kind = "embeddings"
+    keeps_own_checkpoints = True  # the committed generation (saved_state), not checkpoints/last.pt
 
     def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device, recorder: Recorder):
         super().__init__(spec, store, device, recorder)
@@ -117,14 +118,14 @@ class DiskLinkPrediction(DiskSystem):
             evict_page_cache(self.pstore.file("bucket_edges"), sync=True)
         dim = spec.model.embedding_dim
         folder = self.recorder.run_dir / EMBEDDINGS_FOLDER
-        if not options.resume:
+        if not options.resume and not self.reevaluating:
             for old in folder.glob("*"):
                 old.unlink()
         self.embedding_store = EmbeddingStore(folder, self.pstore.array("partition_offsets"), 2 * dim,
                                               self.counters, evict=options.evict_page_cache,
                                               verify=options.verify_checksums)
         self.resumed = self.embedding_store.open(self._initial_rows)
-        if self.resumed and len(self.embedding_store.history) >= spec.training.epochs:
+        if self.resumed and len(self.embedding_store.history) >= spec.training.epochs and not self.reevaluating:
             self.embedding_store.reset(self._initial_rows)  # a finished run run again: start over
             self.resumed = False
         self.buffer = EmbeddingBuffer(self.embedding_store, options.buffer_capacity, options.frames)
@@ -165,13 +166,43 @@ class DiskLinkPrediction(DiskSystem):
         task.optimizer_steps = int(dense["optimizer_steps"])
         torch.set_rng_state(dense["torch_rng"])
 
+    def saved_state(self) -> dict:
+        """The committed generation as a state in the suite's checkpoint format (:mod:`suite.checkpoint`), for
+        ``suite.load_model``: the dense state, and the whole embedding table with its Adagrad state in the
+        *original* node order (the partitioned store's ``node_map``), read into memory. Call after :meth:`setup`
+        with :attr:`reevaluating` set (a finished run's generation is then kept, not reset)."""
+        import json
+
+        dense = self.embedding_store.dense_state()
+        if dense is None:
+            raise DataError(f"{self.embedding_store.folder}: no committed epoch (the run was killed before its "
+                            f"first)")
+        dim = self.spec.model.embedding_dim
+        rows = self.embedding_store.load_all()
+        order = torch.from_numpy(np.asarray(self.pstore.array("node_map"), dtype=np.int64))
+        weight, state = torch.empty(len(rows), dim), torch.empty(len(rows), dim)
+        weight[order], state[order] = rows[:, :dim], rows[:, dim:]
+        history = [{"epoch": record["epoch"], "epoch_time_s": record["epoch_time_s"], "stats": record["stats"],
+                    "valid": record["valid"], "test": None} for record in self.embedding_store.history]
+        return {"format": 1, "run_id": self.spec.run_id, "epoch": len(history) - 1,
+                "epochs": self.spec.training.epochs,
+                "task": {"model": dense["model"], "optimizer": dense["optimizer"],
+                         "optimizer_steps": dense["optimizer_steps"],
+                         "embeddings": {"weight": weight, "state": state,
+                                        "updates": torch.tensor([int(dense["optimizer_steps"])])}},
+                "rng": {"torch": dense["torch_rng"]}, "history_json": json.dumps(history),
+                "best": {"metric": "mrr", "value": None, "epoch": None}}
+
+    def restore_checkpoint(self, state: dict, check_run: bool = True) -> None:
+        """Nothing: :meth:`setup` restored the committed generation and its dense state."""
+
     def completed_epochs(self) -> list[tuple[float, EpochStats, dict[str, float] | None]]:
         """The epochs the committed generation holds (a resumed run continues after them)."""
         return [(record["epoch_time_s"], EpochStats(**record["stats"]), record["valid"])
                 for record in self.embedding_store.history]
 
     def checkpoint(self, epoch: int, epoch_time_s: float, stats: EpochStats,
-                   valid_metrics: dict[str, float] | None) -> None:
+                   valid_metrics: dict[str, float] | None, test_metrics: dict[str, float] | None = None) -> None:
         """Commit the epoch's generation with the dense state and the epoch's record."""
         self.embedding_store.commit(self._dense(), {"epoch": epoch, "epoch_time_s": epoch_time_s,
                                                     "stats": dataclasses.asdict(stats), "valid": valid_metrics})
@@ -221,6 +252,7 @@ class DiskLinkPrediction(DiskSystem):
         task.train()
         batches: list[Batch] = []
         timelines = []
+        bar = state_bar(len(steps), epoch, progress)
         for data, timeline in self.walk(("train", epoch), plan, steps, first):
             k = data.step.index
             edges = data.examples
@@ -238,6 +270,8 @@ class DiskLinkPrediction(DiskSystem):
             timeline.compute, timeline.batches = (started, time.perf_counter()), state_batches
             self.record_state(timeline)
             timelines.append(timeline)
+            bar.update(1)
+        bar.close()
         flushed = time.perf_counter()
         for frame in range(self.buffer.num_frames):
             self.buffer.evict(frame)

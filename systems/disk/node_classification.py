@@ -32,7 +32,8 @@ from systems.batch import Batch, batch_seed
 from systems.disk.buffer import FeatureBuffer, PartitionArray
 from systems.disk.graph import BufferedGraph
 from systems.disk.policies import BufferPlan, PolicySpec, make_plan
-from systems.disk.system import DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store
+from systems.disk.system import (DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store, plan_steps,
+                                 state_bar)
 from systems.in_memory import epoch_stats, run_stages
 from systems.pipeline import Pipeline
 from systems.pipelined import pipeline_extra, record_trace, task_stages
@@ -148,6 +149,7 @@ class DiskNodeClassification(DiskSystem):
         batches: list[Batch] = []
         timelines = []
         pipelined: dict = {}
+        bar = state_bar(len(steps), epoch, progress)
         for data, timeline in self.walk(("train", epoch), plan, steps, first):
             k = data.step.index
             nodes = task.train_nodes[torch.from_numpy(ids[offsets[k]:offsets[k + 1]])]
@@ -165,6 +167,8 @@ class DiskNodeClassification(DiskSystem):
             self.record_state(timeline)
             timelines.append(timeline)
             batches.extend(state_batches)
+            bar.update(1)
+        bar.close()
         io = self.pass_io(timelines, disk_before)
         return epoch_stats(batches, {**timer.snapshot(), **pipelined.pop("busy", {})}, states=plan.num_states,
                            swaps=plan.swaps, policy=self.options.policy, **io, **pipelined)
@@ -228,6 +232,28 @@ class DiskNodeClassification(DiskSystem):
             timelines.append(timeline)
         self.recorder.record("pass_io", **{"pass": split}, epoch=epoch, **self.pass_io(timelines, disk_before))
         return {"accuracy": accuracy(predicted, self.labels[nodes])}
+
+    def enter_pass(self, key: PassKey) -> None:
+        """Fill the buffer as an uninterrupted run has it before pass ``key``: the layout is a function of the
+        plans of the passes before it (:func:`~systems.disk.system.plan_steps`: frames never depend on timing), so
+        it is replayed from them and its partitions are read into their frames (a resumed run, or a
+        re-evaluation, then samples from the same buffer rows)."""
+        layout = np.full(self.buffer.num_frames, -1, dtype=np.int64)
+        before = self._schedule[:self._schedule.index(key)] if key in self._schedule else self._schedule
+        for past in before:
+            if past[0] != "train" and len(self._split_nodes(past[0])) == 0:
+                continue  # evaluate() returns NaN without walking a pass
+            plan = self.pass_plan(past, layout)
+            layout = plan_steps(plan, layout)[-1].layout
+            if past[0] == "train":
+                self._epoch = past[1]
+        self._carried.clear()
+        self.edges.clear()
+        for frame in range(self.buffer.num_frames):
+            self.buffer.evict(frame)
+        for frame, partition in enumerate(layout.tolist()):
+            if partition >= 0:
+                self.buffer.install(frame, int(partition), read=True)
 
     def _last_epoch(self) -> int:
         """The epoch the latest evaluation follows (the last training pass walked)."""

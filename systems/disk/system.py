@@ -46,7 +46,7 @@ from suite.errors import ConfigError
 from suite.graph import GraphStore
 from suite.io import IOCounters
 from suite.recorder import Recorder
-from suite.registry import POLICIES, SYSTEMS, Registry
+from suite.registry import MODELS, POLICIES, SYSTEMS, Registry
 import systems.disk.policies  # noqa: F401  (registers the policies)
 from systems.base import PassKey, System, SystemOptions, pass_schedule
 from systems.disk.buffer import FeatureBuffer
@@ -131,6 +131,13 @@ def partitioned_store(store: GraphStore, num_partitions: int, order: str, seed: 
         if GraphStore.open(path).metadata.get("partitioning", {}).get("layout_version") != LAYOUT_VERSION:
             build(path, overwrite=True)
     return cached_store(path, build)
+
+
+def state_bar(states: int, epoch: int, enabled: bool):
+    """A tqdm bar over an epoch's buffer states (disabled without ``progress``)."""
+    from tqdm import tqdm
+
+    return tqdm(total=states, desc=f"epoch {epoch}", unit="state", disable=not enabled, leave=False)
 
 
 # ------------------------------------------------------------------------------------------------ the walk
@@ -280,6 +287,12 @@ class DiskSystem(System):
         super().__init__(spec, store, device, recorder)
         self.options: DiskOptions = validate_system_options(spec)
         options = self.options
+        if getattr(MODELS.get(spec.model.encoder), "needs_relations", False):
+            raise ConfigError(f"model.encoder: {spec.model.encoder} reads relation types, which the disk system's "
+                              f"in-buffer graph does not carry (use system in_memory or pipelined)")
+        if spec.training.task == "link_prediction" and spec.training.negatives.mode == "all":
+            raise ConfigError("training.negatives.mode: 'all' scores every entity, which the disk system holds "
+                              "only a buffer of (use chunked negatives)")
         if options.buffer_capacity > options.num_partitions:
             raise ConfigError(f"system.options.buffer_capacity: {options.buffer_capacity} exceeds num_partitions "
                               f"{options.num_partitions}")
@@ -461,4 +474,4 @@ class DiskSystem(System):
 
 
 __all__ = ["DISK_TASKS", "DiskOptions", "DiskSystem", "PassKey", "StateData", "StateTimeline", "Step",
-           "partitioned_store", "partitioned_store_path", "plan_steps"]
+           "partitioned_store", "partitioned_store_path", "plan_steps", "state_bar"]

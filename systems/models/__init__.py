@@ -5,12 +5,15 @@ is called as ``model(x, sample) -> logits [num_roots, out_dim]`` (see :mod:`syst
 
 - ``graphsage``: :class:`~systems.models.graphsage.GraphSAGE` (PyG ``SAGEConv`` per sampled block);
 - ``gcn``: :class:`~systems.models.gcn.GCN` (mean over a node and its neighbours, the GraphSAGE-GCN variant);
-- ``gat``: :class:`~systems.models.gat.GAT` (PyG ``GATConv`` per block, 4 concatenated heads in hidden layers);
+- ``gat``: :class:`~systems.models.gat.GAT` (PyG ``GATConv`` per block, ``model.heads`` concatenated heads in
+  hidden layers);
+- ``rgcn``, ``rgcn_fast``: :class:`~systems.models.rgcn.RGCN` (PyG ``RGCNConv`` / ``FastRGCNConv`` over typed
+  edges, inverse relations for reverse edges);
 - ``mlp``: :class:`~systems.models.mlp.MLP` (the roots' features only);
 - ``shallow``: :class:`~systems.models.shallow.Shallow` (link prediction: the roots' own embedding rows).
 
 Link prediction adds edge decoders (:mod:`systems.models.decoders`, registered in :data:`suite.registry.DECODERS`:
-``distmult``, ``complex``, ``dot``) and learnable node embeddings outside the model
+``distmult``, ``complex``, ``dot``, ``transe``, ``transe_l2``) and learnable node embeddings outside the model
 (:class:`~systems.models.embeddings.EmbeddingTable`, sparse Adagrad).
 """
 
@@ -25,6 +28,7 @@ from systems.models.gat import GAT, build_gat
 from systems.models.gcn import GCN, build_gcn
 from systems.models.graphsage import GraphSAGE, build_graphsage
 from systems.models.mlp import MLP, build_mlp
+from systems.models.rgcn import RGCN, RelationLookup, build_fast_rgcn, build_rgcn
 from systems.models.shallow import Shallow, build_shallow
 from systems.models.decoders import ComplEx, Decoder, DistMult, Dot, build_decoder
 from systems.models.embeddings import EmbeddingTable
@@ -35,6 +39,6 @@ def build_model(spec: ModelSpec, in_dim: int, out_dim: int) -> nn.Module:
     return MODELS.get(spec.encoder)(spec, in_dim, out_dim)
 
 
-__all__ = ["GAT", "GCN", "ComplEx", "Decoder", "DistMult", "Dot", "EmbeddingTable", "GraphSAGE", "MLP", "ModelBuilder",
+__all__ = ["GAT", "GCN", "ComplEx", "Decoder", "DistMult", "Dot", "EmbeddingTable", "GraphSAGE", "MLP", "ModelBuilder", "RGCN", "RelationLookup", "build_fast_rgcn", "build_rgcn",
            "Shallow", "build_decoder", "build_gat", "build_gcn", "build_graphsage", "build_mlp", "build_model",
            "build_shallow", "root_rows"]

@@ -16,14 +16,19 @@ shared negatives is one batched product (Marius's chunked scoring).
   (``dim`` must be even); ``score = Re(sum_i h_i r_i conj(t_i))``; ``tail_query = h * r``,
   ``head_query = t * conj(r)`` (complex products).
 - Dot: ``score = <h, t>``; no relation parameters (untyped graphs).
+- TransE (Bordes et al., 2013): ``score = -||h + r - t||_p`` (``transe``: L1, ``transe_l2``: L2);
+  ``tail_query = h + r``, ``head_query = t - r``, and a candidate's score is the negated distance to the query
+  rather than a dot product (:attr:`Decoder.dot_product` is False: scores go through :meth:`Decoder.pairwise`,
+  ``torch.cdist``, and the losses through autograd instead of the hand-written dot-product backward).
 
 With ``inverse_relations`` (Marius's inverse edges; "reciprocal" relations in Lacroix et al., 2018), head queries
 use a second, separate embedding per relation (``r^-1``, rows ``num_relations..2*num_relations-1``): the model
 then scores ``(h, r, t)`` as ``<tail_query(h, r), t>`` when predicting tails and as ``<head_query(t, r^-1), h>``
 when predicting heads, each direction with its own parameters.
 
-Relation embeddings start at the identity of the relation operator (DistMult: ones; ComplEx: ``1 + 0i``), so
-an untrained decoder scores like the dot product of the embeddings.
+Relation embeddings start at the identity of the relation operator (DistMult: ones; ComplEx: ``1 + 0i``;
+TransE: zeros), so an untrained decoder scores like the dot product (TransE: the negated distance) of the
+embeddings.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ class Decoder(nn.Module):
         num_relations: relation types.
         dim: embedding width.
     """
+
+    dot_product = True
+    """Whether ``score = <query, candidate>`` (the fused softmax losses and matrix-product scoring rely on it)."""
 
     def __init__(self, num_relations: int, dim: int, inverse_relations: bool = False):
         super().__init__()
@@ -72,10 +80,36 @@ class Decoder(nn.Module):
         """``(B, dim)`` queries ``q`` with ``score(h, r, t) = <q, h>``."""
         raise NotImplementedError
 
+    def pair_scores(self, queries: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """Scores of aligned pairs: ``(..., d) x (..., d) -> (...)``."""
+        return (queries * candidates).sum(dim=-1)
+
+    def pairwise(self, queries: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """Scores of every query against every candidate of the same batch: ``(C, B, d) x (C, K, d) -> (C, B, K)``."""
+        return torch.bmm(queries, candidates.transpose(1, 2))
+
+    def all_scores(self, queries: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """``(B, d) x (N, d) -> (B, N)``: every query against every candidate (ranking, all-entity training)."""
+        return queries @ candidates.T if self.dot_product else self.pairwise(queries[None], candidates[None])[0]
+
+    def batched_scores(self, queries: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """``(B, d) x (B, K, d) -> (B, K)``: each query against its own candidates."""
+        return self.pairwise(queries.unsqueeze(1), candidates).squeeze(1)
+
+    def chunk_scores(self, queries: torch.Tensor, negatives: torch.Tensor, chunk_size: int) -> torch.Tensor:
+        """``(B, d) x (C, K, d) -> (B, K)``: query ``i`` against the negatives of chunk ``i // chunk_size``."""
+        chunks, _, dim = negatives.shape
+        count = queries.shape[0]
+        if chunks * chunk_size < count:
+            raise ValueError(f"{chunks} chunks of {chunk_size} cannot hold {count} queries")
+        padded = torch.nn.functional.pad(queries, (0, 0, 0, chunks * chunk_size - count))
+        scores = self.pairwise(padded.view(chunks, chunk_size, dim), negatives)
+        return scores.reshape(chunks * chunk_size, -1)[:count]
+
     def forward(self, heads: torch.Tensor, relations: torch.Tensor, tails: torch.Tensor) -> torch.Tensor:
         """``(B,)`` scores of the triples ``(heads[b], relations[b], tails[b])`` (embeddings and relation ids), as
         tail predictions."""
-        return (self.tail_query(heads, relations) * tails).sum(dim=-1)
+        return self.pair_scores(self.tail_query(heads, relations), tails)
 
 
 class DistMult(Decoder):
@@ -136,9 +170,47 @@ class Dot(Decoder):
         return tails
 
 
+class TransE(Decoder):
+    """TransE: ``score = -||h + r - t||_p`` with ``p`` = :attr:`norm` (1 or 2)."""
+
+    dot_product = False
+    norm = 1
+
+    def __init__(self, num_relations: int, dim: int, inverse_relations: bool = False):
+        super().__init__(num_relations, dim, inverse_relations)
+        self.relations = nn.Parameter(torch.zeros(self.relation_rows(), dim))
+
+    def tail_query(self, heads: torch.Tensor, relations: torch.Tensor) -> torch.Tensor:
+        """``h + r``."""
+        return heads + self.relation_rows_of(relations)
+
+    def head_query(self, tails: torch.Tensor, relations: torch.Tensor) -> torch.Tensor:
+        """``t - r`` (``t + r^-1`` with inverse relations: the tail query of the inverse triple)."""
+        if self.inverse_relations:
+            return tails + self.relation_rows_of(self.inverse(relations))
+        return tails - self.relation_rows_of(relations)
+
+    def pair_scores(self, queries: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """``-||q - c||_p``."""
+        return -torch.linalg.vector_norm(queries - candidates, ord=self.norm, dim=-1)
+
+    def pairwise(self, queries: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """``-cdist(q, c, p)`` (distances computed without materializing the differences)."""
+        return -torch.cdist(queries, candidates, p=float(self.norm))
+
+
+class TransEL2(TransE):
+    """TransE with the Euclidean distance."""
+
+    norm = 2
+
+
 DECODERS.register("distmult", DistMult)
 DECODERS.register("complex", ComplEx)
 DECODERS.register("dot", Dot)
+DECODERS.register("transe", TransE)
+DECODERS.register("transe_l1", TransE)
+DECODERS.register("transe_l2", TransEL2)
 
 
 def build_decoder(name: str, num_relations: int, dim: int, inverse_relations: bool = False) -> Decoder:
@@ -148,4 +220,4 @@ def build_decoder(name: str, num_relations: int, dim: int, inverse_relations: bo
     return DECODERS.get(name)(num_relations, dim, inverse_relations)
 
 
-__all__ = ["ComplEx", "Decoder", "DistMult", "Dot", "build_decoder"]
+__all__ = ["ComplEx", "Decoder", "DistMult", "Dot", "TransE", "TransEL2", "build_decoder"]

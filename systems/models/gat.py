@@ -1,8 +1,8 @@
 """GAT over sampled blocks, on PyG's :class:`~torch_geometric.nn.GATConv` with bipartite input ``(x_src, x_dst)``.
 
-Shape (fixed, since :class:`~suite.config.ModelSpec` has no ``heads`` field): every hidden layer has
-:data:`HIDDEN_HEADS` = 4 attention heads of width ``hidden_dim / 4``, concatenated (so a hidden layer is
-``hidden_dim`` wide; ``hidden_dim`` must be divisible by 4); the output layer has one head. ELU and dropout
+Shape: every hidden layer has ``model.heads`` (default :data:`HIDDEN_HEADS` = 4) attention heads of width
+``hidden_dim / heads``, concatenated (so a hidden layer is ``hidden_dim`` wide; ``hidden_dim`` must be divisible by
+``heads``); the output layer has one head. ELU and dropout
 (``model.dropout``) between layers, as in Velickovic et al.; no dropout on the attention coefficients.
 
 Self-loops: each destination attends to itself and to its sampled neighbours, as PyG's full-graph ``GATConv``
@@ -80,19 +80,19 @@ class GAT(BlockStack):
 
 @MODELS.register("gat")
 def build_gat(spec: ModelSpec, in_dim: int, out_dim: int) -> GAT:
-    """Build :class:`GAT` from ``spec`` (``num_layers``, ``hidden_dim``, ``dropout``).
+    """Build :class:`GAT` from ``spec`` (``num_layers``, ``hidden_dim``, ``heads``, ``dropout``).
 
     Raises:
-        ConfigError: ``num_layers < 1``, ``hidden_dim`` not divisible by :data:`HIDDEN_HEADS` (with more than one
+        ConfigError: ``num_layers < 1``, ``hidden_dim`` not divisible by ``heads`` (with more than one
             layer), or ``aggregation`` other than ``mean`` (attention decides the weights).
     """
     check_layers(spec)
-    if spec.num_layers > 1 and spec.hidden_dim % HIDDEN_HEADS:
-        raise ConfigError(f"model.hidden_dim: gat splits it over {HIDDEN_HEADS} heads; {spec.hidden_dim} is not "
-                          f"divisible by {HIDDEN_HEADS}")
+    if spec.num_layers > 1 and spec.hidden_dim % spec.heads:
+        raise ConfigError(f"model.hidden_dim: gat splits it over model.heads={spec.heads} heads; {spec.hidden_dim} "
+                          f"is not divisible by {spec.heads}")
     if spec.aggregation != "mean":
         raise ConfigError(f"model.aggregation: gat weighs neighbours by attention; got {spec.aggregation!r}")
-    return GAT(in_dim, spec.hidden_dim, out_dim, spec.num_layers, spec.dropout)
+    return GAT(in_dim, spec.hidden_dim, out_dim, spec.num_layers, spec.dropout, heads=spec.heads)
 
 
 __all__ = ["GAT", "HIDDEN_HEADS", "block_edges_with_self_loops", "build_gat"]

@@ -152,5 +152,36 @@ class Task(ABC):
     def teardown(self) -> None:
         """Drop what ``setup`` loaded (the trained model may stay)."""
 
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict:
+        """The learnable state of the task (checkpoints, :mod:`suite.checkpoint`): the model's and the optimizer's
+        state dicts, the optimizer step count, and a learnable embedding table with its Adagrad state (tasks that
+        have one)."""
+        model, optimizer = getattr(self, "model", None), getattr(self, "optimizer", None)
+        embeddings = getattr(self, "embeddings", None)
+        return {
+            "model": model.state_dict() if model is not None else None,
+            "optimizer": optimizer.state_dict() if optimizer is not None else None,
+            "optimizer_steps": int(self.optimizer_steps),
+            "embeddings": ({"weight": embeddings.weight, "state": embeddings.state,
+                            "updates": embeddings.updates} if embeddings is not None else None),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned (after :meth:`setup`, which built model and optimizer)."""
+        model, optimizer = getattr(self, "model", None), getattr(self, "optimizer", None)
+        if model is not None and state.get("model") is not None:
+            model.load_state_dict(state["model"])
+        if optimizer is not None and state.get("optimizer") is not None:
+            optimizer.load_state_dict(state["optimizer"])
+        self.optimizer_steps = int(state.get("optimizer_steps", 0))
+        embeddings = getattr(self, "embeddings", None)
+        if embeddings is not None and state.get("embeddings") is not None:
+            saved = state["embeddings"]
+            with torch.no_grad():
+                embeddings.weight.copy_(saved["weight"])
+                embeddings.state.copy_(saved["state"])
+                embeddings.updates.copy_(saved["updates"])
+
 
 __all__ = ["Task", "check_loss", "diverged", "non_finite_name"]

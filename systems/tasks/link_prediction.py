@@ -9,7 +9,9 @@ Per batch of training edges (``batch.roots`` are positions into the ``train_edge
 
 - ``sample``: chunked negatives (:mod:`systems.tasks.negatives`: ``training.negatives``), then the unique nodes of
   positives and negatives become the roots of the encoder's sample (no hops for ``shallow``); the positives and
-  negatives are kept as local row ids in ``batch.extra`` (``src``, ``rel``, ``dst``, ``tail_neg``, ``head_neg``);
+  negatives are kept as local row ids in ``batch.extra`` (``src``, ``rel``, ``dst``, ``tail_neg``, ``head_neg``).
+  With ``training.negatives: all`` (1vsAll) every entity is a root and a candidate of every positive (empty
+  ``tail_neg``/``head_neg``, ``chunk_size`` 0; :func:`all_entities_loss`);
 - ``gather``: the rows of the sample's input nodes, from the embedding table (read *now*: the table's version is
   kept in ``batch.extra["embedding_version"]``) or from the features;
 - ``transfer``: ``x``, the sample and the local ids to the device;
@@ -44,16 +46,17 @@ from torch.nn import functional as F
 from suite.errors import ConfigError, DataError
 from suite.metrics import (RANK_KS, TripleFilter, filtered_target_ranks, ogb_ranking_metrics, ranking_metrics,
                            target_ranks)
-from suite.registry import DECODERS, MODELS, SAMPLERS, TASKS
+from suite.registry import DECODERS, SAMPLERS, TASKS
 import systems.models  # noqa: F401  (registers the built-in encoders and decoders)
 import systems.sampling  # noqa: F401  (registers the built-in samplers)
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.models.decoders import Decoder, DistMult, build_decoder
 from systems.models.embeddings import EmbeddingTable
+from systems.models.rgcn import attach_relations, build_encoder
 from systems.models.row_kernels import gather_rows
 from systems.sampling.base import SampledSubgraph, Sampler, SamplingGraph
 from systems.tasks.base import Task, check_loss
-from systems.tasks.negatives import NegativeSampler, chunked_scores
+from systems.tasks.negatives import NegativeSampler
 from systems.tasks.scoring import chunked_softmax_loss, distmult_softmax_loss
 from systems.tasks.node_classification import make_optimizer
 
@@ -113,7 +116,8 @@ path through ``tail_query`` / ``head_query``, fewer operators); decoders without
 
 
 def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, rel: torch.Tensor,
-                         dst: torch.Tensor, tail_neg: torch.Tensor, head_neg: torch.Tensor, chunk_size: int,
+                         dst: torch.Tensor, tail_neg: torch.Tensor | None, head_neg: torch.Tensor | None,
+                         chunk_size: int,
                          loss: str = "softmax", margin: float = 1.0,
                          gradient_precision: str = "float32") -> torch.Tensor:
     """Mean loss of the positives ``(src, rel, dst)`` against their chunks' negatives, both sides averaged.
@@ -122,7 +126,8 @@ def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, r
         decoder: the triple scorer.
         z: ``(U, d)`` representations of the batch's unique nodes.
         src, rel, dst: ``(B,)`` the positives (rows of ``z``, relation ids).
-        tail_neg, head_neg: ``(C, K)`` rows of ``z`` replacing each chunk's destinations / sources.
+        tail_neg, head_neg: ``(C, K)`` rows of ``z`` replacing each chunk's destinations / sources; None: every
+            row of ``z`` is a candidate (``training.negatives: all``, :func:`all_entities_loss`; row = entity id).
         chunk_size: positives per chunk.
         loss: ``softmax``: cross-entropy of each positive's score against its K negative scores (the positive is
             class 0 of K + 1); ``margin``: mean of ``relu(margin - positive + negative)`` over all pairs.
@@ -131,23 +136,69 @@ def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, r
     """
     if loss not in ("softmax", "margin"):
         raise ConfigError(f"training.loss: unknown loss {loss!r} (known: margin, softmax)")
+    if tail_neg is None:
+        return all_entities_loss(decoder, z, src, rel, dst, loss, margin)
     fused = FUSED_SOFTMAX_LOSSES.get(type(decoder)) if loss == "softmax" else None
     if fused is not None:
         return fused(decoder, z, src, rel, dst, tail_neg, head_neg, chunk_size, gradient_precision)
     heads, tails = rows(z, src), rows(z, dst)
     tail_queries, head_queries = decoder.tail_query(heads, rel), decoder.head_query(tails, rel)
     # per side, the positive is scored by that side's queries (they differ with inverse relations)
-    sides = ((tail_queries, (tail_queries * tails).sum(dim=-1), tail_neg),
-             (head_queries, (head_queries * heads).sum(dim=-1), head_neg))
+    sides = ((tail_queries, decoder.pair_scores(tail_queries, tails), tail_neg),
+             (head_queries, decoder.pair_scores(head_queries, heads), head_neg))
     total = heads.new_zeros(())
     for queries, positive, negatives in sides:
-        if loss == "softmax":  # scores, loss and gradients in one function (systems/tasks/scoring.py)
+        if loss == "softmax" and decoder.dot_product:  # scores, loss and gradients in one function (scoring.py)
             total = total + chunked_softmax_loss(queries, rows(z, negatives), positive, chunk_size,
                                                  gradient_precision)
+            continue
+        negative = decoder.chunk_scores(queries, rows(z, negatives), chunk_size)
+        if loss == "softmax":
+            total = total + (torch.logaddexp(torch.logsumexp(negative, dim=1), positive) - positive).mean()
         else:
-            negative = chunked_scores(queries, rows(z, negatives), chunk_size)
             total = total + F.relu(margin - positive.unsqueeze(1) + negative).mean()
     return total / len(sides)
+
+
+def all_entities_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, rel: torch.Tensor, dst: torch.Tensor,
+                      loss: str = "softmax", margin: float = 1.0) -> torch.Tensor:
+    """1vsAll (``training.negatives: all``): every row of ``z`` (all entities, row = entity id) is a candidate.
+
+    Softmax: the cross-entropy of the true tail among all entities for ``(h, r, ?)`` and of the true head for
+    ``(?, r, t)``, averaged (LibKGE's 1vsAll; the query entity itself is a candidate, so a symmetric decoder
+    cannot score ``(h, r, h)`` highest for free); margin: ``relu(margin - positive + score)`` over all other
+    entities. True answers other than the target are not removed (as in LibKGE's 1vsAll).
+    """
+    heads, tails = rows(z, src), rows(z, dst)
+    total = heads.new_zeros(())
+    for queries, targets in ((decoder.tail_query(heads, rel), dst), (decoder.head_query(tails, rel), src)):
+        scores = decoder.all_scores(queries, z)
+        if loss == "softmax":
+            total = total + F.cross_entropy(scores, targets)
+        else:
+            positive = scores.gather(1, targets.unsqueeze(1))
+            hinge = F.relu(margin - positive + scores).scatter(1, targets.unsqueeze(1), 0.0)
+            total = total + hinge.sum(dim=1).mean() / max(1, scores.shape[1] - 1)
+    return total / 2
+
+
+def embedding_penalty(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, rel: torch.Tensor, dst: torch.Tensor,
+                      kind: str = "l2") -> torch.Tensor:
+    """The regularization term of a batch (``training.regularizer``).
+
+    ``l2``: mean over the positives of ``||h||^2 + ||t||^2``; ``n3`` (Lacroix et al., 2018): mean of
+    ``sum |h|^3 + |r|^3 + |t|^3`` (elementwise on the stored coordinates, ComplEx's halves included; ``r`` for
+    decoders with relation embeddings).
+    """
+    heads, tails = rows(z, src), rows(z, dst)
+    if kind == "l2":
+        return (heads.pow(2).sum(-1) + tails.pow(2).sum(-1)).mean()
+    if kind != "n3":
+        raise ConfigError(f"training.regularizer: unknown regularizer {kind!r} (known: l2, n3)")
+    penalty = heads.abs().pow(3).sum(-1) + tails.abs().pow(3).sum(-1)
+    if hasattr(decoder, "relations"):
+        penalty = penalty + decoder.relation_rows_of(rel).abs().pow(3).sum(-1)
+    return penalty.mean()
 
 
 def known_triples(store) -> TripleFilter:
@@ -158,30 +209,34 @@ def known_triples(store) -> TripleFilter:
 
 
 def _queries(decoder: Decoder, part: torch.Tensor, z: torch.Tensor, known: TripleFilter):
-    """Per side (tails, then heads) of the triples ``part``: ``(queries, targets, known, is_known)``: the
+    """Per side (tails, then heads) of the triples ``part``: ``(queries, targets, known, is_known, own)``: the
     decoder's queries, the true entities' ids, a function giving the ``(row, entity)`` pairs of all known
-    true answers, and one telling which of ``(B, K)`` candidates are known true answers."""
+    true answers, one telling which of ``(B, K)`` candidates are known true answers, and the query entities
+    (the heads of tail queries, the tails of head queries)."""
     heads, rels, tails = (column.to(z.device) for column in part.unbind(1))
     src, rel, dst = part.unbind(1)
     yield (decoder.tail_query(z[heads], rels), tails, lambda: known.true_tails(src, rel),
-           lambda candidates: known.is_true_tail(src, rel, candidates))
+           lambda candidates: known.is_true_tail(src, rel, candidates), heads)
     yield (decoder.head_query(z[tails], rels), heads, lambda: known.true_heads(dst, rel),
-           lambda candidates: known.is_true_head(dst, rel, candidates))
+           lambda candidates: known.is_true_head(dst, rel, candidates), tails)
 
 
 def _rank_all(decoder: Decoder, edges: torch.Tensor, z: torch.Tensor, known: TripleFilter,
               batch_size: int) -> dict[str, float]:
     rows = max(1, min(batch_size, _EVAL_SCORE_ELEMENTS // max(len(z), 1)))
     ranks: dict[str, list[torch.Tensor]] = {"filtered": [], "unfiltered": []}
+    self_top = 0
     for part in edges.split(rows):
-        for queries, targets, true_candidates, _ in _queries(decoder, part, z, known):
-            scores = queries @ z.T
+        for queries, targets, true_candidates, _, own in _queries(decoder, part, z, known):
+            scores = decoder.all_scores(queries, z)
+            self_top += int((scores.argmax(dim=1) == own).sum())
             ranks["unfiltered"].append(target_ranks(scores, targets).cpu())
             rows_known, columns = (t.to(z.device) for t in true_candidates())
             ranks["filtered"].append(filtered_target_ranks(scores, targets, rows_known, columns).cpu())
     metrics: dict[str, float] = {}
     for kind, values in ranks.items():
         metrics.update(ranking_metrics(torch.cat(values), RANK_KS, prefix=f"{kind}_"))
+    metrics["self_rank_fraction"] = self_top / (2 * len(edges))
     return metrics
 
 
@@ -190,18 +245,20 @@ def _rank_sampled(decoder: Decoder, edges: torch.Tensor, z: torch.Tensor, known:
     generator = torch.Generator().manual_seed(seed)
     rows = max(1, min(batch_size, _EVAL_SCORE_ELEMENTS // (negatives * z.shape[1])))
     sums: dict[str, float] = {}
-    count = 0
+    count = self_top = 0
     for part in edges.split(rows):
-        for queries, targets, _, is_true in _queries(decoder, part, z, known):
+        for queries, targets, _, is_true, own in _queries(decoder, part, z, known):
             candidates = torch.randint(len(z), (len(part), negatives), generator=generator)
-            negative = torch.bmm(z[candidates.to(z.device)], queries.unsqueeze(2)).squeeze(2)
-            positive = (queries * z[targets]).sum(dim=-1)
+            negative = decoder.batched_scores(queries, z[candidates.to(z.device)])
+            positive = decoder.pair_scores(queries, z[targets])
+            self_score = decoder.pair_scores(queries, z[own])
+            self_top += int((self_score >= torch.maximum(negative.amax(dim=1), positive)).sum())
             filtered = negative.masked_fill(is_true(candidates).to(z.device), float("-inf"))
             for kind, scores in (("unfiltered", negative), ("filtered", filtered)):
                 for key, value in ogb_ranking_metrics(positive, scores, prefix=f"{kind}_").items():
                     sums[key] = sums.get(key, 0.0) + value * len(part)
             count += len(part)
-    return {key: value / count for key, value in sums.items()}
+    return {**{key: value / count for key, value in sums.items()}, "self_rank_fraction": self_top / count}
 
 
 @torch.no_grad()
@@ -229,13 +286,16 @@ def rank_triples(decoder: Decoder, z: torch.Tensor, edges: torch.Tensor, known: 
         filtered: which kind the unprefixed ``mrr`` / ``hits@k`` repeat.
 
     Returns:
-        ``filtered_*``, ``unfiltered_*`` and the unprefixed copies of the main kind (NaN without triples).
+        ``filtered_*``, ``unfiltered_*`` and the unprefixed copies of the main kind (NaN without triples), and
+        ``self_rank_fraction``: the fraction of queries (both sides) whose top-scored candidate is the query
+        entity itself (with sampled candidates: whose own score is at least every sampled one's and the true
+        answer's).
     """
     main = "filtered" if filtered else "unfiltered"
     if edges is None or len(edges) == 0:
         nan = {**ranking_metrics(torch.empty(0), prefix="filtered_"),
                **ranking_metrics(torch.empty(0), prefix="unfiltered_")}
-        return {**ranking_metrics(torch.empty(0)), **nan}
+        return {**ranking_metrics(torch.empty(0)), **nan, "self_rank_fraction": float("nan")}
     edges = edges.to(torch.int64)
     if negatives is None:
         metrics = _rank_all(decoder, edges, z, known, batch_size)
@@ -327,10 +387,11 @@ class LinkPredictionTask(Task):
             in_dim = self.features.shape[1]
         encoder = self.build_model(in_dim)
         negatives = spec.training.negatives
-        self.negative_sampler = NegativeSampler(store.num_nodes, self.train_edges[:, 0], self.train_edges[:, 2],
-                                                negatives.num_chunks, negatives.negatives_per_positive,
-                                                negatives.degree_fraction)
+        self.negative_sampler = None if negatives.mode == "all" else NegativeSampler(
+            store.num_nodes, self.train_edges[:, 0], self.train_edges[:, 2], negatives.num_chunks,
+            negatives.negatives_per_positive, negatives.degree_fraction)
         if getattr(encoder, "uses_neighbours", True):
+            attach_relations(encoder, store, spec.sampler.direction)
             self.graph = SamplingGraph.from_store(store, spec.sampler.direction)
             sampler_cls = SAMPLERS.get(spec.sampler.name)
             self.train_sampler = sampler_cls(self.graph, spec.model.fanouts, replace=spec.sampler.replace)
@@ -344,7 +405,7 @@ class LinkPredictionTask(Task):
         spec = self.spec
         dim = spec.model.embedding_dim
         torch.manual_seed(spec.seed)
-        encoder = MODELS.get(spec.model.encoder)(spec.model, in_dim, dim)
+        encoder = build_encoder(spec.model, in_dim, dim, self.store)
         if not getattr(encoder, "uses_neighbours", True) and not spec.model.learnable_embeddings:
             raise ConfigError(f"model.learnable_embeddings: encoder {spec.model.encoder!r} reads only the nodes' "
                               f"own rows; without learnable embeddings it has nothing to learn")
@@ -369,6 +430,9 @@ class LinkPredictionTask(Task):
         """Negatives, then the encoder's sample around the unique nodes of positives and negatives."""
         generator = batch_generator(self.spec.seed, batch.epoch, batch.index)
         edges = self.train_edges[batch.roots]
+        if self.spec.training.negatives.mode == "all":
+            self._sample_all_entities(batch, edges, generator)
+            return
         negatives = self.negative_sampler.sample(len(edges), generator)
         ids = torch.cat([edges[:, 0], edges[:, 2], negatives.tails.reshape(-1), negatives.heads.reshape(-1)])
         nodes, local = torch.unique(ids, return_inverse=True)
@@ -381,6 +445,17 @@ class LinkPredictionTask(Task):
         batch.extra.update(src=src, rel=edges[:, 1].clone(), dst=dst, tail_neg=tail_neg.view(chunks),
                            head_neg=head_neg.view(chunks), chunk_size=negatives.chunk_size)
 
+    def _sample_all_entities(self, batch: Batch, edges: torch.Tensor, generator: torch.Generator) -> None:
+        """1vsAll: every entity is a root (its row is its id); no sampled negatives."""
+        nodes = torch.arange(self.store.num_nodes)
+        if self.train_sampler is not None:
+            batch.sample = self.train_sampler.sample(nodes, generator)
+        else:
+            batch.sample = SampledSubgraph(roots=nodes, blocks=(), num_sampled_edges=0)
+        empty = torch.empty(0, 0, dtype=torch.int64)
+        batch.extra.update(src=edges[:, 0].clone(), rel=edges[:, 1].clone(), dst=edges[:, 2].clone(),
+                           tail_neg=empty, head_neg=empty, chunk_size=0)
+
     def shard_sampled(self, batch: Batch, rank: int, world_size: int) -> None:
         """Cut a sampled global batch to rank ``rank``'s share, in place (data-parallel training,
         :mod:`systems.distributed`): whole chunks of positives with the negatives the global batch drew for them,
@@ -388,6 +463,9 @@ class LinkPredictionTask(Task):
         encoders with neighbours, sampled again for the share alone. ``extra["global_examples"]`` is the global
         batch's size (the share's gradient weight); an empty share keeps no sample."""
         extra = batch.extra
+        if self.spec.training.negatives.mode == "all":
+            raise ConfigError("training.negatives.mode: 'all' is not sharded across ranks yet (data-parallel "
+                              "training takes chunked negatives)")
         chunk_size, chunks = extra["chunk_size"], len(extra["tail_neg"])
         mine = torch.arange(chunks).tensor_split(world_size)[rank]
         first, last = (int(mine[0]), int(mine[-1]) + 1) if len(mine) else (chunks, chunks)
@@ -447,12 +525,15 @@ class LinkPredictionTask(Task):
         if self.embeddings is not None:
             x.requires_grad_(True)
         z = self.model(x, batch.sample)
+        all_entities = extra["chunk_size"] == 0
         loss = link_prediction_loss(self.model.decoder, z, extra["src"], extra["rel"], extra["dst"],
-                                    extra["tail_neg"], extra["head_neg"], extra["chunk_size"],
+                                    None if all_entities else extra["tail_neg"],
+                                    None if all_entities else extra["head_neg"], extra["chunk_size"],
                                     training.loss, training.margin, training.gradient_precision)
         if training.regularization > 0:
-            loss = loss + training.regularization * (rows(z, extra["src"]).pow(2).sum(-1)
-                                                     + rows(z, extra["dst"]).pow(2).sum(-1)).mean()
+            loss = loss + training.regularization * embedding_penalty(self.model.decoder, z, extra["src"],
+                                                                      extra["rel"], extra["dst"],
+                                                                      training.regularizer)
         if self.compute_workers > 1:
             x_grad = self._step_concurrently(batch, loss, x)
         else:  # backward(): data-parallel wrappers (DDP) all-reduce the dense gradients in its hooks
@@ -509,19 +590,24 @@ class LinkPredictionTask(Task):
     @torch.no_grad()
     def representations(self) -> torch.Tensor:
         """``(num_nodes, d)`` representations of all nodes (eval mode) on the device."""
+        return torch.cat(list(self.representation_batches()))
+
+    @torch.no_grad()
+    def representation_batches(self):
+        """The representations of all nodes (eval mode, on the device) in node order, one batch of
+        ``evaluation.batch_size`` nodes at a time (an encoder without neighbours: one batch); evaluation
+        sampling draws from its own generator, re-seeded at every call."""
         self.model.eval()
-        if self.eval_sampler is None:
-            table = self.embeddings.weight if self.embeddings is not None else self.features
-            return self.model.encoder(table.to(self.device), SampledSubgraph(
-                roots=torch.arange(len(table), device=self.device), blocks=(), num_sampled_edges=0))
-        generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET)
         table = self.embeddings.weight if self.embeddings is not None else self.features
-        parts = []
+        if self.eval_sampler is None:
+            yield self.model.encoder(table.to(self.device), SampledSubgraph(
+                roots=torch.arange(len(table), device=self.device), blocks=(), num_sampled_edges=0))
+            return
+        generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET)
         for roots in torch.arange(self.store.num_nodes).split(self.spec.evaluation.batch_size):
             sample = self.eval_sampler.sample(roots, generator)
             x = table.index_select(0, sample.input_nodes).to(self.device)
-            parts.append(self.model.encoder(x, sample.to(self.device)))
-        return torch.cat(parts)
+            yield self.model.encoder(x, sample.to(self.device))
 
     def _known_triples(self) -> TripleFilter:
         if self._filter is None:

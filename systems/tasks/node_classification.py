@@ -20,9 +20,10 @@ from torch.nn import functional as F
 
 from suite.errors import ConfigError, DataError
 from suite.metrics import accuracy
-from suite.registry import MODELS, SAMPLERS, TASKS
+from suite.registry import SAMPLERS, TASKS
 import systems.models  # noqa: F401  (registers the built-in models)
 import systems.sampling  # noqa: F401  (registers the built-in samplers)
+from systems.models.rgcn import attach_relations, build_encoder
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.sampling.base import Sampler, SamplingGraph
 from systems.tasks.base import Task, check_loss
@@ -81,6 +82,7 @@ class NodeClassificationTask(Task):
         self._load_graph()
         torch.manual_seed(spec.seed)
         self.build_model(self.features.shape[1], self.store.num_classes or int(self.labels.max()) + 1)
+        attach_relations(self.model, self.store, spec.sampler.direction)
         self.train_sampler = self._make_sampler(spec.model.fanouts)
         self.eval_sampler = self._make_sampler(spec.evaluation.fanouts or spec.model.fanouts)
 
@@ -88,7 +90,7 @@ class NodeClassificationTask(Task):
         """Build the registered encoder and its optimizer on the device (seed the global RNG first)."""
         spec = self.spec
         self.optimizer_steps = 0
-        self.model = MODELS.get(spec.model.encoder)(spec.model, in_dim, out_dim).to(self.device)
+        self.model = build_encoder(spec.model, in_dim, out_dim, self.store).to(self.device)
         self.optimizer = make_optimizer(spec.training.optimizer, self.model.parameters(),
                                         spec.training.learning_rate, spec.training.weight_decay)
 

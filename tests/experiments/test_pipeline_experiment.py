@@ -101,3 +101,19 @@ def test_pyg_runs_once_per_dataset_as_sampler_pyg_or_is_skipped_with_the_reason(
     assert [(spec.system.name, reason) for spec, reason in skipped] == [("pyg", "pyg-lib/torch-sparse not installed")]
     row = pipeline.skipped_rows(skipped).iloc[0]
     assert (row["configuration"], row["status"], row["sampler"]) == ("pyg", "skipped", "pyg")
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_validation_without_the_speed_runs_says_what_to_run_first(tmp_path, capsys, quick):
+    from experiments import pipeline_validation
+
+    argv = ["--results", str(tmp_path / "results")] + (["--quick"] if quick else [])
+    if not quick:
+        argv += ["--runs", str(tmp_path / "missing")]
+    elif (pipeline_validation.QUICK_DEFAULTS["runs"]).exists():
+        argv += ["--runs", str(tmp_path / "missing")]
+    assert pipeline_validation.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    expected = "python experiments/pipeline.py --quick` first" if quick else "python experiments/pipeline.py` first"
+    assert len(err) == 1 and expected in err[0], err
+    assert not (tmp_path / "results").exists()

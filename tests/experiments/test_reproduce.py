@@ -66,6 +66,17 @@ def test_a_previous_reproduction_is_refused_unless_resumed_or_overwritten(repo, 
     assert (other / "mine.txt").read_text() == "keep me"
 
 
+def test_a_resumed_reproduction_of_another_figure_keeps_the_earlier_times(repo, tmp_path):
+    out = tmp_path / "repro"
+    reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo)
+    times = reproduce.reproduce("quick", ["work_depth"], out, data=tmp_path / "data", root=repo, resume=True)
+    assert set(times) == {"buffer_io", "work_depth"}
+    text = (out / "results" / "REPORT.md").read_text()
+    assert "| buffer_io |" in text and "| work_depth |" in text
+    manifest = json.loads((out / reproduce.MANIFEST).read_text())
+    assert manifest["jobs"] == ["buffer_io", "work_depth"] and set(manifest["times_s"]) == set(times)
+
+
 def test_the_reference_folder_is_refused_as_out(repo, tmp_path):
     for out in (repo / "results", repo / "results" / "full"):
         with pytest.raises(ConfigError, match="inside the committed reference"):

@@ -4,6 +4,7 @@ cases, storage, model_for, and a smoke run of the microbenchmark."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import simpy
@@ -175,7 +176,8 @@ def test_simulate_command_with_a_stored_contention_measurement(spec_and_run, tmp
     stored = tmp_path / "contention.json"
     contention = Contention(tables={"thread": SLOW}, cores=1, compute_cores=1, provenance={"measured_at": "t"})
     stored.write_text(json.dumps({"tables": {__import__("pathlib").Path(run_dir).name: contention.to_dict()}}))
-    spec = {"name": "whatif", "dataset": {"name": "synthetic", "preset": "tiny", "cache_dir": str(tmp_path / "d")},
+    recorded, _ = spec_and_run
+    spec = {"name": "whatif", "dataset": recorded.resolved()["dataset"],  # the calibration run's workload
             "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
             "system": {"name": "pipelined", "options": {"staleness_bound": 4}},
             "training": {"batch_size": 16, "epochs": 1, "limit_batches": 12}}
@@ -227,3 +229,33 @@ def test_leave_one_out_never_uses_the_predicted_run(spec_and_run):
     assert normal["contention"].str.startswith("leave-one-out").all()
     assert changed.loc[0, "contention"] == normal.loc[0, "contention"]
     assert changed.loc[0, "predicted_epoch_time_s"] == normal.loc[0, "predicted_epoch_time_s"]
+
+
+@pytest.mark.parametrize("sampler", ["naive", "dense"])
+def test_loader_processes_never_free_memory_their_next_load_reads(sampler):
+    """The segfault of the naive sampler's contention calibrations: a worker's queue thread pickled a load whose
+    sample holds the workload's ``roots`` tensor itself, which moved (freed) the roots' memory while the worker's
+    next load read it. Loads are handed over without moving any tensor the workload keeps, and a burst of loads in
+    two worker processes (compiled kernels with bounds checks, as in every test) all succeed."""
+    from multiprocessing.reduction import ForkingPickler
+
+    import torch
+
+    from simulators.contention import _LoadAgain, _Loaders, _workload
+    from suite.config import spec_from_dict
+
+    spec = spec_from_dict({"dataset": {"name": "synthetic", "preset": "tiny"}, "sampler": {"name": sampler},
+                           "model": {"num_layers": 3, "fanouts": [5, 5, 5]}, "training": {"batch_size": 200}})
+    work = _workload(spec, 5000, 50_000, 8, 3, 5000, 0)
+    kept = (work.roots, work.features, work.labels)
+    with _Loaders(work, "process", 2) as loaders:
+        pointers = [tensor.data_ptr() for tensor in kept]
+        ForkingPickler.dumps(_LoadAgain(work)[0])  # what a worker's queue thread does with every load
+        assert [tensor.data_ptr() for tensor in kept] == pointers
+        deadline = time.perf_counter() + 20
+        while len(loaders.stamps) < 40 and time.perf_counter() < deadline and loaders.error is None:
+            time.sleep(0.01)
+        loaders.check()
+        assert len(loaders.stamps) >= 40
+    sample = work.load()[0]  # the parent's workload still samples what it sampled before
+    assert torch.equal(sample.roots, work.roots)

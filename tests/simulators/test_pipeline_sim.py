@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from pathlib import Path
+
 import pytest
 import simpy
 import torch
@@ -144,11 +146,16 @@ def test_what_if_on_a_gpu_prices_compute_from_flops(recorded_sync_run):
     assert math.isfinite(simulate(model, 20).wall_s)
 
 
-def _spec_file(tmp_path, options: dict, **training) -> str:
+def _spec_file(tmp_path, options: dict, run_dir: str, num_layers: int = 2, **training) -> str:
+    """A what-if spec of the workload of the calibration run ``run_dir`` (its dataset, written as it was)."""
     import yaml
 
-    spec = {"name": "whatif", "dataset": {"name": "synthetic", "preset": "tiny", "cache_dir": str(tmp_path / "d")},
-            "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
+    from suite.config import read_yaml
+
+    dataset = read_yaml(Path(run_dir) / "config.yaml")["dataset"]
+    spec = {"name": "whatif", "dataset": dataset,
+            "model": {"encoder": "graphsage", "num_layers": num_layers, "hidden_dim": 16,
+                      "fanouts": [5] * num_layers},
             "system": {"name": "pipelined", "options": options},
             "training": {"batch_size": 16, "epochs": 2, "limit_batches": 12, **training}}
     path = tmp_path / "spec.yaml"
@@ -161,7 +168,7 @@ def test_simulate_command_records_a_run_folder_like_a_real_run(recorded_sync_run
     from suite.recorder import read_records, read_summary
     from suite.results import load_batches, load_runs
 
-    spec = _spec_file(tmp_path, {"staleness_bound": 4})
+    spec = _spec_file(tmp_path, {"staleness_bound": 4}, recorded_sync_run)
     assert main(["simulate", spec, "--calibrate-from", recorded_sync_run, "--out", str(tmp_path / "sim")]) == 0
     assert main(["simulate", spec, "--calibrate-from", recorded_sync_run, "--out", str(tmp_path / "sim"),
                  "--profile", "p3.2xlarge"]) == 0
@@ -178,11 +185,41 @@ def test_simulate_command_records_a_run_folder_like_a_real_run(recorded_sync_run
 def test_simulate_command_errors_are_one_line(recorded_sync_run, tmp_path, capsys):
     from suite.cli import main
 
-    spec = _spec_file(tmp_path, {"staleness_bound": 0})
+    spec = _spec_file(tmp_path, {"staleness_bound": 0}, recorded_sync_run)
     assert main(["simulate", spec, "--calibrate-from", recorded_sync_run]) == 2
     assert "system.options.staleness_bound" in capsys.readouterr().err
-    spec = _spec_file(tmp_path, {})
+    spec = _spec_file(tmp_path, {}, recorded_sync_run)
     assert main(["simulate", spec, "--calibrate-from", str(tmp_path / "missing")]) == 2
     assert "--calibrate-from" in capsys.readouterr().err
     assert main(["simulate", spec, "--calibrate-from", recorded_sync_run, "--profile", "cray-1"]) == 2
     assert "unknown hardware 'cray-1'" in capsys.readouterr().err
+
+
+def test_simulate_refuses_a_calibration_run_of_another_workload(recorded_sync_run, tmp_path, capsys):
+    from suite.cli import main
+
+    spec = _spec_file(tmp_path, {}, recorded_sync_run, num_layers=3)  # the run trained 2 layers
+    assert main(["simulate", spec, "--calibrate-from", recorded_sync_run, "--out", str(tmp_path / "sim")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "recorded another workload (model.fanouts: [5, 5] in the run, [5, 5, 5] in the spec)" \
+        in err[0], err
+    assert not (tmp_path / "sim").exists()
+
+
+def test_simulate_finds_the_sync_run_in_a_results_folder_and_writes_under_out(recorded_sync_run, tmp_path,
+                                                                                monkeypatch, capsys):
+    """``--calibrate-from RUNS``: the sync run of the same workload in a results folder; a folder without one is
+    a one-line error saying what to record first; the default output is out/simulated (never results/)."""
+    from suite.cli import main
+
+    spec = _spec_file(tmp_path, {"staleness_bound": 4}, recorded_sync_run)
+    monkeypatch.chdir(tmp_path)
+    runs = str(Path(recorded_sync_run).parent)
+    assert main(["simulate", spec, "--calibrate-from", runs]) == 0
+    assert f"calibrating on {recorded_sync_run}" in capsys.readouterr().out
+    assert len(list((tmp_path / "out" / "simulated").glob("whatif-sim-s0-*/summary.json"))) == 1
+    assert not (tmp_path / "results").exists()
+    (tmp_path / "empty").mkdir()
+    assert main(["simulate", spec, "--calibrate-from", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no completed sync pipelined run of this spec's workload" in err[0], err

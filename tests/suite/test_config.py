@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from suite.config import apply_overrides, load_spec, parse_override, spec_from_dict
@@ -78,3 +80,49 @@ def test_missing_dataset_section_and_bad_yaml(tmp_path):
         load_spec(tmp_path / "nope.yaml")
     with pytest.raises(ConfigError, match="expected key.path=value"):
         parse_override("seed")
+
+
+def test_run_id_comes_from_the_data_not_from_how_its_paths_are_written(tmp_path, monkeypatch):
+    """The dataset's identity: a synthetic graph is its generator configuration (wherever it is cached, and with
+    params equal to the preset's defaults or left out), a raw folder its resolved path, a store its checksums."""
+    base = spec_from_dict(BASE)
+    assert spec_from_dict(apply_overrides(BASE, [f"dataset.cache_dir={tmp_path / 'elsewhere'}"])).run_id == base.run_id
+    assert spec_from_dict(apply_overrides(BASE, ["dataset.params={num_nodes: 300}"])).run_id == base.run_id  # tiny's
+    assert spec_from_dict(apply_overrides(BASE, ["dataset.params={num_nodes: 301}"])).run_id != base.run_id
+    assert spec_from_dict(apply_overrides(BASE, ["system.options={}"])).run_id == base.run_id
+
+    raw = tmp_path / "raw" / "planetoid"
+    raw.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "raw")
+    cora = {"dataset": {"name": "cora", "root": "planetoid"}}
+    relative, absolute = spec_from_dict(cora), spec_from_dict({"dataset": {"name": "cora", "root": str(raw)}})
+    dotted = spec_from_dict({"dataset": {"name": "cora", "root": "../raw/./planetoid", "cache_dir": "/tmp/x"}})
+    assert relative.run_id == absolute.run_id == dotted.run_id
+    assert relative.legacy_run_id != absolute.legacy_run_id  # folders recorded before: hashed as written
+
+    from suite.graph.synthetic import PRESETS, generate
+
+    generate(PRESETS.get("tiny"), tmp_path / "store-a")
+    import shutil
+
+    shutil.copytree(tmp_path / "store-a", tmp_path / "store-b")
+    generate(dataclasses.replace(PRESETS.get("tiny"), seed=1), tmp_path / "store-c")
+    ids = [spec_from_dict({"dataset": {"name": "store", "root": str(tmp_path / name)}}).run_id
+           for name in ("store-a", "store-b", "store-c")]
+    assert ids[0] == ids[1] != ids[2]  # the same files in another folder are the same data; other files are not
+    identity = spec_from_dict({"dataset": {"name": "store", "root": "../store-a"}}).identity()["dataset"]
+    assert identity["root"].startswith("store-sha256:") and "cache_dir" not in identity
+
+
+def test_runs_recorded_under_a_legacy_id_are_found_and_skipped(tmp_path):
+    from suite.recorder import completed_run
+    from suite.runner import run_spec
+
+    spec = spec_from_dict(apply_overrides(BASE, ["training.epochs=1", "evaluation.splits=[]",
+                                                 f"dataset.cache_dir={tmp_path / 'data'}"]))
+    first = run_spec(spec, tmp_path / "runs")
+    (tmp_path / "runs" / spec.run_id).rename(tmp_path / "runs" / spec.legacy_run_id)  # as recorded before
+    assert completed_run(tmp_path / "runs", spec) == tmp_path / "runs" / spec.legacy_run_id
+    again = run_spec(spec, tmp_path / "runs")
+    assert again["skipped"] is True and again["finished_at"] == first["finished_at"]
+    assert not (tmp_path / "runs" / spec.run_id).exists()

@@ -34,7 +34,8 @@ def _check_exactly_once(out: Path, specs: list, epochs: int) -> None:
     """Every run: one folder in the usual layout, completed, with one attempt's epochs (each epoch once)."""
     for spec in specs:
         run_dir = out / spec.run_id
-        assert sorted(p.name for p in run_dir.iterdir()) == ["config.yaml", "records.jsonl", "summary.json"]
+        assert sorted(p.name for p in run_dir.iterdir()) == ["checkpoints", "config.yaml", "records.jsonl",
+                                                             "summary.json"]
         assert is_complete(run_dir)
         epochs_seen = [r["epoch"] for r in read_records(run_dir) if r["kind"] == "epoch"]
         assert epochs_seen == list(range(epochs)), (spec.run_id, epochs_seen)

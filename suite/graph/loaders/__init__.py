@@ -12,7 +12,8 @@ under ``metadata["source"]`` (loader, raw files and their sizes or checksums).
 Registered datasets:
 
 - ``cora``, ``citeseer``, ``pubmed``: Planetoid raw files ``ind.<name>.*`` (:mod:`.planetoid`).
-- ``fb15k237``: OpenKE id files ``train2id.txt`` ... (:mod:`.openke`).
+- ``openke`` (any benchmark folder), ``fb15k``, ``fb15k237``, ``wn18``, ``wn18rr``, ``yago3-10``: OpenKE id files
+  ``train2id.txt`` ... (:mod:`.openke`).
 - ``ogbn-arxiv``, ``ogbn-products``, ``ogbn-papers100M``, ``ogbl-collab``, ``ogbl-ppa``, ``ogbl-ddi``,
   ``ogbl-citation2``, ``ogbl-wikikg2``: OGB datasets already on disk, read through the ``ogb`` package
   (:mod:`.ogb`).
@@ -42,6 +43,7 @@ def prepare(
     *,
     overwrite: bool = False,
     progress: bool = False,
+    dataset_name: str | None = None,
 ) -> GraphStore:
     """Build the store of dataset ``name`` from its raw files.
 
@@ -51,6 +53,7 @@ def prepare(
         out: folder of the store to create.
         overwrite: replace an existing store at ``out`` (otherwise an existing ``out`` is an error).
         progress: show the progress output of the underlying readers.
+        dataset_name: the name recorded in the store (default ``name``).
 
     Returns:
         The new store, opened.
@@ -60,8 +63,13 @@ def prepare(
         DataError: a raw file is missing or malformed, or ``out`` exists without ``overwrite``.
     """
     loader = LOADERS.get(name)
+    if dataset_name not in (None, name) and name != "openke":
+        from suite.errors import ConfigError
+
+        raise ConfigError(f"--name: only the 'openke' loader takes another dataset name ({name!r} reads the files "
+                          f"of {name!r})")
     try:
-        return loader(Path(root), Path(out), overwrite=overwrite, progress=progress, name=name)
+        return loader(Path(root), Path(out), overwrite=overwrite, progress=progress, name=dataset_name or name)
     except OSError as err:  # a raw file (or the output folder) that cannot be read or written
         if err.filename is None:
             raise

@@ -1,4 +1,5 @@
-"""Knowledge graphs in the OpenKE id format (FB15k-237 and the other OpenKE benchmarks).
+"""Knowledge graphs in the OpenKE id format (FB15k, FB15k-237, WN18, WN18RR, YAGO3-10 and any other OpenKE
+benchmark folder: registered as ``openke`` and under each of those names).
 
 A benchmark folder holds ``entity2id.txt`` and ``relation2id.txt`` (first line: the count, then one
 ``name<TAB>id`` per line) and ``train2id.txt``, ``valid2id.txt``, ``test2id.txt`` (first line: the number of
@@ -150,7 +151,11 @@ def read_triples(path: Path, num_entities: int, num_relations: int) -> Triples:
     return Triples(head, tail, relation)
 
 
-@LOADERS.register("fb15k237")
+OPENKE_BENCHMARKS = ("fb15k", "fb15k237", "wn18", "wn18rr", "yago3-10")
+"""Benchmark names registered on :func:`load_openke` (each a folder in OpenKE's layout); ``openke`` itself is
+registered too, for any other benchmark folder (its name is then given by ``--name``)."""
+
+
 def load_openke(root: Path, out: Path, *, overwrite: bool, progress: bool, name: str = "fb15k237") -> GraphStore:
     """Build the store of an OpenKE benchmark folder.
 
@@ -194,3 +199,7 @@ def load_openke(root: Path, out: Path, *, overwrite: bool, progress: bool, name:
             source=source,
         )
     return GraphStore.open(out)
+
+
+for _benchmark in ("openke", *OPENKE_BENCHMARKS):
+    LOADERS.register(_benchmark, load_openke)

@@ -146,6 +146,15 @@ def test_gat_heads_and_errors():
     build_model(ModelSpec(encoder="gat", num_layers=1, hidden_dim=10, fanouts=(2,)), IN_DIM, OUT_DIM)
 
 
+def test_gat_heads_from_the_spec():
+    model = build_model(ModelSpec(encoder="gat", num_layers=3, hidden_dim=12, heads=3, fanouts=(2, 2, 2)), IN_DIM,
+                        OUT_DIM)
+    assert [conv.heads for conv in model.convs] == [3, 3, 1]
+    assert model.convs[0].out_channels == 4  # 12 wide in all, 3 heads of 4
+    with pytest.raises(ConfigError, match="model.hidden_dim: gat splits it over model.heads=5 heads"):
+        build_model(ModelSpec(encoder="gat", num_layers=2, hidden_dim=12, heads=5, fanouts=(2, 2)), IN_DIM, OUT_DIM)
+
+
 @pytest.mark.parametrize("encoder", ["gcn", "gat"])
 def test_rejects_other_aggregations_and_wrong_blocks(encoder):
     with pytest.raises(ConfigError, match="model.aggregation"):

@@ -120,7 +120,7 @@ def baseline(trained) -> RunOutcome:
 # ---------------------------------------------------------------------------------------------- decoders
 def test_registered() -> None:
     assert TASKS.get("link_prediction") is LinkPredictionTask
-    assert DECODERS.names() == ["complex", "distmult", "dot"]
+    assert DECODERS.names() == ["complex", "distmult", "dot", "transe", "transe_l1", "transe_l2"]
 
 
 def _random_triples(dim: int, relations: int = 3, count: int = 7, seed: int = 0):
@@ -164,8 +164,8 @@ def test_dot_and_decoder_errors() -> None:
     assert list(Dot(5, 4).parameters()) == []
     with pytest.raises(ConfigError, match=r"model\.embedding_dim: ComplEx needs an even width"):
         build_decoder("complex", 2, 5)
-    with pytest.raises(ConfigError, match=r"model\.decoder: unknown decoder 'transe'"):
-        build_decoder("transe", 2, 4)
+    with pytest.raises(ConfigError, match=r"model\.decoder: unknown decoder 'rotate'"):
+        build_decoder("rotate", 2, 4)
 
 
 # ---------------------------------------------------------------------------------------------- negatives
@@ -464,8 +464,8 @@ def test_config_errors(tiny: GraphStore) -> None:
         with pytest.raises(ConfigError, match=expected):
             LinkPredictionTask(spec, tiny, torch.device("cpu")).setup()
     data = make_spec().model_dump(mode="json")
-    data["model"]["decoder"] = "transe"
-    with pytest.raises(ConfigError, match=r"spec\.yaml: model\.decoder: unknown decoder 'transe' \(known: complex"):
+    data["model"]["decoder"] = "rotate"
+    with pytest.raises(ConfigError, match=r"spec\.yaml: model\.decoder: unknown decoder 'rotate' \(known: complex"):
         spec_from_dict(data, source="spec.yaml")
     data["model"]["decoder"] = "distmult"
     data["training"]["negatives"]["degree_fraction"] = 1.5
