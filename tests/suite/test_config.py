@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from suite.config import apply_overrides, load_spec, parse_override, spec_from_dict
+
+REPO = Path(__file__).resolve().parents[2]
 from suite.errors import ConfigError
 
 BASE = {"dataset": {"name": "synthetic", "preset": "tiny"}, "model": {"num_layers": 2, "fanouts": [5, 5]}}
@@ -126,3 +129,18 @@ def test_runs_recorded_under_a_legacy_id_are_found_and_skipped(tmp_path):
     again = run_spec(spec, tmp_path / "runs")
     assert again["skipped"] is True and again["finished_at"] == first["finished_at"]
     assert not (tmp_path / "runs" / spec.run_id).exists()
+
+
+def test_the_run_id_does_not_depend_on_which_systems_a_process_has_imported():
+    # a grid's workers compute run ids before importing any system: the id must be the driver's
+    import pickle
+    import subprocess
+    import sys
+
+    import systems.pipelined  # noqa: F401  (registers the systems here)
+
+    spec = load_spec(REPO / "experiments" / "quickstart.yaml", ["system.name=pipelined"])
+    # the spec as a worker receives it: unpickled in a process that has imported nothing else
+    code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read()).run_id)"
+    fresh = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(spec), capture_output=True, check=True)
+    assert fresh.stdout.decode().strip() == spec.run_id

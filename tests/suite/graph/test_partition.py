@@ -11,6 +11,7 @@ from suite.errors import ConfigError, DataError
 from suite.graph import partition as partition_module
 from suite.graph.csr import EdgeChunk, write_csrs
 from suite.graph.partition import (
+    LAYOUT_VERSION,
     ORDERINGS,
     PartitionLayout,
     inverse_permutation,
@@ -221,7 +222,7 @@ def test_labeled_first_puts_training_then_evaluated_nodes_first(store6, tmp_path
     assert set(node_map[:3]) == {0, 4, 5} and set(node_map[3:]) == {1, 2, 3}
     assert sorted(out.array("train_nodes").tolist()) == [0, 1, 2]
     assert sorted(out.array("valid_nodes").tolist() + out.array("test_nodes").tolist()) == [3, 4, 5]
-    assert out.metadata["partitioning"]["layout_version"] == 2
+    assert out.metadata["partitioning"]["layout_version"] == LAYOUT_VERSION
 
 
 def test_labeled_first_leaves_unlabeled_nodes_last(tmp_path):
