@@ -20,6 +20,7 @@ from typing import Protocol
 
 import torch
 
+from suite.config import ALL_NEIGHBOURS
 from suite.graph import CSR, GraphStore
 
 
@@ -133,3 +134,16 @@ class Sampler(Protocol):
     def sample(self, roots: torch.Tensor, generator: torch.Generator) -> SampledSubgraph:
         """Sample the multi-hop neighbourhood of ``roots`` (fanouts outermost last; -1 = all neighbours)."""
         ...
+
+
+def checked_fanouts(fanouts: Sequence[int]) -> tuple[int, ...]:
+    """``fanouts`` as a tuple of ints, each > 0 or -1 (all neighbours).
+
+    Raises:
+        ValueError: a fanout of 0 or below -1.
+    """
+    fanouts = tuple(int(f) for f in fanouts)
+    if any(f == 0 or f < ALL_NEIGHBOURS for f in fanouts):
+        raise ValueError(f"fanouts must be > 0 or -1 (all neighbours), got {list(fanouts)}")
+    return fanouts
+

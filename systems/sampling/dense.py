@@ -68,7 +68,7 @@ import torch
 from suite.config import ALL_NEIGHBOURS
 from suite.registry import SAMPLERS
 from systems.sampling import kernels
-from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph
+from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
 from systems.sampling.naive import sample_neighbours
 
 _INT32_MAX = (1 << 31) - 1
@@ -278,9 +278,7 @@ class DenseSampler:
 
     def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False,
                  backend: str = "auto", truncate: bool = True) -> None:
-        fanouts = tuple(int(f) for f in fanouts)
-        if any(f == 0 or f < ALL_NEIGHBOURS for f in fanouts):
-            raise ValueError(f"fanouts must be > 0 or -1 (all neighbours), got {list(fanouts)}")
+        fanouts = checked_fanouts(fanouts)
         if graph.num_nodes > _INT32_MAX - 1:
             raise ValueError(f"graph too large for int32 slots: {graph.num_nodes} nodes")
         self.graph = graph

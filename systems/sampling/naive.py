@@ -33,7 +33,7 @@ import torch
 from suite.config import ALL_NEIGHBOURS
 from suite.registry import SAMPLERS
 from systems.sampling import kernels
-from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph
+from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
 
 
 def _segment_offsets(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -176,9 +176,7 @@ class NaiveSampler:
 
     def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False,
                  backend: str = "auto") -> None:
-        fanouts = tuple(int(f) for f in fanouts)
-        if any(f == 0 or f < ALL_NEIGHBOURS for f in fanouts):
-            raise ValueError(f"fanouts must be > 0 or -1 (all neighbours), got {list(fanouts)}")
+        fanouts = checked_fanouts(fanouts)
         self.graph = graph
         self.fanouts = fanouts
         self.replace = replace

@@ -41,10 +41,9 @@ from typing import Any
 
 import torch
 
-from suite.config import ALL_NEIGHBOURS
 from suite.errors import ConfigError
 from suite.registry import SAMPLERS
-from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph
+from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
 
 _GLOBAL_GENERATOR = threading.Lock()
 _SEED_BOUND = 1 << 62
@@ -153,9 +152,7 @@ class PygSampler:
     """
 
     def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False) -> None:
-        fanouts = tuple(int(f) for f in fanouts)
-        if any(f == 0 or f < ALL_NEIGHBOURS for f in fanouts):
-            raise ValueError(f"fanouts must be > 0 or -1 (all neighbours), got {list(fanouts)}")
+        fanouts = checked_fanouts(fanouts)
         self.graph = graph
         self.fanouts = fanouts
         self.replace = replace

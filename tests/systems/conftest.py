@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from suite.graph import GraphStore, create_store
@@ -80,3 +81,12 @@ def planted_partition(num_nodes: int = 600, num_classes: int = 3, degree_in: flo
     splits = {"train": np.sort(order[:cut_train]), "valid": np.sort(order[cut_train:cut_valid]),
               "test": np.sort(order[cut_valid:])}
     return PlantedPartition(src, dst, features.astype(np.float32), labels, splits)
+
+
+@pytest.fixture(scope="module")
+def easy_store(tmp_path_factory) -> GraphStore:
+    """A homophilous 3-class planted partition (600 nodes) whose features alone predict the class only weakly."""
+    graph = planted_partition(num_nodes=600, num_classes=3, signal=0.4, seed=0)
+    return write_node_store(tmp_path_factory.mktemp("pp") / "store", graph.src, graph.dst, graph.features,
+                            graph.labels, graph.splits, name="planted")
+

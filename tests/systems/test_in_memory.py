@@ -50,13 +50,6 @@ def run(spec: RunSpec, store: GraphStore, out: Path, progress: bool = False) -> 
     return outcome, recorder
 
 
-@pytest.fixture(scope="module")
-def easy_store(tmp_path_factory) -> GraphStore:
-    """A homophilous 3-class planted partition whose features alone predict the class only weakly."""
-    graph = planted_partition(num_nodes=600, num_classes=3, signal=0.4, seed=0)
-    return write_node_store(tmp_path_factory.mktemp("pp") / "store", graph.src, graph.dst, graph.features,
-                            graph.labels, graph.splits, name="planted")
-
 
 def test_registered():
     assert SYSTEMS.get("in_memory") is InMemorySystem

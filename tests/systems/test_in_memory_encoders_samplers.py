@@ -5,20 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from suite.graph import GraphStore
 from suite.recorder import Recorder
 from systems.in_memory import InMemorySystem
 from systems.sampling import DenseSampler, NaiveSampler
-from tests.systems.conftest import planted_partition, write_node_store
 from tests.systems.test_in_memory import make_spec, run
 
-
-@pytest.fixture(scope="module")
-def easy_store(tmp_path_factory) -> GraphStore:
-    """The homophilous 3-class planted partition of test_in_memory (features alone predict the class weakly)."""
-    graph = planted_partition(num_nodes=600, num_classes=3, signal=0.4, seed=0)
-    return write_node_store(tmp_path_factory.mktemp("pp") / "store", graph.src, graph.dst, graph.features,
-                            graph.labels, graph.splits, name="planted")
 
 
 @pytest.mark.parametrize("encoder", ["graphsage", "gcn", "gat"])

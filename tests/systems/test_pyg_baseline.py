@@ -23,7 +23,6 @@ from systems import pyg_baseline
 from systems.base import RunOutcome
 from systems.pyg_baseline import PygSystem
 from systems.sampling.pyg import missing_reason
-from tests.systems.conftest import planted_partition, write_node_store
 
 MISSING = missing_reason()
 needs_pyg = pytest.mark.skipif(MISSING is not None, reason=f"pyg system: {MISSING}")
@@ -51,12 +50,6 @@ def run(spec: RunSpec, store: GraphStore, out: Path) -> tuple[RunOutcome, Record
         recorder.close()
     return outcome, recorder
 
-
-@pytest.fixture(scope="module")
-def easy_store(tmp_path_factory) -> GraphStore:
-    graph = planted_partition(num_nodes=600, num_classes=3, signal=0.4, seed=0)
-    return write_node_store(tmp_path_factory.mktemp("pp") / "store", graph.src, graph.dst, graph.features,
-                            graph.labels, graph.splits, name="planted")
 
 
 def test_registered():
