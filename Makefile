@@ -69,7 +69,7 @@ reference: setup
 
 # GraphSAGE vs a features-only MLP on the default synthetic dataset (arxiv-like), recorded under out/quickstart.
 quickstart: setup
-	$(BIN)/gnnsuite grid experiments/quickstart_grid.yaml --out out/quickstart
+	$(BIN)/gnnsuite grid experiments/specs/quickstart_grid.yaml --out out/quickstart
 	$(BIN)/gnnsuite results out/quickstart --export out/quickstart/runs.csv
 
 clean:

@@ -4,7 +4,7 @@ Usage::
 
     python experiments/async_gnn.py [--quick] [--out-dir out/results] [--seeds 0 1 2] [--threads 1]
 
-1. Modes: the spec ``experiments/async_gnn.yaml`` (2-layer GCN on 4 random partitions of Cora, work-depth stage
+1. Modes: the spec ``experiments/specs/async_gnn.yaml`` (2-layer GCN on 4 random partitions of Cora, work-depth stage
    durations) simulated in the four modes ``<micro>-<macro>`` -> ``async_gnn_modes.csv`` (makespan, throughput,
    utilization, staleness per mode), ``async_gnn_tasks.csv`` (every task) and ``async_gnn_gantt.png``.
 2. Accuracy: a GCN trained with bounded-staleness neighbour representations
@@ -39,7 +39,7 @@ from simulators.stale_training import StaleTrainingConfig, train_stale  # noqa: 
 from suite.datasets import shared_datasets_dir  # noqa: E402
 from suite.io import atomic_write_bytes, strict_json_dumps  # noqa: E402
 
-DEFAULT_SPEC = REPO_ROOT / "experiments" / "async_gnn.yaml"
+DEFAULT_SPEC = REPO_ROOT / "experiments" / "specs" / "async_gnn.yaml"
 
 DATASETS = {
     "cora": {"dataset": {"name": "cora", "root": str(shared_datasets_dir() / "planetoid")},

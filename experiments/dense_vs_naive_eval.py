@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/dense_vs_naive_eval.py [experiments/quickstart.yaml] [--seeds 0 1 2]
+    python experiments/dense_vs_naive_eval.py [experiments/specs/quickstart.yaml] [--seeds 0 1 2]
         [--eval-fanouts 10,10 25,25 -1,-1] [--csv out/dense_vs_naive_eval.csv]
 
 For every seed and training sampler (``naive``, ``dense``), one model is trained in the in-memory system with the
@@ -72,7 +72,7 @@ def train_and_test(spec: RunSpec, columns: list[tuple[str, str, tuple[int, ...]]
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: print the table (and write it as CSV with ``--csv``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", nargs="?", default="experiments/quickstart.yaml", type=Path, help="run spec YAML")
+    parser.add_argument("config", nargs="?", default="experiments/specs/quickstart.yaml", type=Path, help="run spec YAML")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--eval-fanouts", type=parse_fanouts, nargs="+", help="default: the spec's training "
                         "fanouts, 25 per layer, and all neighbours")

@@ -5,7 +5,7 @@ Usage::
     python experiments/disk.py [--quick | --deep] [--out DIR] [--results DIR] [--data-dir DIR] [--no-plot]
         [--rerun-under-load]
 
-Runs ``experiments/disk_nc.yaml`` through the harness, each run in its own process so that its peak RSS is its
+Runs ``experiments/specs/disk_nc.yaml`` through the harness, each run in its own process so that its peak RSS is its
 own (finished runs are skipped): the in-memory system and the disk system (p = 16, c = 4 = p/4 and 8, sequential
 and dispersed, prefetch on and off, the pipelined disk system) on ``papers-like-s``, and the peer ``pyg``
 (:mod:`systems.pyg_baseline`: PyG's NeighborLoader and GraphSAGE in PyG's own loop over the whole graph in memory;
@@ -23,7 +23,7 @@ Outputs (``--results``, default ``out/results``; the reference under ``results/`
 ``disk_nc.csv`` (per configuration), ``disk_nc_runs.csv`` (per run), ``disk_nc_curve.csv`` (test accuracy after
 every epoch), ``disk_nc_timeline.csv`` (the state timeline of one warm epoch per configuration, seed 0) and the
 figures ``disk_nc.png`` and ``disk_nc_timeline.png``. ``--quick``: ``papers-like-s`` shrunk to 200,000 nodes,
-p = 8, c = 2 and 4, three epochs (a few minutes). ``--deep``: ``experiments/disk_nc_deep.yaml``, the 3-layer model
+p = 8, c = 2 and 4, three epochs (a few minutes). ``--deep``: ``experiments/specs/disk_nc_deep.yaml``, the 3-layer model
 (15,10,5, hidden 256) in memory and sequential p = 16, c = 4, speed only, into ``disk_nc_deep.csv`` (about 20
 minutes).
 """
@@ -50,8 +50,8 @@ from suite.load import load_columns, measured_under_load  # noqa: E402
 from suite.results import export, load_epochs, load_evals, load_runs, load_timeline  # noqa: E402
 from suite.stats import Interval, difference_interval, mean_interval, ratio_interval  # noqa: E402
 
-GRID = REPO_ROOT / "experiments" / "disk_nc.yaml"
-DEEP_GRID = REPO_ROOT / "experiments" / "disk_nc_deep.yaml"
+GRID = REPO_ROOT / "experiments" / "specs" / "disk_nc.yaml"
+DEEP_GRID = REPO_ROOT / "experiments" / "specs" / "disk_nc_deep.yaml"
 QUICK = ("dataset.params={num_nodes: 200000}", "training.epochs=3")
 
 

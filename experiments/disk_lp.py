@@ -4,7 +4,7 @@ Usage::
 
     python experiments/disk_lp.py [--quick] [--out out/disk-lp] [--results out/results] [--jobs 2] [--no-plot]
 
-Runs ``experiments/disk_lp_distmult.yaml`` (shallow DistMult) and ``experiments/disk_lp_graphsage.yaml``
+Runs ``experiments/specs/disk_lp_distmult.yaml`` (shallow DistMult) and ``experiments/specs/disk_lp_graphsage.yaml``
 (GraphSAGE + DistMult) through the harness: p = 32 partitions, a buffer of c = 8 (p/4), policies ``beta``,
 ``comet`` (l = 8 logical partitions) and ``random``, and the in-memory system, 3 seeds each; finished runs are
 skipped. Each run uses one intra-op thread (``OMP_NUM_THREADS=1``), ``--jobs`` runs at a time.
@@ -44,7 +44,7 @@ from suite.load import load_columns, measured_under_load  # noqa: E402
 from suite.results import export, load_epochs, load_runs  # noqa: E402
 from suite.stats import difference_interval, mean_interval, ratio_interval  # noqa: E402
 
-GRIDS = (REPO_ROOT / "experiments" / "disk_lp_distmult.yaml", REPO_ROOT / "experiments" / "disk_lp_graphsage.yaml")
+GRIDS = (REPO_ROOT / "experiments" / "specs" / "disk_lp_distmult.yaml", REPO_ROOT / "experiments" / "specs" / "disk_lp_graphsage.yaml")
 QUICK = ("training.epochs=2", "evaluation.every=2", "evaluation.splits=[test]")
 QUICK_POLICIES = ("in_memory", "beta", "comet")
 """Quick mode: what the COMET claim compares (random, which no claim reads, is left out), 3 seeds, 2 epochs."""

@@ -1,8 +1,8 @@
 """Link-prediction results table: the recorded runs of the link-prediction specs, one row per run.
 
 Reads every completed link-prediction run under ``--runs`` (default ``out/lp``; produced by
-``gnnsuite run experiments/fb15k237_*.yaml --out out/lp``, ``gnnsuite run experiments/link_prediction_synthetic.yaml
---out out/lp`` and ``gnnsuite grid experiments/link_prediction_pipelined.yaml --out out/lp``) through
+``gnnsuite run experiments/specs/fb15k237_*.yaml --out out/lp``, ``gnnsuite run experiments/specs/link_prediction_synthetic.yaml
+--out out/lp`` and ``gnnsuite grid experiments/specs/link_prediction_pipelined.yaml --out out/lp``) through
 :func:`suite.results.load_runs` and writes ``out/results/link_prediction.csv``: model, decoder, system and staleness
 bound (1 = sync), epochs, training time, filtered and unfiltered test MRR and Hits@1/3/10, the last validation
 MRR, and the mean and maximum embedding staleness of pipelined runs (from their batch records).

@@ -11,7 +11,7 @@ Every system trains DistMult of width 100 on FB15k-237's 272,115 training triple
 deviation 0.001, relation diagonals ones) against 1000 uniform negatives per positive and side, as close as each
 allows (:data:`CONFIGURATIONS` says what differs, and the table repeats it):
 
-- ``suite``: the suite's in-memory system (``experiments/fb15k237_peers.yaml``): chunks of 1000 positives share
+- ``suite``: the suite's in-memory system (``experiments/specs/fb15k237_peers.yaml``): chunks of 1000 positives share
   1000 uniform negatives per side (``num_chunks: 1``), inverse relations (separate head-query diagonals),
   element-wise sparse Adagrad on the gathered embedding rows; ``suite-pipelined``: the same task in the pipelined
   system (sampling, gathers and the Adagrad update overlapped with compute; staleness bound 2);
@@ -75,7 +75,7 @@ from suite.io import atomic_write_bytes  # noqa: E402
 from suite.stats import difference_interval, ratio_interval  # noqa: E402
 from suite.registry import Registry  # noqa: E402
 
-SPEC = REPO_ROOT / "experiments" / "fb15k237_peers.yaml"
+SPEC = REPO_ROOT / "experiments" / "specs" / "fb15k237_peers.yaml"
 DRIVERS = REPO_ROOT / "experiments" / "peers"
 DEFAULT_PBG_PYTHON = Path(os.environ.get("GNNSUITE_PBG_PYTHON", REPO_ROOT / ".venv-pbg" / "bin" / "python"))
 """PyTorch-BigGraph's interpreter: ``$GNNSUITE_PBG_PYTHON``, else the environment ``make peers`` builds."""

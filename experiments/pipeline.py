@@ -7,14 +7,14 @@ Usage::
 
 Runs two grids through the harness (finished runs are not repeated), then tabulates and plots the records:
 
-- ``experiments/pipeline_speed.yaml``: ``in_memory`` and ``pipelined`` (sync; 1 loader / bound 2; 2 loaders /
+- ``experiments/specs/pipeline_speed.yaml``: ``in_memory`` and ``pipelined`` (sync; 1 loader / bound 2; 2 loaders /
   bound 8; Marius's defaults: 4 loaders, 2 transfer workers, queues of 4, bound 16; 2 loader *processes* / bound
   8) on ``arxiv-like`` and ``products-like``, 3-layer GraphSAGE, fanouts 15,10,5, batch 1000, both samplers; two
   epochs of the first ``limit_batches`` batches, the second (warm) epoch reported; and the peer ``pyg``
   (:mod:`systems.pyg_baseline`: PyG's NeighborLoader and GraphSAGE in PyG's loop), run once per dataset (its
   runs are recorded with ``sampler.name: pyg``, the sampler it really uses, whatever the grid's sampler axis says)
   or, where PyG cannot sample, a ``skipped`` row with the reason;
-- ``experiments/pipeline_accuracy.yaml``: sync vs async (bound 16; compute in admission order, and out of order)
+- ``experiments/specs/pipeline_accuracy.yaml``: sync vs async (bound 16; compute in admission order, and out of order)
   pipelined training on ``arxiv-like``, two full epochs, three seeds; test accuracy.
 
 Outputs: ``out/results/pipeline_speed.csv`` (one row per run: epoch time, ratio to in-memory on the same dataset and
@@ -44,8 +44,8 @@ from suite.load import load_columns  # noqa: E402
 from suite.stats import difference_interval, mean_interval  # noqa: E402
 from suite.results import export, load_epochs, load_runs  # noqa: E402
 
-SPEED_GRID = REPO_ROOT / "experiments" / "pipeline_speed.yaml"
-ACCURACY_GRID = REPO_ROOT / "experiments" / "pipeline_accuracy.yaml"
+SPEED_GRID = REPO_ROOT / "experiments" / "specs" / "pipeline_speed.yaml"
+ACCURACY_GRID = REPO_ROOT / "experiments" / "specs" / "pipeline_accuracy.yaml"
 # Per mode: overrides of every run, of the speed grid's runs, of the accuracy grid's runs.
 MODES = {
     "full": ((), (), ()),

@@ -5,7 +5,7 @@ Usage::
     python experiments/pipeline_validation.py [--quick] [--runs out/pipeline/pipeline_speed]
         [--results out/results] [--seeds 3] [--speed-batches 100000] [--contention measure|none|loo|FILE] [--no-plot]
 
-Reads the runs of ``experiments/pipeline_speed.yaml`` (run ``python experiments/pipeline.py`` first; with
+Reads the runs of ``experiments/specs/pipeline_speed.yaml`` (run ``python experiments/pipeline.py`` first; with
 ``--quick``, those of ``python experiments/pipeline.py --quick`` in ``out/pipeline-quick/pipeline_speed``, with
 shorter contention measurements: about a minute). A missing runs folder is a one-line error saying what to run. For every
 dataset x sampler, the ``sync`` run is the calibration (its warm epoch's per-batch stage times, without overlap,

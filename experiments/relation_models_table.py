@@ -1,7 +1,7 @@
 """FB15k-237 relation-model table: decoder x training negatives, mean over seeds with 95 % t intervals.
 
-Reads the completed link-prediction runs under ``--runs`` (``gnnsuite grid experiments/fb15k237_relation_models.yaml
---out out/lp_relation``, plus ``experiments/fb15k237_rgcn_distmult.yaml`` runs) and writes one row per (encoder,
+Reads the completed link-prediction runs under ``--runs`` (``gnnsuite grid experiments/specs/fb15k237_relation_models.yaml
+--out out/lp_relation``, plus ``experiments/specs/fb15k237_rgcn_distmult.yaml`` runs) and writes one row per (encoder,
 decoder, negatives): seeds, filtered test MRR and Hits@1 and the self-rank fraction of the test evaluation, each
 as ``mean [low, high]`` (:func:`suite.stats.mean_interval`), plus the mean training time. A cell with one seed
 has no interval.

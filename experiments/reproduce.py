@@ -159,8 +159,8 @@ def _link_prediction(mode: str, paths: Paths) -> None:
 
     overrides = (["training.epochs=3", "evaluation.splits=[test]"] if mode == "quick" else []) + [
         f"dataset.root={shared_datasets_dir() / 'fb15k237'}", f"dataset.cache_dir={paths.data}"]
-    specs = [load_spec(REPO_ROOT / "experiments" / name, overrides) for name in names]
-    specs += expand_grid(REPO_ROOT / "experiments" / "link_prediction_pipelined.yaml", overrides)
+    specs = [load_spec(REPO_ROOT / "experiments" / "specs" / name, overrides) for name in names]
+    specs += expand_grid(REPO_ROOT / "experiments" / "specs" / "link_prediction_pipelined.yaml", overrides)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small link-prediction batches: one thread is much faster on a shared machine
     try:

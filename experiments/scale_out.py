@@ -6,7 +6,7 @@ Usage::
 
 Two measurements, each through the harness (``gnnsuite run`` / ``gnnsuite grid`` do the same):
 
-- ``out/results/scale_out_ddp.csv``: Cora (``experiments/cora.yaml``: 2-layer GraphSAGE, batch 64, 30 epochs) on
+- ``out/results/scale_out_ddp.csv``: Cora (``experiments/specs/cora.yaml``: 2-layer GraphSAGE, batch 64, 30 epochs) on
   the ``in_memory`` system with 1 rank and with 2 ranks (``system.options.world_size: 2``; gloo on the CPU; each
   rank takes half of every batch of 64, so the total batch size and the optimizer steps are the same), seeds 0, 1,
   2. One row per run: valid/test accuracy, final training loss, mean epoch time (epochs after the first), and per
@@ -14,7 +14,7 @@ Two measurements, each through the harness (``gnnsuite run`` / ``gnnsuite grid``
   ``compute``). The process start-up of the ranks (imports, rendezvous) is outside the epoch times but inside
   ``wall_s``.
 - ``out/results/scale_out_grid.csv`` (and every repeat in ``scale_out_grid_runs.csv``): one grid
-  (``experiments/quickstart_grid.yaml`` -- GraphSAGE and MLP on ``arxiv-like`` -- with a seed axis of 2: 4 runs of
+  (``experiments/specs/quickstart_grid.yaml`` -- GraphSAGE and MLP on ``arxiv-like`` -- with a seed axis of 2: 4 runs of
   one epoch of 20 batches, no evaluation) through ``gnnsuite grid`` on every executor, each into a fresh folder:
   local (1 job; a process pool of 2), Ray (a local instance started by the grid; a cluster of 2 ``ray start``
   nodes of 1 CPU each on loopback, ``--address``), and submitit's local executor (Slurm's interface, 2 jobs);
@@ -50,8 +50,8 @@ from suite.io import strict_json_dumps  # noqa: E402
 from suite.recorder import read_records, read_summary  # noqa: E402
 from suite.runner import run_spec  # noqa: E402
 
-CORA = REPO_ROOT / "experiments" / "cora.yaml"
-GRID = REPO_ROOT / "experiments" / "quickstart_grid.yaml"
+CORA = REPO_ROOT / "experiments" / "specs" / "cora.yaml"
+GRID = REPO_ROOT / "experiments" / "specs" / "quickstart_grid.yaml"
 SEEDS = (0, 1, 2)
 
 

@@ -212,7 +212,7 @@ def async_spec_from_dict(data: Any, source: str = "<spec>") -> AsyncSpec:
 
 
 def load_async_spec(path: str | Path) -> AsyncSpec:
-    """Load and validate a YAML spec (see ``experiments/async_gnn.yaml``)."""
+    """Load and validate a YAML spec (see ``experiments/specs/async_gnn.yaml``)."""
     return async_spec_from_dict(read_yaml(path), source=str(path))
 
 

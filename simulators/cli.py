@@ -117,7 +117,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     simulate = commands.add_parser(
         "simulate-async", help="simulate synchronous/asynchronous micro/macro GNN pipelines (SimPy)",
-        description="Simulate the modes of a YAML spec (see experiments/async_gnn.yaml): makespan, throughput, "
+        description="Simulate the modes of a YAML spec (see experiments/specs/async_gnn.yaml): makespan, throughput, "
                     "utilization, staleness; optionally the tasks and a Gantt chart.")
     simulate.add_argument("spec", help="simulation spec YAML file")
     simulate.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

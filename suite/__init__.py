@@ -4,9 +4,9 @@ The Python API (the same as the ``gnnsuite`` command; see ``docs/api.md``)::
 
     import suite
 
-    run = suite.run("experiments/cora.yaml", overrides=["training.epochs=5"], out="out/runs")
+    run = suite.run("experiments/specs/cora.yaml", overrides=["training.epochs=5"], out="out/runs")
     run.metrics["test"]                  # {'accuracy': ...}
-    runs = suite.run_grid("experiments/quickstart_grid.yaml", out="out/grid")
+    runs = suite.run_grid("experiments/specs/quickstart_grid.yaml", out="out/grid")
     table = suite.load_runs("out/grid")  # one row per run (pandas)
     model = suite.load_model(run.run_dir)
     model.evaluate("test")               # the recorded test metric, recomputed
@@ -112,7 +112,7 @@ def run_grid(grid: Any, out: str | os.PathLike = "out/runs", overrides: list[str
     """Run every point of a grid (a YAML path or a mapping with ``base`` and ``axes``), skipping complete runs.
 
     Example:
-        >>> runs = suite.run_grid("experiments/quickstart_grid.yaml", out="out/grid",
+        >>> runs = suite.run_grid("experiments/specs/quickstart_grid.yaml", out="out/grid",
         ...                       overrides=["training.epochs=1"])                 # doctest: +SKIP
         >>> [r.status for r in runs]                                               # doctest: +SKIP
         ['completed', 'completed']

@@ -3,7 +3,7 @@
 A :class:`RunSpec` is everything that determines a run. Its fully resolved form (defaults filled in) is written
 with every result, and the run id is derived from it, so two runs with equal specs are the same run.
 
-Errors name the file and the field path, on one line: ``experiments/cora.yaml: model.fanouts: expected 2 entries
+Errors name the file and the field path, on one line: ``experiments/specs/cora.yaml: model.fanouts: expected 2 entries
 (one per layer, model.num_layers=2), got 3``.
 """
 

@@ -58,7 +58,7 @@ def test_gpu_figures_per_profile():
 def _write_run(root: Path, run_id: str, dataset: str, system: str, options: dict, epoch_times: list[float],
                valid: list[float], batches: int = 0) -> Path:
     """A completed run folder as the recorder writes it (config.yaml, records.jsonl, summary.json)."""
-    spec = load_spec(REPO / "experiments" / "quickstart.yaml", [f"system.name={system}", "training.epochs=2"])
+    spec = load_spec(REPO / "experiments" / "specs" / "quickstart.yaml", [f"system.name={system}", "training.epochs=2"])
     if options:
         spec = spec.model_copy(update={"system": spec.system.model_copy(update={"options": options})})
     run_dir = root / run_id

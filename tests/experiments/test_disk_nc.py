@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 def _write_run(root: Path, run_id: str, system: str, options: dict, epochs: list[dict], load: dict | None = None,
                batches: int = 0, seed: int = 0, accuracy: float = 0.5) -> Path:
     """A completed run folder as the recorder writes it (config.yaml, records.jsonl, summary.json)."""
-    spec = load_spec(REPO / "experiments" / "quickstart.yaml", [f"system.name={system}", "training.epochs=2"])
+    spec = load_spec(REPO / "experiments" / "specs" / "quickstart.yaml", [f"system.name={system}", "training.epochs=2"])
     if options:
         spec = spec.model_copy(update={"system": spec.system.model_copy(update={"options": options})})
     run_dir = root / run_id

@@ -13,7 +13,7 @@ from suite.config import load_spec
 from suite.grid import expand_grid
 from suite.runner import run_spec
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments" / "specs"
 
 
 @pytest.mark.parametrize("name", ["fb15k237_distmult", "fb15k237_complex", "fb15k237_graphsage_distmult",

@@ -65,5 +65,5 @@ def test_simulate_async_bad_field_is_one_line(tmp_path, capsys):
 def test_shipped_spec_validates():
     from simulators.async_gnn import load_async_spec
 
-    spec = load_async_spec(REPO_ROOT / "experiments" / "async_gnn.yaml")
+    spec = load_async_spec(REPO_ROOT / "experiments" / "specs" / "async_gnn.yaml")
     assert spec.graph.num_partitions == 4 and len(spec.modes) == 4

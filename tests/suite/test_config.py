@@ -139,7 +139,7 @@ def test_the_run_id_does_not_depend_on_which_systems_a_process_has_imported():
 
     import systems.pipelined  # noqa: F401  (registers the systems here)
 
-    spec = load_spec(REPO / "experiments" / "quickstart.yaml", ["system.name=pipelined"])
+    spec = load_spec(REPO / "experiments" / "specs" / "quickstart.yaml", ["system.name=pipelined"])
     # the spec as a worker receives it: unpickled in a process that has imported nothing else
     code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read()).run_id)"
     fresh = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(spec), capture_output=True, check=True)
