@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from suite.graph import GraphStore
     from suite.model import TrainedModel
 
-__version__ = "0.1.0"
+from suite.version import __version__
 
 
 

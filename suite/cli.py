@@ -23,6 +23,10 @@ from suite.io import strict_json_dumps
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+DESCRIPTION = "gnnsuite: resource-efficient GNN training across disk, CPU memory and accelerator."
+# Upper layers (simulators, experiments, third-party packages) add subcommands through entry points of this
+# group, each naming a function ``add_commands(subparsers)``; the harness never imports them by name.
+COMMANDS_GROUP = "gnnsuite.commands"
 
 
 def _print_info(info: dict, as_json: bool) -> None:
@@ -487,24 +491,26 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser of ``gnnsuite``."""
-    from suite import __version__
+    from suite.version import __version__
 
-    import suite
-
-    parser = _Parser(prog="gnnsuite", description=suite.__doc__.splitlines()[0])
+    parser = _Parser(prog="gnnsuite", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"gnnsuite {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _datasets_parser(commands)
     _runs_parser(commands)
     _models_parser(commands)
     _marius_parser(commands)
-    from simulators.cli import add_commands as _simulator_commands
-    _simulator_commands(commands)
-    from simulators.simulate_run import add_command as _simulate_command
-    _simulate_command(commands)
-    from experiments.reproduce import add_command as _reproduce_command
-    _reproduce_command(commands)
+    for add_commands in registered_commands():
+        add_commands(commands)
     return parser
+
+
+def registered_commands() -> list:
+    """The ``add_commands(subparsers)`` functions of the upper layers' entry points (group
+    :data:`COMMANDS_GROUP`), in the order of their names."""
+    from importlib.metadata import entry_points
+
+    return [entry.load() for entry in sorted(entry_points(group=COMMANDS_GROUP), key=lambda entry: entry.name)]
 
 
 def _one_line(text: str) -> str:

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -380,6 +381,18 @@ def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
     except yaml.YAMLError as err:
         raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML ({err.problem})") from None
     return path, value
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings to one level with dotted keys (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``); lists stay."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:

@@ -62,7 +62,7 @@ from typing import Any, Iterator, Literal
 
 from suite.config import RunSpec
 from suite.errors import ConfigError
-from suite.grid import EXECUTORS, failed_summary, run_one
+from suite.execution import EXECUTORS, failed_summary, run_one
 
 ATTEMPTS_DIR = ".attempts"
 LOCK_WAIT_S = 600.0  # how long an attempt waits for an earlier attempt of its run (still running) to let go
@@ -151,7 +151,7 @@ class Resources:
 
 def run_resources(spec: RunSpec, options: ExecutorOptions) -> Resources:
     """The resource request of one run (see the module docstring for the defaults)."""
-    from systems.distributed import world_size_of
+    from suite.ranks import world_size_of
 
     world = world_size_of(spec)
     on_cuda = spec.system.device.startswith("cuda")

@@ -41,19 +41,17 @@ from __future__ import annotations
 import inspect
 import itertools
 import json
-import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from suite.config import RunSpec, apply_overrides, read_yaml, spec_from_dict
-from suite.errors import ConfigError, LockedError
-from suite.recorder import COMPLETED, DIVERGED, FAILED, Recorder, completed_run, read_summary
-from suite.registry import Registry
+from suite.errors import ConfigError
+from suite.execution import EXECUTORS, Executor, failed_summary, local_executor, run_one  # noqa: F401  (API)
+from suite.recorder import COMPLETED, completed_run, read_summary
 
 GRID_KEYS = ("name", "base", "axes", "zip")
 
@@ -217,103 +215,6 @@ def expand_grid(grid: str | os.PathLike | Mapping[str, Any] | Grid,
             raise ConfigError(f"{err} (grid point {point.label()})") from None
         specs.setdefault(spec.run_id, spec)
     return list(specs.values())
-
-
-# ---------------------------------------------------------------------------------------------- running
-class Executor(Protocol):
-    """Runs specs that are not complete yet; calls ``on_result`` with each summary as it arrives.
-
-    ``jobs`` is the most runs at once (None: the executor's default). Executors that take options (Ray's address,
-    resources per run) also get ``options``, a :class:`suite.executors.ExecutorOptions`, when the caller gave any.
-    ``on_note`` (optional: passed to executors that take it) takes one-line notes for the user (a retried run).
-    Returns the summaries in the order of ``specs``.
-    """
-
-    def __call__(self, specs: Sequence[RunSpec], out: Path, *, jobs: int | None, overwrite: bool, progress: bool,
-                 on_result: Callable[[dict[str, Any]], None],
-                 on_note: Callable[[str], None] | None = None) -> list[dict[str, Any]]: ...
-
-
-EXECUTORS: Registry = Registry("executor")
-
-
-def failed_summary(spec: RunSpec, out: str | os.PathLike, error: BaseException,
-                   placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The run's ``failed`` summary: the one the runner wrote, or one written now if the run left none.
-
-    A run can fail before its folder exists (a dataset that cannot be opened); it is then recorded here, so every
-    failure of a grid has a ``summary.json`` with status ``failed`` and the error (and ``placement``, when given).
-    """
-    summary = read_summary(Path(out) / spec.run_id)
-    if summary is not None and summary.get("status") in (FAILED, DIVERGED):
-        return summary
-    failure = {"run_id": spec.run_id, "status": FAILED, "error": f"{type(error).__name__}: {error}",
-               **({"placement": dict(placement)} if placement else {})}
-    if isinstance(error, LockedError):  # another process writes that run folder: leave it alone
-        return failure
-    try:
-        return Recorder(out, spec).fail(error, {"placement": dict(placement)} if placement else None)
-    except LockedError:
-        return failure
-
-
-def run_one(spec: RunSpec, out: str | os.PathLike, overwrite: bool = False, progress: bool = False,
-            placement: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Run one spec through :func:`suite.runner.run_spec`; never raises for a failed run (returns its summary).
-
-    ``placement`` (where the run runs: executor, node, attempt) goes into its summary. ``KeyboardInterrupt`` and
-    ``SystemExit`` propagate (after the runner recorded the run as failed).
-    """
-    from suite.runner import run_spec
-
-    try:
-        return run_spec(spec, out, overwrite=overwrite, progress=progress, placement=placement)
-    except Exception as err:  # noqa: BLE001  (any failure of a run is recorded, and the grid goes on)
-        return failed_summary(spec, out, err, placement)
-
-
-def _limit_threads(jobs: int) -> None:
-    """In a pool worker: share the CPU cores among ``jobs`` workers (before torch is imported)."""
-    threads = str(max(1, (os.cpu_count() or 1) // jobs))
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(name, threads)
-
-
-@EXECUTORS.register("local")
-def local_executor(specs: Sequence[RunSpec], out: Path, *, jobs: int | None, overwrite: bool, progress: bool,
-                   on_result: Callable[[dict[str, Any]], None], options: Any = None,
-                   on_note: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """Run the specs here (``jobs`` 1 or None, with per-batch progress bars) or on a pool of ``jobs`` spawned
-    processes, one run per task (no per-batch bars: they would interleave). ``options`` and ``on_note`` are not
-    used."""
-    jobs = jobs or 1
-    results: dict[str, dict[str, Any]] = {}
-    if jobs <= 1 or len(specs) <= 1:
-        for spec in specs:
-            results[spec.run_id] = run_one(spec, out, overwrite, progress)
-            on_result(results[spec.run_id])
-        return [results[spec.run_id] for spec in specs]
-
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=context,
-                               initializer=_limit_threads, initargs=(jobs,))
-    try:
-        pending: dict[Future, RunSpec] = {pool.submit(run_one, spec, out, overwrite): spec for spec in specs}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                spec = pending.pop(future)
-                try:
-                    summary = future.result()
-                except Exception as err:  # noqa: BLE001  (a worker died: record the run as failed)
-                    summary = failed_summary(spec, out, err)
-                results[spec.run_id] = summary
-                on_result(summary)
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
-    return [results[spec.run_id] for spec in specs]
 
 
 def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int | None = 1, overwrite: bool = False,

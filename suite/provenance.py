@@ -35,7 +35,7 @@ def versions() -> dict[str, Any]:
     import numpy
     import torch_geometric
 
-    from suite import __version__
+    from suite.version import __version__
 
     return {
         "python": platform.python_version(),

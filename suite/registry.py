@@ -84,3 +84,6 @@ DATASETS: Registry = Registry("dataset")
 MACHINES: Registry = Registry("machine profile")
 TASKS: Registry = Registry("task")
 DECODERS: Registry = Registry("decoder")
+# Wrappers ``variant(system_class) -> system_class`` the runner applies by name (``data_parallel``: one rank of a
+# data-parallel run, registered by :mod:`systems.distributed`).
+SYSTEM_VARIANTS: Registry = Registry("system variant")

@@ -39,6 +39,7 @@ import yaml
 
 from suite.errors import ConfigError, DataError
 from suite.io import atomic_write_bytes, strict_json_dumps
+from suite.config import flatten
 from suite.recorder import CONFIG_FILE, RECORDS_FILE, SUMMARY_FILE, read_records
 
 INCOMPLETE = "incomplete"
@@ -48,18 +49,6 @@ _PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings to one level with dotted keys (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``); lists stay."""
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            flat.update(flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
-
-
 def run_dirs(root: str | os.PathLike) -> list[Path]:
     """Run folders under ``root`` (``root`` itself included), sorted; hidden folders are skipped.
 

@@ -23,7 +23,7 @@ from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
 from suite.recorder import Recorder, completed_run, read_summary
 from suite.load import LoadMonitor, MachineLoad
-from systems import distributed
+from suite import ranks
 
 
 def resolve_device(name: str) -> torch.device:
@@ -136,14 +136,15 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
     done = None if overwrite else completed_run(out, spec)
     if done is not None:
         return {**read_summary(done), "skipped": True}
-    # --- data-parallel runs (systems/distributed.py): spawn the ranks, or run as one of them -----------------
-    if distributed.world_size_of(spec) > 1:
-        if not distributed.is_rank_process():
-            return distributed.launch(spec, out, overwrite=overwrite, progress=progress, placement=placement)
+    # --- data-parallel runs (suite/ranks.py): spawn the ranks, or run as one of them ------------------------
+    if ranks.world_size_of(spec) > 1:
+        if not ranks.is_rank_process():
+            return ranks.launch(spec, out, device=resolve_device(spec.system.device), rank_module="suite.runner",
+                                overwrite=overwrite, progress=progress, placement=placement)
         try:
             return _run_rank(spec, out, progress, placement)
         finally:
-            distributed.shutdown_rank()
+            ranks.shutdown_rank()
     # ---------------------------------------------------------------------------------------------------------
     store = open_dataset(spec.dataset, progress=progress)
     check_inputs(spec, store)
@@ -164,17 +165,17 @@ def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool,
     import torch.distributed as dist
 
     from suite.datasets import open_dataset
-    from suite.registry import SYSTEMS
+    from suite.registry import SYSTEM_VARIANTS, SYSTEMS
 
-    context, device = distributed.init_rank(spec, resolve_device(spec.system.device))
+    context, device = ranks.init_rank(spec, resolve_device(spec.system.device))
     if context.rank != 0:
         dist.barrier()
     store = open_dataset(spec.dataset, progress=progress and context.rank == 0)
     check_inputs(spec, store)
     if context.rank == 0:
         dist.barrier()
-    system_class = distributed.data_parallel(SYSTEMS.get(spec.system.name))
-    recorder = Recorder(out, spec, open=False) if context.rank == 0 else distributed.NullRecorder(out, spec)
+    system_class = SYSTEM_VARIANTS.get("data_parallel")(SYSTEMS.get(spec.system.name))
+    recorder = Recorder(out, spec, open=False) if context.rank == 0 else ranks.NullRecorder(out, spec)
     summary = _run(spec, out, store, device, system_class, recorder, progress, placement)
     return summary if context.rank == 0 else {**summary, "rank": context.rank}
 
@@ -222,6 +223,16 @@ def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch
                    finished_at=_now(), run_dir=str(run_dir))
     if placement:
         summary["placement"] = dict(placement)
-    if distributed.current() is not None:
-        summary["data_parallel"] = distributed.summarize_ranks(distributed.current(), outcome)
+    summary.update(getattr(outcome, "summary_extra", {}))
     return recorder.finish(summary)
+
+
+# A rank started by suite.ranks.launch (``python -m suite.runner PAYLOAD``). It calls the imported modules, not
+# this __main__ copy, since their globals (the rank context) are the ones the suite uses.
+if __name__ == "__main__":
+    import sys
+
+    from suite.ranks import rank_main
+    from suite.runner import run_spec as _run_spec
+
+    sys.exit(rank_main(sys.argv[1], _run_spec))

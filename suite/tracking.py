@@ -128,7 +128,7 @@ class MlflowTracker(Tracker):
             import mlflow
         except ImportError:
             raise ConfigError("--log-to mlflow: MLflow is not installed (pip install 'gnnsuite[mlflow]')") from None
-        from suite.results import flatten
+        from suite.config import flatten
 
         self.mlflow = mlflow
         self.run = mlflow.start_run(run_name=spec.run_id)

@@ -83,6 +83,8 @@ class RunOutcome:
         io_read_bytes / io_write_bytes / partition_swaps: storage traffic the system caused (0 in memory).
         test_curve: ``(epoch, metrics)`` of every test evaluation (``evaluation.test_every``, and the last epoch).
         threads: the thread budget the run used (:meth:`suite.threads.ThreadBudget.record`).
+        summary_extra: entries a system variant adds to ``summary.json`` as they are (the data-parallel variant's
+            ``data_parallel``).
     """
 
     epoch_time_s: list[float] = field(default_factory=list)
@@ -94,6 +96,7 @@ class RunOutcome:
     io_write_bytes: int = 0
     partition_swaps: int = 0
     threads: dict[str, Any] = field(default_factory=dict)
+    summary_extra: dict[str, Any] = field(default_factory=dict)
 
 
 class System(ABC):

@@ -22,7 +22,7 @@ from suite.registry import SYSTEMS, TASKS
 import systems.tasks  # noqa: F401  (registers the built-in tasks)
 from systems.base import EpochStats, System, SystemOptions
 from systems.batch import Batch
-from systems.distributed import DistributedOptions
+from suite.ranks import DistributedOptions
 from systems.tasks.base import Task
 from systems.tasks.node_classification import make_optimizer
 

@@ -56,7 +56,7 @@ from suite.recorder import Recorder
 from suite.registry import SYSTEMS
 from systems.base import EpochStats, SystemOptions
 from systems.batch import Batch, StageStamp
-from systems.distributed import DistributedOptions
+from suite.ranks import DistributedOptions
 from systems.in_memory import InMemorySystem, epoch_stats
 from systems.tasks.base import Task
 from systems.pipeline import Pipeline, PipelineTrace, Stage

@@ -63,6 +63,7 @@ from suite.graph.store import (
     EDGE_SPLITS,
     METADATA_FILE,
     NODE_SPLITS,
+    LAYOUT_CHECKS,
     PARTITION_KEYS,
     REQUIRED_KEYS,
     GraphStore,
@@ -399,6 +400,9 @@ def verify_partitioning(store: GraphStore, chunk_edges: int = DEFAULT_CHUNK_EDGE
         edges = store.array("bucket_edges", checked=False)
         for b in range(p * p):
             check_bucket_crc(checksums, b // p, b % p, edges[bucket_offsets[b]:bucket_offsets[b + 1]], file)
+
+
+LAYOUT_CHECKS["partitioning"] = verify_partitioning
 
 
 # ---------------------------------------------------------------------------------------------- writing

@@ -31,7 +31,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,8 +50,13 @@ NODE_SPLITS = ("train_nodes", "valid_nodes", "test_nodes")
 EDGE_SPLITS = ("train_edges", "valid_edges", "test_edges")
 REQUIRED_KEYS = ("in_indptr", "in_indices", "out_indptr", "out_indices")
 PARTITION_KEYS = ("node_map", "partition_offsets", "bucket_offsets", "bucket_edges")
+LAYOUT_KEYS = {"partitioning"}  # metadata keys of layouts whose checks live in other modules
 FEATURE_DTYPES = ("float32", "float16")
 _VERIFY_CHUNK = 1 << 24  # elements per chunk in verify(): bounded memory on stores larger than RAM
+# Checks of the layouts other modules add to a store, by the metadata key that marks them (``partitioning``:
+# :func:`suite.graph.partition.verify_partitioning`, registered when :mod:`suite.graph` is imported);
+# :meth:`GraphStore.verify` runs the ones the store's metadata names.
+LAYOUT_CHECKS: dict[str, Callable[["GraphStore"], None]] = {}
 
 
 def index_dtype(num_nodes: int) -> np.dtype:
@@ -432,10 +437,11 @@ class GraphStore:
                 self._verify_edge_list(key)
         if self.has("features"):
             self._verify_finite("features")
-        if "partitioning" in self.metadata:
-            from suite.graph.partition import verify_partitioning
-
-            verify_partitioning(self)
+        for key in sorted(self.metadata.keys() & LAYOUT_KEYS):
+            if key not in LAYOUT_CHECKS:
+                raise DataError(f"{self.path / METADATA_FILE}: {key}: no check of this layout is loaded "
+                                f"(import suite.graph)")
+            LAYOUT_CHECKS[key](self)
 
     def _chunks(self, key: str) -> Iterator[tuple[int, np.ndarray]]:
         array = self._map(key)
@@ -547,7 +553,7 @@ class StoreWriter:
         **extra: Any,
     ) -> dict[str, Any]:
         """Checksum every written file and write ``metadata.json``; return the metadata."""
-        from suite import __version__
+        from suite.version import __version__
 
         from suite.graph.checks import checks_field, scan_file
 
