@@ -51,6 +51,7 @@ $(PBG_VENV)/.installed: $(VENV)/.installed
 # an "executor tests" section naming the executors that ran.
 test: setup
 	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; else echo "$(WHEELS) not found: peer tests will be skipped"; fi
+	$(BIN)/lint-imports  # the layer contracts of pyproject.toml (tests/test_architecture.py checks them too)
 	GNNSUITE_REQUIRE_ENGINES=ray,submitit $(BIN)/python -m pytest
 
 test-all: setup
