@@ -445,9 +445,17 @@ def _pipeline(reader: _Reader) -> tuple[bool, dict]:
     return bool(sync), options
 
 
+_TASKS = {"LINK_PREDICTION": "link_prediction", "LP": "link_prediction", "NODE_CLASSIFICATION": "node_classification",
+          "NC": "node_classification"}
+_DECODERS = {"DISTMULT": "distmult", "COMPLEX": "complex", "TRANSE": "transe"}
+
+
 def translate(config: Any, source: str = "<marius config>", dataset: str | None = None,
               root: str | None = None) -> dict:
     """A Marius config (parsed YAML) -> run-spec data (validate with :func:`suite.config.spec_from_dict`).
+
+    The sections are read in a fixed order (model, storage, training, evaluation), so the first field that is
+    refused is the one named.
 
     Args:
         config: the Marius config.
@@ -466,71 +474,97 @@ def translate(config: Any, source: str = "<marius config>", dataset: str | None 
         reader.path = name
     top.done()
     spec: dict[str, Any] = {"model": {}, "training": {}, "evaluation": {}}
+    data = storage.section("dataset")
+    task = _model(model, spec, data)
+    spec["dataset"] = _dataset(data, dataset, root)
+    system = _system(storage, task)
+    _training(training, task, spec["training"], system)
+    spec["system"] = system
+    _evaluation(evaluation, task, spec["evaluation"])
+    return spec
+
+
+def _model(model: _Reader, spec: dict, data: _Reader) -> str:
+    """``model``: the task, seed, encoder (sized by ``storage.dataset.num_nodes``), decoder, optimizers and loss
+    into ``spec``; returns the task."""
     task_name = model.upper("learning_task")
-    tasks = {"LINK_PREDICTION": "link_prediction", "LP": "link_prediction", "NODE_CLASSIFICATION":
-             "node_classification", "NC": "node_classification"}
-    if task_name not in tasks:
+    if task_name not in _TASKS:
         raise model.fail("learning_task", f"expected LINK_PREDICTION or NODE_CLASSIFICATION, got {task_name!r}")
-    task = tasks[task_name]
+    task = _TASKS[task_name]
     spec["training"]["task"] = task
     seed = model.number("random_seed", kind=int)
     if seed is not None:
         spec["seed"] = seed % 2**32
-    data = storage.section("dataset")
-    num_nodes = data.number("num_nodes", kind=int)
-    _encoder(model, spec, num_nodes)
+    _encoder(model, spec, data.number("num_nodes", kind=int))
     decoder = model.section("decoder")
+    _decoder(decoder, task, spec["model"])
+    _optimizers(model, decoder, task, spec["training"])
+    _loss(model.section("loss"), task, spec["training"])
+    model.done()
+    return task
+
+
+def _decoder(decoder: _Reader, task: str, target: dict) -> None:
+    """``model.decoder`` (its ``optimizer`` is read with the optimizers)."""
     decoder_type = decoder.upper("type", "DISTMULT" if task == "link_prediction" else "NODE")
-    decoders = {"DISTMULT": "distmult", "COMPLEX": "complex", "TRANSE": "transe"}
     decoder_options = decoder.section("options")
     if task == "link_prediction":
-        if decoder_type not in decoders:
+        if decoder_type not in _DECODERS:
             raise decoder.fail("type", f"{decoder_type!r} is not a link-prediction decoder (DISTMULT, COMPLEX, "
                                        f"TRANSE)")
-        spec["model"]["decoder"] = decoders[decoder_type]
-        spec["model"]["inverse_relations"] = bool(decoder_options.get("inverse_edges", True))
+        target["decoder"] = _DECODERS[decoder_type]
+        target["inverse_relations"] = bool(decoder_options.get("inverse_edges", True))
         if decoder_options.get("use_relation_features", False):
             raise decoder_options.fail("use_relation_features", "is not supported (false only)")
         decoder_options.require("edge_decoder_method", ("CORRUPT_NODE", "TRAIN"), "CORRUPT_NODE", "CORRUPT_NODE")
     elif decoder_type != "NODE":
         raise decoder.fail("type", f"node classification takes the NODE decoder, got {decoder_type!r}")
     decoder_options.done()
+
+
+def _optimizers(model: _Reader, decoder: _Reader, task: str, target: dict) -> None:
+    """``model.dense_optimizer``, ``model.decoder.optimizer`` and ``model.sparse_optimizer``."""
     dense_data = model.get("dense_optimizer") or {"type": "ADAGRAD"}
-    optimizer, values = _optimizer(_Reader(dense_data, "model.dense_optimizer", source), "dense",
+    optimizer, values = _optimizer(_Reader(dense_data, "model.dense_optimizer", model.source), "dense",
                                    ("ADAM", "ADAGRAD", "SGD"))
     if decoder.get("optimizer") not in (None, dense_data):
         raise decoder.fail("optimizer", "a separate decoder optimizer is not supported (relation embeddings use "
                                         "model.dense_optimizer)")
     decoder.done()
-    spec["training"].update(optimizer=optimizer, learning_rate=float(values["learning_rate"]))
+    target.update(optimizer=optimizer, learning_rate=float(values["learning_rate"]))
     if "weight_decay" in values:
-        spec["training"]["weight_decay"] = float(values["weight_decay"])
+        target["weight_decay"] = float(values["weight_decay"])
     sparse = model.get("sparse_optimizer")
     if sparse is not None:
-        _, sparse_values = _optimizer(_Reader(sparse, "model.sparse_optimizer", source), "sparse", ("ADAGRAD",))
+        _, sparse_values = _optimizer(_Reader(sparse, "model.sparse_optimizer", model.source), "sparse",
+                                      ("ADAGRAD",))
         if "weight_decay" in sparse_values:
-            raise ConfigError(f"{source}: model.sparse_optimizer.options.weight_decay: is not supported")
+            raise ConfigError(f"{model.source}: model.sparse_optimizer.options.weight_decay: is not supported")
         if task == "link_prediction":
-            spec["training"]["embedding_learning_rate"] = float(sparse_values["learning_rate"])
-    loss = model.section("loss")
+            target["embedding_learning_rate"] = float(sparse_values["learning_rate"])
+
+
+def _loss(loss: _Reader, task: str, target: dict) -> None:
+    """``model.loss``."""
     loss_type = loss.upper("type", "SOFTMAX_CE")
     loss_options = loss.section("options")
     loss_options.get("reduction")
     if task == "link_prediction":
         if loss_type == "SOFTMAX_CE":
-            spec["training"]["loss"] = "softmax"
+            target["loss"] = "softmax"
         elif loss_type == "RANKING":
-            spec["training"]["loss"] = "margin"
-            spec["training"]["margin"] = float(loss_options.number("margin", 0.1))
+            target["loss"] = "margin"
+            target["margin"] = float(loss_options.number("margin", 0.1))
         else:
             raise loss.fail("type", f"{loss_type!r} is not supported for link prediction (SOFTMAX_CE, RANKING)")
     elif loss_type not in ("CROSS_ENTROPY", "SOFTMAX_CE"):
         raise loss.fail("type", f"{loss_type!r} is not supported for node classification (CROSS_ENTROPY)")
     loss_options.done()
     loss.done()
-    model.done()
 
-    # storage
+
+def _dataset(data: _Reader, dataset: str | None, root: str | None) -> dict:
+    """``storage.dataset`` -> the spec's ``dataset`` (a name the suite knows and its folder)."""
     directory = data.get("dataset_dir")
     for key in ("num_edges", "num_train", "num_valid", "num_test", "num_relations", "node_feature_dim",
                 "rel_feature_dim", "num_classes", "initialized"):
@@ -544,9 +578,14 @@ def translate(config: Any, source: str = "<marius config>", dataset: str | None 
             raise data.fail("dataset_dir", f"folder {folder!r} is not a dataset the suite knows (known: "
                                            f"{', '.join(sorted(MARIUS_DATASETS))}); give --dataset NAME --root DIR")
         dataset = MARIUS_DATASETS[folder]
-    spec["dataset"] = {"name": dataset}
+    spec = {"name": dataset}
     if root is not None or directory:
-        spec["dataset"]["root"] = root if root is not None else directory
+        spec["root"] = root if root is not None else directory
+    return spec
+
+
+def _device(storage: _Reader) -> str:
+    """``storage.device_type`` and ``device_ids`` -> ``cpu``, ``cuda`` or ``cuda:<id>``."""
     device = storage.get("device_type", "cpu")
     if not isinstance(device, str) or device.lower() not in ("cpu", "cuda", "gpu"):
         raise storage.fail("device_type", f"expected CPU or CUDA, got {device!r}")
@@ -556,25 +595,29 @@ def translate(config: Any, source: str = "<marius config>", dataset: str | None 
         raise storage.fail("device_ids", "several devices are not supported by one run here (one id at most)")
     if ids and device == "cuda":
         device = f"cuda:{int(ids[0])}"
-    system: dict[str, Any] = {"name": "in_memory", "device": device}
+    return device
+
+
+def _system(storage: _Reader, task: str) -> dict:
+    """``storage`` -> the spec's ``system``: ``disk`` when a partition buffer or on-disk edges are asked for."""
+    system: dict[str, Any] = {"name": "in_memory", "device": _device(storage)}
+    buffered_key = "embeddings" if task == "link_prediction" else "features"
     edges = storage.section("edges")
     edges_on_disk = edges.upper("type", "DEVICE_MEMORY") == "FLAT_FILE"
     if edges.upper("type", "DEVICE_MEMORY") not in ("FLAT_FILE", "DEVICE_MEMORY", "HOST_MEMORY"):
         raise edges.fail("type", "expected FLAT_FILE, DEVICE_MEMORY or HOST_MEMORY")
     edges.section("options").read.add("dtype")
     edges.read.add("options")
-    buffered = _buffer(storage, "embeddings" if task == "link_prediction" else "features", task, system)
+    buffered = _buffer(storage, buffered_key, task, system)
     other = storage.section("features" if task == "link_prediction" else "embeddings")
     if other.upper("type", "DEVICE_MEMORY") == "PARTITION_BUFFER":
-        raise other.fail("type", "PARTITION_BUFFER is supported for the "
-                                 f"{'embeddings' if task == 'link_prediction' else 'features'} of this task only")
+        raise other.fail("type", f"PARTITION_BUFFER is supported for the {buffered_key} of this task only")
     other.read.update(other.data)
     storage.get("nodes")
     if buffered or edges_on_disk:
         system["name"] = "disk"
         if not buffered:
-            raise edges.fail("type", "FLAT_FILE edges need a PARTITION_BUFFER for the "
-                                     f"{'embeddings' if task == 'link_prediction' else 'features'}")
+            raise edges.fail("type", f"FLAT_FILE edges need a PARTITION_BUFFER for the {buffered_key}")
     prefetch = storage.get("prefetch")
     if prefetch is not None and system["name"] == "disk":
         system["options"]["prefetch"] = bool(prefetch)
@@ -585,9 +628,11 @@ def translate(config: Any, source: str = "<marius config>", dataset: str | None 
     for key in ("export_encoded_nodes", "model_dir", "log_level"):
         storage.get(key)
     storage.done()
+    return system
 
-    # training
-    target = spec["training"]
+
+def _training(training: _Reader, task: str, target: dict, system: dict) -> None:
+    """``training``: batch size, epochs, negatives, and the pipeline (which may change ``system``)."""
     for key, name, kind in (("batch_size", "batch_size", int), ("num_epochs", "epochs", int)):
         value = training.number(key, kind=kind)
         if value is not None:
@@ -622,10 +667,10 @@ def translate(config: Any, source: str = "<marius config>", dataset: str | None 
     if training.get("resume_training", False):
         raise training.fail("resume_training", "is not supported (the disk system resumes killed runs itself)")
     training.done()
-    spec["system"] = system
 
-    # evaluation
-    target = spec["evaluation"]
+
+def _evaluation(evaluation: _Reader, task: str, target: dict) -> None:
+    """``evaluation``: batch size, frequency and candidates."""
     value = evaluation.number("batch_size", kind=int)
     if value is not None:
         target["batch_size"] = value
@@ -650,7 +695,6 @@ def translate(config: Any, source: str = "<marius config>", dataset: str | None 
     evaluation.get("pipeline")
     evaluation.get("checkpoint_dir")
     evaluation.done()
-    return spec
 
 
 def import_marius(path: str | Path, out: str | Path, *, dataset: str | None = None, root: str | None = None,
