@@ -570,6 +570,29 @@ def check_bucket_crc(checksums: list[int] | None, i: int, j: int, rows: torch.Te
                         f"fails its CRC-32 check (corrupted)")
 
 
+def _copy_relabelled(writer: StoreWriter, store: GraphStore, key: str, node_map: np.ndarray, inverse: np.ndarray,
+                     chunk_bytes: int) -> None:
+    """One array in the new ids: rows of per-node arrays permuted, node ids of splits relabelled."""
+    if key in _ROW_KEYS:
+        _relabel_rows(writer, key, store.array(key), node_map, chunk_bytes)
+    else:
+        _relabel_ids(writer, key, store.array(key), inverse, chunk_bytes)
+
+
+def _finalize_partitioned(writer: StoreWriter, store: GraphStore, num_edges: int, checksum: str,
+                          partitioning: dict[str, Any]) -> None:
+    """Write the partitioned store's metadata: the input's counts and extra fields, where it came from, and
+    ``partitioning``."""
+    source = {"kind": "partition", "store": str(store.path), "name": store.name, "metadata_checksum": checksum,
+              "source": store.metadata.get("source", {})}
+    extra = {key: value for key, value in store.metadata.items() if key not in _OWN_FIELDS}
+    writer.finalize(
+        name=store.name, num_nodes=store.num_nodes, num_edges=num_edges, directed=store.directed,
+        num_relations=store.num_relations, num_classes=store.num_classes, feature_dim=store.feature_dim,
+        source=source, partitioning=partitioning, **extra,
+    )
+
+
 def partition_store(
     store: GraphStore | str | os.PathLike,
     out: str | os.PathLike,
@@ -643,10 +666,7 @@ def partition_store(
         bar.update()
         for key in copied:
             bar.set_postfix_str(key)
-            if key in _ROW_KEYS:
-                _relabel_rows(writer, key, store.array(key), node_map, chunk_bytes)
-            else:
-                _relabel_ids(writer, key, store.array(key), inverse, chunk_bytes)
+            _copy_relabelled(writer, store, key, node_map, inverse, chunk_bytes)
             bar.update()
         bar.set_postfix_str("node_map")
         if store.has("node_map"):
@@ -658,38 +678,20 @@ def partition_store(
                          if "features" in copied else None)
         bar.update()
         bar.set_postfix_str("buckets")
-        bucket_source = "train_edges" if store.has("train_edges") else "edges"
         bucket_crc32 = _write_buckets(writer, _example_edges(store, inverse, chunk_edges), offsets,
                                       max_bucket_edges)
         bar.update()
         bar.set_postfix_str("metadata")
         checksum = file_checksum(store.path / METADATA_FILE)
         partitioning = {
-            "layout_version": LAYOUT_VERSION,
-            "num_partitions": p,
-            **order_info,
-            "seed": seed,
+            "layout_version": LAYOUT_VERSION, "num_partitions": p, **order_info, "seed": seed,
             "partition_sizes": "balanced: the first n % p partitions hold n // p + 1 nodes, the others n // p",
             "node_map": "new id -> original id",
-            "bucket_source": bucket_source,
-            "source_store": str(store.path),
-            "source_checksum": checksum,
-            "dropped_keys": dropped,
+            "bucket_source": "train_edges" if store.has("train_edges") else "edges",
+            "source_store": str(store.path), "source_checksum": checksum, "dropped_keys": dropped,
             **({"feature_crc32": feature_crc32} if feature_crc32 is not None else {}),
             "bucket_crc32": bucket_crc32,
         }
-        source = {
-            "kind": "partition",
-            "store": str(store.path),
-            "name": store.name,
-            "metadata_checksum": checksum,
-            "source": store.metadata.get("source", {}),
-        }
-        extra = {key: value for key, value in store.metadata.items() if key not in _OWN_FIELDS}
-        writer.finalize(
-            name=store.name, num_nodes=n, num_edges=num_edges, directed=store.directed,
-            num_relations=store.num_relations, num_classes=store.num_classes, feature_dim=store.feature_dim,
-            source=source, partitioning=partitioning, **extra,
-        )
+        _finalize_partitioned(writer, store, num_edges, checksum, partitioning)
         bar.update()
     return GraphStore.open(out)
