@@ -21,23 +21,20 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
+import pandas as pd
+import torch
 
-from simulators.async_gnn import (async_spec_from_dict, simulate, simulate_modes,  # noqa: E402
+from simulators.async_gnn import (async_spec_from_dict, simulate, simulate_modes,
                                   summary_table, tasks_table)
-from simulators.stale_training import StaleTrainingConfig, train_stale  # noqa: E402
-from suite.datasets import shared_datasets_dir  # noqa: E402
-from suite.io import atomic_write_bytes, strict_json_dumps  # noqa: E402
+from simulators.stale_training import StaleTrainingConfig, train_stale
+from suite.datasets import shared_datasets_dir
+from suite.io import atomic_write_bytes, strict_json_dumps
 
 DEFAULT_SPEC = REPO_ROOT / "experiments" / "specs" / "async_gnn.yaml"
 

@@ -22,13 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from simulators.buffer import HYPERLINK_2012, compare_policies  # noqa: E402
-from suite.io import atomic_write_bytes  # noqa: E402
+from simulators.buffer import HYPERLINK_2012, compare_policies
+from suite.io import atomic_write_bytes
 
 DEFAULT_CSV = REPO_ROOT / "out" / "results" / "buffer_io.csv"
 DEFAULT_PNG = REPO_ROOT / "out" / "results" / "buffer_io.png"

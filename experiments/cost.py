@@ -49,14 +49,12 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from suite.cost import cost_per_epoch, cost_to_target, epochs_to_target, get_profile  # noqa: E402
-from suite.errors import ConfigError, DataError, SuiteError  # noqa: E402
-from suite.load import load_columns  # noqa: E402
+from suite.cost import cost_per_epoch, cost_to_target, epochs_to_target, get_profile
+from suite.errors import ConfigError, DataError, SuiteError
+from suite.load import load_columns
 
 DEFAULT_RUNS = (REPO_ROOT / "out" / "reproduce-quick" / "pipeline" / "pipeline_accuracy",
                 REPO_ROOT / "out" / "reproduce-quick" / "disk")

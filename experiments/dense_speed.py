@@ -31,19 +31,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-from suite.graph import GraphStore  # noqa: E402
-from suite.graph.synthetic import config_from_spec, generate  # noqa: E402
-from systems.sampling import DenseSampler, NaiveSampler, SamplingGraph  # noqa: E402
+from suite.graph import GraphStore
+from suite.graph.synthetic import config_from_spec, generate
+from systems.sampling import DenseSampler, NaiveSampler, SamplingGraph
 
 
 def open_store(spec: str, workdir: Path) -> GraphStore:

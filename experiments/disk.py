@@ -39,16 +39,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from experiments.peers import split_runnable  # noqa: E402
-from suite.grid import expand_grid, failures  # noqa: E402
-from suite.load import load_columns, measured_under_load  # noqa: E402
-from suite.results import export, load_epochs, load_evals, load_runs, load_timeline  # noqa: E402
-from suite.stats import Interval, difference_interval, mean_interval, ratio_interval  # noqa: E402
+from experiments.peers import split_runnable
+from suite.grid import expand_grid, failures
+from suite.load import load_columns, measured_under_load
+from suite.results import export, load_epochs, load_evals, load_runs, load_timeline
+from suite.stats import Interval, difference_interval, mean_interval, ratio_interval
 
 GRID = REPO_ROOT / "experiments" / "specs" / "disk_nc.yaml"
 DEEP_GRID = REPO_ROOT / "experiments" / "specs" / "disk_nc_deep.yaml"

@@ -33,16 +33,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from suite.datasets import shared_datasets_dir  # noqa: E402
-from suite.grid import expand_grid, failures, run_grid  # noqa: E402
-from suite.load import load_columns, measured_under_load  # noqa: E402
-from suite.results import export, load_epochs, load_runs  # noqa: E402
-from suite.stats import difference_interval, mean_interval, ratio_interval  # noqa: E402
+from suite.datasets import shared_datasets_dir
+from suite.grid import expand_grid, failures, run_grid
+from suite.load import load_columns, measured_under_load
+from suite.results import export, load_epochs, load_runs
+from suite.stats import difference_interval, mean_interval, ratio_interval
 
 GRIDS = (REPO_ROOT / "experiments" / "specs" / "disk_lp_distmult.yaml", REPO_ROOT / "experiments" / "specs" / "disk_lp_graphsage.yaml")
 QUICK = ("training.epochs=2", "evaluation.every=2", "evaluation.splits=[test]")

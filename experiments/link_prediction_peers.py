@@ -66,14 +66,12 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite`, `systems` and `experiments` importable
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from suite.io import atomic_write_bytes  # noqa: E402
-from suite.stats import difference_interval, ratio_interval  # noqa: E402
-from suite.registry import Registry  # noqa: E402
+from suite.io import atomic_write_bytes
+from suite.stats import difference_interval, ratio_interval
+from suite.registry import Registry
 
 SPEC = REPO_ROOT / "experiments" / "specs" / "fb15k237_peers.yaml"
 DRIVERS = REPO_ROOT / "experiments" / "peers"

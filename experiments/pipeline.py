@@ -34,15 +34,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from suite.grid import expand_grid, failures, run_grid  # noqa: E402
-from suite.load import load_columns  # noqa: E402
-from suite.stats import difference_interval, mean_interval  # noqa: E402
-from suite.results import export, load_epochs, load_runs  # noqa: E402
+from suite.grid import expand_grid, failures, run_grid
+from suite.load import load_columns
+from suite.stats import difference_interval, mean_interval
+from suite.results import export, load_epochs, load_runs
 
 SPEED_GRID = REPO_ROOT / "experiments" / "specs" / "pipeline_speed.yaml"
 ACCURACY_GRID = REPO_ROOT / "experiments" / "specs" / "pipeline_accuracy.yaml"

@@ -29,16 +29,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
+import pandas as pd
+import torch
 
-from experiments.pipeline import speed_table  # noqa: E402
-from suite.config import spec_from_dict  # noqa: E402
-from suite.grid import failures, run_grid  # noqa: E402
-from suite.results import load_runs  # noqa: E402
+from experiments.pipeline import speed_table
+from suite.config import spec_from_dict
+from suite.grid import failures, run_grid
+from suite.results import load_runs
 
 EXIT_NO_CUDA = 3
 CONFIGURATIONS = (("in_memory", {}), ("pipelined", {"sync": True}), ("pipelined", {}))

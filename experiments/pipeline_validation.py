@@ -50,21 +50,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
-from experiments.pipeline import speed_table  # noqa: E402
-from simulators.calibrate import calibrate, model_for, summary_of  # noqa: E402
-from simulators.contention import Contention, UniformSlowdown, measure_for_run  # noqa: E402
-from simulators.pipeline import simulate  # noqa: E402
-from suite.config import read_yaml, spec_from_dict  # noqa: E402
-from suite.io import atomic_write_json, strict_json_dumps  # noqa: E402
-from suite.results import export  # noqa: E402
-from suite.stats import bootstrap_interval, mean_interval, ratio_interval  # noqa: E402
-from systems.pipelined import PipelineOptions  # noqa: E402
+from experiments.pipeline import speed_table
+from simulators.calibrate import calibrate, model_for, summary_of
+from simulators.contention import Contention, UniformSlowdown, measure_for_run
+from simulators.pipeline import simulate
+from suite.config import read_yaml, spec_from_dict
+from suite.io import atomic_write_json, strict_json_dumps
+from suite.results import export
+from suite.stats import bootstrap_interval, mean_interval, ratio_interval
+from systems.pipelined import PipelineOptions
 
 
 def _options(run_dir: str) -> PipelineOptions:

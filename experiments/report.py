@@ -25,21 +25,18 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from suite.io import atomic_write_bytes  # noqa: E402
-from suite.load import measured_under_load  # noqa: E402
-from suite.registry import Registry  # noqa: E402
-from suite.stats import (FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE, VERDICTS, Interval, above, any_of,  # noqa: E402
+from suite.io import atomic_write_bytes
+from suite.load import measured_under_load
+from suite.registry import Registry
+from suite.stats import (FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE, VERDICTS, Interval, above, any_of,
                          below, bootstrap_interval, combine, difference_interval, mean_interval, ratio_interval,
                          slope_interval)
 

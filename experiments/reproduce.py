@@ -45,11 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-from suite.errors import ConfigError  # noqa: E402
-from suite.registry import Registry  # noqa: E402
+from suite.errors import ConfigError
+from suite.registry import Registry
 
 MODES = ("quick", "full")
 

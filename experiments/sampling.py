@@ -89,7 +89,6 @@ import math
 import os
 import platform
 import statistics
-import sys
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -98,14 +97,12 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite`, `systems` and `experiments` importable
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
+import pandas as pd
+import torch
 
-from suite.load import LoadMonitor, load_columns  # noqa: E402
-from suite.stats import bootstrap_interval, ratio_interval  # noqa: E402
+from suite.load import LoadMonitor, load_columns
+from suite.stats import bootstrap_interval, ratio_interval
 
 DEFAULT_CSV = REPO_ROOT / "out" / "results" / "sampling.csv"
 DEFAULT_PNG = REPO_ROOT / "out" / "results" / "sampling.png"

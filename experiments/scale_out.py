@@ -39,16 +39,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from suite.config import load_spec  # noqa: E402
-from suite.grid import expand_grid, failures, load_grid, parse_grid, run_grid  # noqa: E402
-from suite.io import strict_json_dumps  # noqa: E402
-from suite.recorder import read_records, read_summary  # noqa: E402
-from suite.runner import run_spec  # noqa: E402
+from suite.config import load_spec
+from suite.grid import expand_grid, failures, load_grid, parse_grid, run_grid
+from suite.io import strict_json_dumps
+from suite.recorder import read_records, read_summary
+from suite.runner import run_spec
 
 CORA = REPO_ROOT / "experiments" / "specs" / "cora.yaml"
 GRID = REPO_ROOT / "experiments" / "specs" / "quickstart_grid.yaml"

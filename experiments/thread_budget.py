@@ -31,15 +31,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
-from suite.config import spec_from_dict  # noqa: E402
-from suite.results import export  # noqa: E402
-from suite.threads import usable_cores  # noqa: E402
+from suite.config import spec_from_dict
+from suite.results import export
+from suite.threads import usable_cores
 
 SYSTEMS = {
     "in_memory": {"name": "in_memory", "device": "cpu"},

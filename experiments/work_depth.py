@@ -23,18 +23,15 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
-    sys.path.insert(0, str(REPO_ROOT))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from simulators.work_depth import MODELS, default_sweeps, fit_scaling, scaling_sweep, work_depth_table  # noqa: E402
-from suite.io import atomic_write_bytes  # noqa: E402
+from simulators.work_depth import MODELS, default_sweeps, fit_scaling, scaling_sweep, work_depth_table
+from suite.io import atomic_write_bytes
 
 ARXIV_SIZES = {"n": 169343, "m": 1166243, "k": 128, "L": 3, "d": 13155}
 """ogbn-arxiv's published sizes (fallback when the arxiv-like store is not generated)."""
