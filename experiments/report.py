@@ -259,7 +259,7 @@ def _projection(results: Path) -> tuple[str, list[Estimate], str]:
 def _pipeline_utilization(results: Path) -> Finding:
     speed = pd.read_csv(results / "pipeline_speed.csv")
     cuda_path = results / "pipeline_cuda.csv"
-    if cuda_path.exists():  # measured on an accelerator (experiments/pipeline_cuda.py): decided from its seeds
+    if cuda_path.exists():  # measured on an accelerator (experiments/measure/pipeline_cuda.py): decided from its seeds
         return _pipeline_utilization_measured(pd.read_csv(cuda_path))
     projection, estimates, hardware = _projection(results)
     measured = (projection + "; " if projection else "") + "measured here on the CPU (pipeline_speed.csv, not a " \
@@ -268,7 +268,7 @@ def _pipeline_utilization(results: Path) -> Finding:
                    f"run, {hardware}", NOT_TESTABLE, tuple(estimates),
                    reason="no accelerator here: the 'device' is the CPU whose cores the loaders use, so compute "
                           "utilization measures CPU sharing, not whether the pipeline keeps a GPU busy; "
-                          "experiments/pipeline_cuda.py measures the claim where a GPU is present")
+                          "experiments/measure/pipeline_cuda.py measures the claim where a GPU is present")
 
 
 def _pipeline_utilization_measured(table: pd.DataFrame) -> Finding:
@@ -290,7 +290,7 @@ def _pipeline_utilization_measured(table: pd.DataFrame) -> Finding:
                          f"x{ratio} of in-memory")
     device = str(table["device"].iloc[0]) if "device" in table else "cuda"
     return Finding("; ".join(parts) or "no pipelined run beside an in-memory one", f"measured on {device} "
-                   f"(experiments/pipeline_cuda.py), {table['seed'].nunique()} seeds", combine(verdicts),
+                   f"(experiments/measure/pipeline_cuda.py), {table['seed'].nunique()} seeds", combine(verdicts),
                    tuple(estimates), excluded=_excluded(loaded, lambda r: str(r.get("run_id"))))
 
 

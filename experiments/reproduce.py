@@ -108,7 +108,7 @@ def _sampling(mode: str, paths: Paths) -> None:
 
 
 @job("pipeline", "pipelined vs in-memory: epoch time, compute utilization, efficiency; async vs sync accuracy "
-     "(3 seeds); on a GPU machine also experiments/pipeline_cuda.py (3 seeds)",
+     "(3 seeds); on a GPU machine also experiments/measure/pipeline_cuda.py (3 seeds)",
      ("pipeline_speed.csv", "pipeline_accuracy.csv", "pipeline_accuracy_summary.csv", "pipeline_speed.png",
       "pipeline_cuda.csv"),
      "about 90 minutes (the accuracy grid: 3 configurations x 3 seeds of 2 full epochs); arxiv-like and "
@@ -116,7 +116,8 @@ def _sampling(mode: str, paths: Paths) -> None:
 def _pipeline(mode: str, paths: Paths) -> None:
     import torch
 
-    from experiments import pipeline, pipeline_cuda
+    from experiments import pipeline
+    from experiments.measure import pipeline_cuda
 
     args = ["--out", str(paths.runs / "pipeline"), "--results", str(paths.results), "--data-dir", str(paths.data),
             "--quiet"]
@@ -124,7 +125,7 @@ def _pipeline(mode: str, paths: Paths) -> None:
     if torch.cuda.is_available():  # the claim needs an accelerator: measure it where there is one
         _check(pipeline_cuda.main(["--out", str(paths.runs / "pipeline_cuda"), "--results", str(paths.results),
                                    "--seeds", "3", "--batches", "10" if mode == "quick" else "30"]),
-               "experiments/pipeline_cuda.py")
+               "experiments/measure/pipeline_cuda.py")
 
 
 @job("pipeline_validation", "pipeline simulator: predicted vs measured epoch time and utilization; its projection "

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/dataset_generation.py [SPEC ...] [--workdir /tmp/gnnsuite-gen] [--repeats 1]
+    python experiments/measure/dataset_generation.py [SPEC ...] [--workdir /tmp/gnnsuite-gen] [--repeats 1]
         [--csv out/results/dataset_generation.csv] [--append] [--keep] [--verify]
 
 Each SPEC is ``PRESET[,field=value...]`` (see :func:`suite.graph.synthetic.config_from_spec`), e.g.
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from experiments.common import REPO_ROOT
 DEFAULT_SPECS = ("arxiv-like,name=synthetic-1m-20m,num_nodes=1000000,avg_degree=20", "livejournal-like")
 DEFAULT_CSV = REPO_ROOT / "out" / "results" / "dataset_generation.csv"
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/store_open.py STORE [STORE ...] [--repeats 5] [--csv out/results/store_open.csv]
+    python experiments/measure/store_open.py STORE [STORE ...] [--repeats 5] [--csv out/results/store_open.csv]
 
 For each store, a fresh Python process imports the suite, then times ``GraphStore.open`` plus handing out
 zero-copy tensors of every file, and reports the resident-set growth. Median over repeats; the page cache is

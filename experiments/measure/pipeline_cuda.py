@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/pipeline_cuda.py [--device cuda] [--preset arxiv-like] [--batches 30] [--seeds 3]
+    python experiments/measure/pipeline_cuda.py [--device cuda] [--preset arxiv-like] [--batches 30] [--seeds 3]
         [--out out/pipeline-cuda] [--results DIR]
 
 This is how the pipeline-utilization claim is measured where a GPU is present (``gnnsuite reproduce`` runs it
@@ -28,7 +28,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from experiments.common import REPO_ROOT
 
 import pandas as pd
 import torch

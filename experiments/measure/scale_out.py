@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/scale_out.py [--quick] [--out out/scale_out] [--results out/results] [--part ddp|grid|both]
+    python experiments/measure/scale_out.py [--quick] [--out out/scale_out] [--results out/results] [--part ddp|grid|both]
 
 Two measurements, each through the harness (``gnnsuite run`` / ``gnnsuite grid`` do the same):
 
@@ -38,7 +38,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from experiments.common import REPO_ROOT
 
 import pandas as pd
 
