@@ -17,9 +17,10 @@ import platform
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 """The checkout holding ``experiments/`` (its specs and the default ``out/`` and ``data/`` folders)."""
@@ -40,7 +41,12 @@ MODES: tuple[Mode, ...] = get_args(Mode)
 
 
 class JobFailed(RuntimeError):
-    """An experiment could not produce its outputs (failed runs, nothing recorded); the message says why."""
+    """An experiment could not produce its outputs (failed runs, nothing recorded); the message says why, ``status``
+    is the exit status of its command line (1, or 2 for what the user must do first)."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 # ---------------------------------------------------------------------------------------------- tables
@@ -119,7 +125,7 @@ def add_common_options(parser: argparse.ArgumentParser, *, quick: str | None = N
         parser.add_argument(*runs, dest="runs", type=Path, help=runs_help)
     if data:
         parser.add_argument(*data, dest="data", type=Path, default=data_default,
-                            help="dataset cache (default: %(default)s)")
+                            help="dataset cache (default: " + ("%(default)s)" if data_default else "the specs' own)"))
     if seed is not None:
         parser.add_argument("--seed", type=int, default=seed)
     if seeds is not None:
@@ -132,12 +138,13 @@ def add_common_options(parser: argparse.ArgumentParser, *, quick: str | None = N
 
 
 def cli(run: Callable[..., object], options: dict[str, Any], name: str) -> int:
-    """Call ``run(**options)`` for a command line: 0, or 1 with the reason on stderr when the job failed."""
+    """Call ``run(**options)`` for a command line: 0, or the failure's status with its reason on stderr (one line,
+    ``NAME: reason``) when the job failed (:class:`JobFailed`)."""
     try:
         run(**options)
     except JobFailed as err:
         print(f"{name}: {err}", file=sys.stderr)
-        return 1
+        return err.status
     return 0
 
 

@@ -36,7 +36,6 @@ from pathlib import Path
 
 import torch
 
-from experiments.common import REPO_ROOT
 
 from suite.graph import GraphStore
 from suite.graph.synthetic import config_from_spec, generate
