@@ -49,6 +49,14 @@ class JobFailed(RuntimeError):
         self.status = status
 
 
+def check_failed(failed: Sequence[dict]) -> None:
+    """Name every failed run's summary (``suite.grid.failures``) on stderr and raise :class:`JobFailed` if any."""
+    for summary in failed:
+        print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
+    if failed:
+        raise JobFailed(f"{len(failed)} runs failed")
+
+
 # ---------------------------------------------------------------------------------------------- tables
 def write_csv(table: pd.DataFrame, path: str | os.PathLike) -> Path:
     """Write ``table`` to ``path`` as CSV, atomically, creating its folder (:func:`suite.results.export`)."""
@@ -104,8 +112,8 @@ def add_common_options(parser: argparse.ArgumentParser, *, quick: str | None = N
                        results: Sequence[str] = (), results_default: Path | None = RESULTS,
                        runs: Sequence[str] = (), runs_help: str = "run folders", data: Sequence[str] = (),
                        data_default: Path | None = DATA, seed: int | None = None,
-                       seeds: Sequence[int] | None = None, plot: bool = False,
-                       quiet: bool = False) -> argparse.ArgumentParser:
+                       seeds: Sequence[int] | None = None, plot: bool = False, quiet: bool = False,
+                       no_run: str | None = None) -> argparse.ArgumentParser:
     """Add the options every experiment spells the same way, each only where its argument is given.
 
     Args:
@@ -115,6 +123,7 @@ def add_common_options(parser: argparse.ArgumentParser, *, quick: str | None = N
         data: flags of the dataset cache (``("--data-dir",)``), dest ``data``.
         seed: default of ``--seed`` (one seed); seeds: default of ``--seeds`` (several).
         plot: add ``--no-plot`` (dest ``plot``, true unless given); quiet: add ``--quiet``.
+        no_run: help of ``--no-run`` (dest ``execute``, true unless given: only tabulate what is recorded).
     """
     if quick is not None:
         parser.add_argument("--quick", dest="mode", action="store_const", const="quick", default="full", help=quick)
@@ -134,7 +143,19 @@ def add_common_options(parser: argparse.ArgumentParser, *, quick: str | None = N
         parser.add_argument("--no-plot", dest="plot", action="store_false", help="do not draw the figure")
     if quiet:
         parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    if no_run is not None:
+        parser.add_argument("--no-run", dest="execute", action="store_false", help=no_run)
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *, no_quick: Sequence[str] = ()
+          ) -> argparse.Namespace:
+    """Parse ``argv``, refusing ``--quick`` beside any of the flags ``no_quick`` (settings without a quick variant)."""
+    args = parser.parse_args(argv)
+    for flag in no_quick:
+        if getattr(args, flag.removeprefix("--").replace("-", "_")) and args.mode == "quick":
+            parser.error(f"{flag} has no quick setting")
+    return args
 
 
 def cli(run: Callable[..., object], options: dict[str, Any], name: str) -> int:
@@ -149,4 +170,4 @@ def cli(run: Callable[..., object], options: dict[str, Any], name: str) -> int:
 
 
 __all__ = ["DATA", "JobFailed", "MODES", "Mode", "PROVENANCE_FIELDS", "REPO_ROOT", "RESULTS", "SPECS",
-           "add_common_options", "cli", "provenance", "write_csv"]
+           "add_common_options", "check_failed", "cli", "parse", "provenance", "write_csv"]

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.common import REPO_ROOT, RESULTS, SPECS, JobFailed, Mode, add_common_options, cli
+from experiments.common import REPO_ROOT, RESULTS, SPECS, Mode, add_common_options, check_failed, cli, parse
 from experiments.peers import split_runnable
 from suite.errors import ConfigError
 from suite.grid import expand_grid, failures
@@ -257,11 +257,7 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         specs, skipped = split_runnable(grid_specs(DEEP_GRID if deep else GRID, overrides, quick))
         for spec, reason in skipped:
             print(f"skipped: {spec.run_id}: {reason}", file=sys.stderr)
-        failed = failures(run_isolated(specs, out, rerun_under_load))
-        for summary in failed:
-            print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
-        if failed:
-            raise JobFailed(f"{len(failed)} runs failed")
+        check_failed(failures(run_isolated(specs, out, rerun_under_load)))
     recorded = run_table(out)
     result = summary_table(recorded)
     _, skipped = split_runnable(grid_specs(DEEP_GRID if deep else GRID, [], quick))
@@ -305,16 +301,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_options(parser, quick="small settings (papers-like-s at 200,000 nodes, p = 8, 3 epochs)",
                        runs=("--out",), runs_help="runs folder (default out/disk, out/disk-quick, out/disk-deep)",
-                       results=("--results",), data=("--data-dir",), data_default=None, plot=True, quiet=True)
-    parser.add_argument("--no-run", dest="execute", action="store_false", help="only tabulate what is recorded")
+                       results=("--results",), data=("--data-dir",), data_default=None, plot=True, quiet=True,
+                       no_run="only tabulate what is recorded")
     parser.add_argument("--deep", action="store_true", help="the 3-layer speed comparison (disk_nc_deep.yaml), "
                                                             "into disk_nc_deep.csv, no figure")
     parser.add_argument("--rerun-under-load", action="store_true",
                         help="redo finished runs that were measured under foreign load")
-    args = parser.parse_args(argv)
-    if args.deep and args.mode == "quick":
-        parser.error("--deep has no quick setting")
-    return args
+    return parse(parser, argv, no_quick=("--deep",))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.common import REPO_ROOT, RESULTS, SPECS, JobFailed, Mode, add_common_options, cli
+from experiments.common import REPO_ROOT, RESULTS, SPECS, Mode, add_common_options, check_failed, cli, parse
 from suite.datasets import shared_datasets_dir
 from suite.errors import ConfigError
 from suite.grid import expand_grid, failures, run_grid
@@ -155,11 +155,7 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         if quick:
             specs = [spec for spec in specs if spec.system.options.get("policy", "in_memory") in QUICK_POLICIES]
         jobs = 1 if timing else jobs
-        failed = failures(run_grid(specs, out, jobs=jobs, progress=False))
-        for summary in failed:
-            print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
-        if failed:
-            raise JobFailed(f"{len(failed)} runs failed")
+        check_failed(failures(run_grid(specs, out, jobs=jobs, progress=False)))
     recorded = run_table(out)
     table = summary_table(recorded)
     name = "disk_lp_timing" if timing else "disk_lp"
@@ -182,14 +178,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add_common_options(parser, quick="DistMult only, in-memory, BETA and COMET, 2 epochs, test split only",
                        runs=("--out",), runs_help="runs folder (default out/disk-lp, out/disk-lp-quick, "
                        "out/disk-lp-timing)", results=("--results",), data=("--data-dir",), data_default=None,
-                       plot=True)
+                       plot=True, no_run="only tabulate what is recorded")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--no-run", dest="execute", action="store_false", help="only tabulate what is recorded")
     parser.add_argument("--timing", action="store_true", help="the side-by-side timing runs (one at a time)")
-    args = parser.parse_args(argv)
-    if args.timing and args.mode == "quick":
-        parser.error("--timing has no quick setting")
-    return args
+    return parse(parser, argv, no_quick=("--timing",))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -532,7 +532,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_options(parser, quick="a few hundred triples, 2 epochs, 1 seed, 1 thread", runs=("--out",),
                        runs_help="run folders (default out/lp_peers, or out/lp_peers-quick)", results=("--results",),
-                       data=("--data-dir",), plot=True)
+                       data=("--data-dir",), plot=True, no_run="only tabulate and plot the recorded runs")
     parser.add_argument("--configurations", nargs="+", choices=CONFIGURATIONS.names(),
                         default=["suite", "pbg-p1", "pbg-p8", "pykeen"])
     parser.add_argument("--threads", nargs="+", type=int, help="thread counts (default 1 2; quick 1)")
@@ -544,8 +544,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="python of PyTorch-BigGraph's environment (default: %(default)s)")
     parser.add_argument("--dataset-root", type=Path, help="FB15k-237's OpenKE folder (default: "
                         "$GNNSUITE_SHARED/datasets/fb15k237, else ../shared/datasets/fb15k237)")
-    parser.add_argument("--no-run", dest="execute", action="store_false",
-                        help="only tabulate and plot the recorded runs")
     parser.add_argument("--overwrite", action="store_true", help="repeat finished runs")
     args = parser.parse_args(argv)
     if any(t < 1 for t in args.threads or ()) or (args.epochs or 1) < 1:

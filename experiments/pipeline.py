@@ -36,7 +36,7 @@ from typing import Literal
 
 import pandas as pd
 
-from experiments.common import REPO_ROOT, RESULTS, SPECS, JobFailed, add_common_options, cli
+from experiments.common import REPO_ROOT, RESULTS, SPECS, add_common_options, check_failed, cli
 from suite.grid import expand_grid, failures, run_grid
 from suite.load import load_columns
 from suite.stats import difference_interval, mean_interval
@@ -237,11 +237,7 @@ def run(*, mode: PipelineMode = "full", runs: Path | None = None, results: Path 
     the grids' own). Raises :class:`JobFailed` when runs failed (each named on stderr)."""
     out = runs or default_runs(mode)
     if execute:
-        failed = run_grids(out, mode, progress=not quiet, data_dir=data, rerun_baselines=rerun_baselines)
-        for summary in failed:
-            print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
-        if failed:
-            raise JobFailed(f"{len(failed)} runs failed")
+        check_failed(run_grids(out, mode, progress=not quiet, data_dir=data, rerun_baselines=rerun_baselines))
     speed = speed_table(out / SPEED_GRID.stem)
     _, skipped = grid_specs(SPEED_GRID, mode, data)
     if skipped:
@@ -269,11 +265,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_options(parser, quick="arxiv-like shrunk to 50,000 nodes, 6 batches per epoch (minutes)",
                        runs=("--out",), runs_help="runs folder (default out/pipeline, or out/pipeline-quick)",
-                       results=("--results",), data=("--data-dir",), data_default=None, plot=True, quiet=True)
+                       results=("--results",), data=("--data-dir",), data_default=None, plot=True, quiet=True,
+                       no_run="only tabulate and plot what is recorded")
     parser.add_argument("--smoke", dest="mode", action="store_const", const="smoke",
                         help="the tiny preset, 3 batches (seconds; the numbers mean nothing)")
-    parser.add_argument("--no-run", dest="execute", action="store_false",
-                        help="only tabulate and plot what is recorded")
     parser.add_argument("--rerun-baselines", action="store_true",
                         help="run the in-memory baselines again after the pipelined runs (overwriting them)")
     return parser.parse_args(argv)

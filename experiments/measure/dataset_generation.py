@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import io
 import json
 import os
 import platform
@@ -33,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.common import REPO_ROOT
+from experiments.common import REPO_ROOT, write_csv
 DEFAULT_SPECS = ("arxiv-like,name=synthetic-1m-20m,num_nodes=1000000,avg_degree=20", "livejournal-like")
 DEFAULT_CSV = REPO_ROOT / "out" / "results" / "dataset_generation.csv"
 
@@ -156,12 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.append and args.csv.exists():
         table = pd.concat([pd.read_csv(args.csv), table], ignore_index=True)
     print(table.to_string(index=False))
-    from suite.io import atomic_write_bytes
-
-    args.csv.parent.mkdir(parents=True, exist_ok=True)
-    buffer = io.StringIO()
-    table.to_csv(buffer, index=False)
-    atomic_write_bytes(args.csv, buffer.getvalue().encode())
+    write_csv(table, args.csv)
     return 0
 
 

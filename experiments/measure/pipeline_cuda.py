@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from experiments.common import REPO_ROOT, JobFailed, cli
+from experiments.common import REPO_ROOT, JobFailed, check_failed, cli
 from experiments.pipeline import speed_table
 from suite.config import spec_from_dict
 from suite.grid import failures, run_grid
@@ -68,10 +68,7 @@ def run(*, device: str = "cuda", preset: str = "arxiv-like", batches: int = 30, 
         raise JobFailed("CUDA is not available on this machine (use --device cpu to run the same on the CPU)",
                         status=EXIT_NO_CUDA)
     summaries = run_grid(specs(device, preset, batches, batch_size, samplers, range(seeds)), runs, progress=False)
-    if failures(summaries):
-        for summary in failures(summaries):
-            print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
-        raise JobFailed(f"{len(failures(summaries))} runs failed")
+    check_failed(failures(summaries))
     table = speed_table(runs)
     recorded = load_runs(runs, include_incomplete=False).set_index("run_id")
     table["gpu_utilization"] = [recorded.loc[run_id].get("gpu_utilization") for run_id in table["run_id"]]

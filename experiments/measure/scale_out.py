@@ -38,7 +38,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.common import REPO_ROOT
+from experiments.common import REPO_ROOT, write_csv
 
 import pandas as pd
 
@@ -243,13 +243,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     results.mkdir(parents=True, exist_ok=True)
     if args.part in ("ddp", "both"):
         frame = pd.DataFrame(ddp_rows(out / "ddp", args.quick, args.data_dir))
-        frame.to_csv(results / "scale_out_ddp.csv", index=False)
+        write_csv(frame, results / "scale_out_ddp.csv")
         print(frame.drop(columns=["run_id"]).to_string(index=False))
     if args.part in ("grid", "both"):
         rows = grid_rows(out, args.quick, args.data_dir, repeats=args.repeats)
-        pd.DataFrame(rows).to_csv(results / "scale_out_grid_runs.csv", index=False)
+        write_csv(pd.DataFrame(rows), results / "scale_out_grid_runs.csv")
         frame = grid_summary(rows)
-        frame.to_csv(results / "scale_out_grid.csv", index=False)
+        write_csv(frame, results / "scale_out_grid.csv")
         print(frame.to_string(index=False))
     return 0
 

@@ -53,6 +53,21 @@ def test_cli_turns_a_failed_job_into_its_status_and_one_line(capsys):
     assert capsys.readouterr().err == "job: 2 runs failed\n"
 
 
+def test_failed_runs_are_named_and_fail_the_job(capsys):
+    common.check_failed([])
+    with pytest.raises(common.JobFailed, match="2 runs failed"):
+        common.check_failed([{"run_id": "a", "error": "boom"}, {"run_id": "b", "error": "bang"}])
+    assert capsys.readouterr().err == "failed: a: boom\nfailed: b: bang\n"
+
+
+def test_a_setting_without_a_quick_variant_refuses_quick():
+    parser = common.add_common_options(argparse.ArgumentParser(), quick="small")
+    parser.add_argument("--deep-dive", action="store_true")
+    assert common.parse(parser, ["--deep-dive"], no_quick=("--deep-dive",)).deep_dive
+    with pytest.raises(SystemExit):
+        common.parse(parser, ["--quick", "--deep-dive"], no_quick=("--deep-dive",))
+
+
 def test_no_script_edits_sys_path():
     assert SCRIPTS and not [path.name for path in SCRIPTS if "sys.path" in path.read_text()]
 
