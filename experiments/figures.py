@@ -24,8 +24,6 @@ import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -36,11 +34,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from experiments.common import RESULTS
 from suite.io import atomic_write_bytes
 from suite.load import measured_under_load
-
-RESULTS = REPO_ROOT / "out" / "results"
-"""Default folder of the tables and figures of the command line (never the tracked ``results/``)."""
 
 STYLE = {
     "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "xtick.labelsize": 8, "ytick.labelsize": 8,

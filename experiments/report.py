@@ -29,8 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
 import pandas as pd
 
 from suite.io import atomic_write_bytes

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.common import REPO_ROOT, write_csv
+from experiments.common import REPO_ROOT, RESULTS, write_csv
 DEFAULT_SPECS = ("arxiv-like,name=synthetic-1m-20m,num_nodes=1000000,avg_degree=20", "livejournal-like")
-DEFAULT_CSV = REPO_ROOT / "out" / "results" / "dataset_generation.csv"
+DEFAULT_CSV = RESULTS / "dataset_generation.csv"
 
 _CHILD = r"""
 import json, sys, time

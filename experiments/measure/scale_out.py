@@ -38,7 +38,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.common import REPO_ROOT, write_csv
+from experiments.common import REPO_ROOT, RESULTS, write_csv
 
 import pandas as pd
 
@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer epochs and runs (for the tests)")
     parser.add_argument("--out", default=None, help="runs folder (default out/scale_out[-quick])")
-    parser.add_argument("--results", default=str(REPO_ROOT / "out" / "results"), help="where the CSV files go")
+    parser.add_argument("--results", default=str(RESULTS), help="where the CSV files go")
     parser.add_argument("--data-dir", default="data", help="dataset cache folder")
     parser.add_argument("--part", choices=("ddp", "grid", "both"), default="both")
     parser.add_argument("--repeats", type=int, default=3, help="grid: repeats per executor (default 3)")
