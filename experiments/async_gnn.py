@@ -20,26 +20,22 @@ Figures are drawn from the CSVs alone. ``--quick``: Cora only, few iterations, s
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
-    sys.path.insert(0, str(REPO_ROOT))
+import pandas as pd
+import torch
 
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
+from experiments.common import RESULTS, SPECS, Mode, add_common_options, cli, provenance, write_csv
 
-from simulators.async_gnn import (async_spec_from_dict, simulate, simulate_modes,  # noqa: E402
+from simulators.async_gnn import (async_spec_from_dict, simulate, simulate_modes,
                                   summary_table, tasks_table)
-from simulators.stale_training import StaleTrainingConfig, train_stale  # noqa: E402
-from suite.datasets import shared_datasets_dir  # noqa: E402
-from suite.io import atomic_write_bytes, strict_json_dumps  # noqa: E402
+from simulators.stale_training import StaleTrainingConfig, train_stale
+from suite.datasets import shared_datasets_dir
+from suite.io import strict_json_dumps
 
-DEFAULT_SPEC = REPO_ROOT / "experiments" / "specs" / "async_gnn.yaml"
+DEFAULT_SPEC = SPECS / "async_gnn.yaml"
 
 DATASETS = {
     "cora": {"dataset": {"name": "cora", "root": str(shared_datasets_dir() / "planetoid")},
@@ -53,25 +49,6 @@ DATASETS = {
 one seed, to keep the experiment to minutes on 2 shared cores)."""
 
 PARTITIONS = 8
-
-
-def provenance() -> dict:
-    """Columns recorded with every row: git SHA, versions, threads, date."""
-    import simpy
-    import torch_geometric
-
-    from suite.provenance import git_sha
-
-    return {"git_sha": git_sha(), "torch": torch.__version__, "torch_geometric": torch_geometric.__version__,
-            "simpy": simpy.__version__, "threads": torch.get_num_threads(),
-            "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}
-
-
-def write_csv(table: pd.DataFrame, path: Path) -> Path:
-    """Write a table as CSV atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, table.to_csv(index=False).encode())
-    return path
 
 
 # ---------------------------------------------------------------------------------------------- computation
@@ -165,25 +142,33 @@ def run_throughput(names: Sequence[str], staleness: Sequence[int], prov: dict) -
 
 
 # ---------------------------------------------------------------------------------------------- main
-def run(args: argparse.Namespace) -> dict[str, Path]:
-    """Everything of the module docstring; returns the paths written."""
-    torch.set_num_threads(args.threads)
-    prov = provenance()
-    out = args.out_dir
+PROVENANCE = ("git_sha", "torch", "torch_geometric", "simpy", "threads", "date")
+"""Columns recorded with every row: git SHA, versions, threads, date."""
+
+
+def run(*, mode: Mode = "full", results: Path = RESULTS, spec: Path = DEFAULT_SPEC,
+        datasets: Sequence[str] = tuple(DATASETS), staleness: Sequence[int] = (0, 1, 2, 4, 8, 16),
+        seeds: Sequence[int] = (0, 1, 2), threads: int = 1, plot: bool = True) -> dict[str, Path]:
+    """Everything of the module docstring, into ``results``; returns the paths written. ``quick`` mode: Cora only,
+    20 iterations, s in {0, 2}."""
+    quick = mode == "quick"
+    torch.set_num_threads(threads)
+    prov = provenance(*PROVENANCE)
+    out = results
     started = time.perf_counter()
-    summary, _ = run_modes(args.spec, out, prov)
+    summary, _ = run_modes(spec, out, prov)
     paths = {"modes": out / "async_gnn_modes.csv", "tasks": out / "async_gnn_tasks.csv"}
     print(summary[["mode", "makespan_s", "speedup", "iterations_per_s", "utilization_mean",
                    "feature_staleness_max", "gradient_staleness_max"]].to_string(index=False), flush=True)
-    names = ["cora"] if args.quick else list(args.datasets)
-    staleness = [0, 2] if args.quick else list(args.staleness)
-    seeds = list(args.seeds)
-    accuracy = run_accuracy(names, staleness, seeds, args.quick, prov)
+    names = ["cora"] if quick else list(datasets)
+    staleness = [0, 2] if quick else list(staleness)
+    seeds = list(seeds)
+    accuracy = run_accuracy(names, staleness, seeds, quick, prov)
     paths["accuracy"] = write_csv(accuracy, out / "async_staleness_accuracy.csv")
     throughput = run_throughput(names, staleness, prov)
     paths["throughput"] = write_csv(throughput, out / "async_tradeoff.csv")
     paths["accuracy_summary"] = write_csv(accuracy_summary(accuracy), out / "async_accuracy_summary.csv")
-    if not args.no_plot:
+    if plot:
         from experiments.figures import plot_async_gnn_gantt, plot_async_tradeoff
 
         paths["gantt"] = plot_async_gnn_gantt(paths["tasks"], out / "async_gnn_gantt.png")
@@ -198,23 +183,20 @@ def run(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Command-line options."""
+    """Command-line options: the keyword arguments of :func:`run`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="Cora only, 20 iterations, s in {0, 2}, one seed")
+    add_common_options(parser, quick="Cora only, 20 iterations, s in {0, 2}, one seed",
+                       results=("--out-dir", "--results"), seeds=(0, 1, 2), plot=True)
     parser.add_argument("--spec", type=Path, default=DEFAULT_SPEC, help="the four-mode spec (default: %(default)s)")
-    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "out" / "results")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--staleness", nargs="+", type=int, default=[0, 1, 2, 4, 8, 16])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a shared machine)")
-    parser.add_argument("--no-plot", action="store_true")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
-    run(parse_args(argv))
-    return 0
+    return cli(run, vars(parse_args(argv)), "async_gnn")
 
 
 if __name__ == "__main__":

@@ -21,17 +21,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import pandas as pd
 
-import pandas as pd  # noqa: E402
+from experiments.common import RESULTS, Mode, add_common_options, cli, write_csv
+from simulators.buffer import HYPERLINK_2012, compare_policies
 
-from simulators.buffer import HYPERLINK_2012, compare_policies  # noqa: E402
-from suite.io import atomic_write_bytes  # noqa: E402
-
-DEFAULT_CSV = REPO_ROOT / "out" / "results" / "buffer_io.csv"
-DEFAULT_PNG = REPO_ROOT / "out" / "results" / "buffer_io.png"
+DEFAULT_CSV = RESULTS / "buffer_io.csv"
+DEFAULT_PNG = RESULTS / "buffer_io.png"
 READ_BW, WRITE_BW, EDGES_PER_S = 3e9, 2e9, 5e6
 
 # (p, c, logical partitions l for COMET)
@@ -44,7 +40,7 @@ SETTINGS: tuple[tuple[int, int, tuple[int, ...]], ...] = (
 QUICK_SETTINGS: tuple[tuple[int, int, tuple[int, ...]], ...] = ((256, 32, (16, 32)), (1024, 128, (64,)))
 
 
-def run(settings: Sequence[tuple[int, int, Sequence[int]]], seed: int = 0) -> pd.DataFrame:
+def simulate(settings: Sequence[tuple[int, int, Sequence[int]]], seed: int = 0) -> pd.DataFrame:
     """Simulate BETA and random once per ``(p, c)`` and COMET once per ``(p, c, l)``; one row each."""
     rows = []
     for p, c, logicals in settings:
@@ -68,23 +64,28 @@ def run(settings: Sequence[tuple[int, int, Sequence[int]]], seed: int = 0) -> pd
     return table
 
 
+def run(*, mode: Mode = "full", csv: Path = DEFAULT_CSV, png: Path | None = DEFAULT_PNG, seed: int = 0
+        ) -> pd.DataFrame:
+    """Simulate the settings of ``mode``, write the table to ``csv`` and its figure to ``png`` (none: no figure)."""
+    table = simulate(QUICK_SETTINGS if mode == "quick" else SETTINGS, seed=seed)
+    write_csv(table, csv)
+    print(f"wrote {csv} ({len(table)} rows)")
+    if png is not None:
+        from experiments.figures import plot_buffer_io
+
+        print(f"wrote {plot_buffer_io(csv, png)}")
+    return table
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``run`` with the flags' values."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
     parser.add_argument("--png", type=Path, default=DEFAULT_PNG)
-    parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument("--quick", action="store_true", help="small settings (seconds)")
-    parser.add_argument("--seed", type=int, default=0)
+    add_common_options(parser, quick="small settings (seconds)", seed=0, plot=True)
     args = parser.parse_args(argv)
-    table = run(QUICK_SETTINGS if args.quick else SETTINGS, seed=args.seed)
-    args.csv.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(args.csv, table.to_csv(index=False).encode())
-    print(f"wrote {args.csv} ({len(table)} rows)")
-    if not args.no_plot:
-        from experiments.figures import plot_buffer_io
-
-        print(f"wrote {plot_buffer_io(args.csv, args.png)}")
-    return 0
+    return cli(run, dict(mode=args.mode, csv=args.csv, png=args.png if args.plot else None, seed=args.seed),
+               "buffer_io")
 
 
 if __name__ == "__main__":

@@ -44,19 +44,16 @@ import argparse
 import dataclasses
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
-    sys.path.insert(0, str(REPO_ROOT))
+import pandas as pd
 
-import pandas as pd  # noqa: E402
-
-from suite.cost import cost_per_epoch, cost_to_target, epochs_to_target, get_profile  # noqa: E402
-from suite.errors import ConfigError, DataError, SuiteError  # noqa: E402
-from suite.load import load_columns  # noqa: E402
+from experiments.common import REPO_ROOT, RESULTS, add_common_options
+from suite.cost import cost_per_epoch, cost_to_target, epochs_to_target, get_profile
+from suite.errors import ConfigError, DataError, SuiteError
+from suite.load import load_columns
 
 DEFAULT_RUNS = (REPO_ROOT / "out" / "reproduce-quick" / "pipeline" / "pipeline_accuracy",
                 REPO_ROOT / "out" / "reproduce-quick" / "disk")
@@ -377,13 +374,39 @@ def _parse_targets(items: Sequence[str]) -> dict[str, float]:
     return given
 
 
+def run(*, runs: Sequence[Path] = DEFAULT_RUNS, csv: Path = RESULTS / "cost.csv",
+        png: Path | None = RESULTS / "cost.png", price_local_as: str = DEFAULT_PRICE_LOCAL_AS,
+        target_fraction: float = DEFAULT_TARGET_FRACTION, targets: Mapping[str, float] | None = None,
+        profiles: Sequence[str] | None = None) -> pd.DataFrame:
+    """Price the recorded runs in ``runs`` (:func:`cost_table`), write the table to ``csv`` and its figure to ``png``
+    (none: no figure); return the table. Raises :class:`suite.errors.SuiteError` (one line) on bad options or runs."""
+    from suite.results import export
+
+    if not 0 < target_fraction <= 1:
+        raise ConfigError(f"--target-fraction: expected a number in (0, 1], got {target_fraction!r}")
+    table = cost_table(load_runs(runs), price_local_as=price_local_as, target_fraction=target_fraction,
+                       given_targets=dict(targets or {}), profiles=profiles)
+    export(table, csv)
+    if png is not None:
+        from experiments.figures import plot_cost
+
+        plot_cost(csv, png)
+    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 24):
+        print(table[["dataset", "configuration", "mode", "profile", "gpus", "epoch_time_s", "cost_per_epoch_usd",
+                     "target", "epochs_to_target", "cost_to_target_usd"]].to_string(index=False))
+    print(f"wrote {csv}" + ("" if png is None else f" and {png}"))
+    return table
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point: exit status 2 with one line on stderr on bad options or runs."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--runs", type=Path, action="append",
                         help="folder of recorded runs (repeatable; default: the quick reproduction's pipeline "
                              "accuracy and disk runs)")
-    parser.add_argument("--csv", type=Path, default=REPO_ROOT / "out" / "results" / "cost.csv")
-    parser.add_argument("--png", type=Path, default=REPO_ROOT / "out" / "results" / "cost.png")
+    add_common_options(parser, plot=True)
+    parser.add_argument("--csv", type=Path, default=RESULTS / "cost.csv")
+    parser.add_argument("--png", type=Path, default=RESULTS / "cost.png")
     parser.add_argument("--price-local-as", default=DEFAULT_PRICE_LOCAL_AS,
                         help="machine profile whose hourly price prices the runs measured here (default m6a.large)")
     parser.add_argument("--target-fraction", type=float, default=DEFAULT_TARGET_FRACTION,
@@ -391,33 +414,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--target", action="append", default=[], metavar="DATASET=VALUE",
                         help="an explicit target for one dataset (repeatable)")
     parser.add_argument("--profiles", help="comma-separated cloud GPU profiles to project on (default: all known)")
-    parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     try:
-        from suite.results import export
-
-        if not 0 < args.target_fraction <= 1:
-            raise ConfigError(f"--target-fraction: expected a number in (0, 1], got {args.target_fraction!r}")
-        profiles = [p.strip() for p in args.profiles.split(",") if p.strip()] if args.profiles else None
-        table = cost_table(load_runs(args.runs or DEFAULT_RUNS), price_local_as=args.price_local_as,
-                           target_fraction=args.target_fraction, given_targets=_parse_targets(args.target),
-                           profiles=profiles)
-        export(table, args.csv)
-        if not args.no_plot:
-            from experiments.figures import plot_cost
-
-            plot_cost(args.csv, args.png)
+        run(runs=args.runs or DEFAULT_RUNS, csv=args.csv, png=args.png if args.plot else None,
+            price_local_as=args.price_local_as, target_fraction=args.target_fraction,
+            targets=_parse_targets(args.target),
+            profiles=[p.strip() for p in args.profiles.split(",") if p.strip()] if args.profiles else None)
     except SuiteError as err:
         print(f"cost: error: {err}", file=sys.stderr)
         return 2
-    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 24):
-        print(table[["dataset", "configuration", "mode", "profile", "gpus", "epoch_time_s", "cost_per_epoch_usd",
-                     "target", "epochs_to_target", "cost_to_target_usd"]].to_string(index=False))
-    print(f"wrote {args.csv}" + ("" if args.no_plot else f" and {args.png}"))
     return 0
 
 
-__all__ = ["Run", "cost_table", "default_profiles", "gpu_hardware", "load_runs", "price_row", "project",
+__all__ = ["Run", "cost_table", "default_profiles", "gpu_hardware", "load_runs", "price_row", "project", "run",
            "target_value", "targets"]
 
 if __name__ == "__main__":

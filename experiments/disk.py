@@ -38,20 +38,18 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import pandas as pd
 
-import pandas as pd  # noqa: E402
+from experiments.common import REPO_ROOT, RESULTS, SPECS, Mode, add_common_options, check_failed, cli, parse
+from experiments.peers import split_runnable
+from suite.errors import ConfigError
+from suite.grid import expand_grid, failures
+from suite.load import load_columns, measured_under_load
+from suite.results import export, load_epochs, load_evals, load_runs, load_timeline
+from suite.stats import Interval, difference_interval, mean_interval, ratio_interval
 
-from experiments.peers import split_runnable  # noqa: E402
-from suite.grid import expand_grid, failures  # noqa: E402
-from suite.load import load_columns, measured_under_load  # noqa: E402
-from suite.results import export, load_epochs, load_evals, load_runs, load_timeline  # noqa: E402
-from suite.stats import Interval, difference_interval, mean_interval, ratio_interval  # noqa: E402
-
-GRID = REPO_ROOT / "experiments" / "specs" / "disk_nc.yaml"
-DEEP_GRID = REPO_ROOT / "experiments" / "specs" / "disk_nc_deep.yaml"
+GRID = SPECS / "disk_nc.yaml"
+DEEP_GRID = SPECS / "disk_nc_deep.yaml"
 QUICK = ("dataset.params={num_nodes: 200000}", "training.epochs=3")
 
 
@@ -240,48 +238,36 @@ def timeline_table(out: Path, runs: pd.DataFrame, seed: int = 0) -> pd.DataFrame
     return table.drop(columns=["run_dir"], errors="ignore")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results",
-                        help="where the tables and figures go (default out/results)")
-    parser.add_argument("--data-dir", type=Path)
-    parser.add_argument("--no-run", action="store_true")
-    parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument("--quiet", action="store_true")
-    parser.add_argument("--deep", action="store_true", help="the 3-layer speed comparison (disk_nc_deep.yaml), "
-                                                            "into disk_nc_deep.csv, no figure")
-    parser.add_argument("--rerun-under-load", action="store_true",
-                        help="redo finished runs that were measured under foreign load")
-    args = parser.parse_args(argv)
-    if args.deep and args.quick:
-        parser.error("--deep has no quick setting")
-    name = "disk_nc_deep" if args.deep else "disk_nc"
-    out = args.out or REPO_ROOT / ("out/disk-quick" if args.quick else "out/disk-deep" if args.deep else "out/disk")
-    results = args.results
-    if not args.no_run:
+def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULTS, data: Path | None = None,
+        execute: bool = True, plot: bool = True, quiet: bool = False, deep: bool = False,
+        rerun_under_load: bool = False) -> pd.DataFrame:
+    """Run the grid of ``mode`` (``deep``: the 3-layer speed comparison, which has no quick setting) into ``runs``
+    (default ``out/disk``, ``out/disk-quick``, ``out/disk-deep``; ``execute=False``: only tabulate what is recorded;
+    ``rerun_under_load``: redo finished runs measured under foreign load), then write the tables and figures into
+    ``results``; return the summary table. Raises :class:`JobFailed` when runs failed (each named on stderr)."""
+    quick = mode == "quick"
+    if deep and quick:
+        raise ConfigError("--deep has no quick setting")
+    name = "disk_nc_deep" if deep else "disk_nc"
+    out = runs or REPO_ROOT / ("out/disk-quick" if quick else "out/disk-deep" if deep else "out/disk")
+    if execute:
         overrides = []
-        if args.data_dir is not None:
-            overrides.append(f"dataset.cache_dir={args.data_dir}")
-        specs, skipped = split_runnable(grid_specs(DEEP_GRID if args.deep else GRID, overrides, args.quick))
+        if data is not None:
+            overrides.append(f"dataset.cache_dir={data}")
+        specs, skipped = split_runnable(grid_specs(DEEP_GRID if deep else GRID, overrides, quick))
         for spec, reason in skipped:
             print(f"skipped: {spec.run_id}: {reason}", file=sys.stderr)
-        failed = failures(run_isolated(specs, out, args.rerun_under_load))
-        for summary in failed:
-            print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
-        if failed:
-            return 1
-    runs = run_table(out)
-    result = summary_table(runs)
-    _, skipped = split_runnable(grid_specs(DEEP_GRID if args.deep else GRID, [], args.quick))
+        check_failed(failures(run_isolated(specs, out, rerun_under_load)))
+    recorded = run_table(out)
+    result = summary_table(recorded)
+    _, skipped = split_runnable(grid_specs(DEEP_GRID if deep else GRID, [], quick))
     if skipped:  # peers missing here: a row each, with the reason
         result = pd.concat([result, pd.DataFrame([
             {"dataset": spec.dataset.preset or spec.dataset.name, "configuration": spec.system.name,
              "system": spec.system.name, "status": "skipped", "reason": reason}
             for spec, reason in {spec.system.name: (spec, reason) for spec, reason in skipped}.values()])],
             ignore_index=True)
-    disk_runs = runs[runs["system"] == "disk"]
+    disk_runs = recorded[recorded["system"] == "disk"]
     if len(disk_runs):
         from suite.graph import GraphStore
 
@@ -294,20 +280,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["dd_foreign_cores"] = monitor.result.foreign_cores if monitor.result else float("nan")
         result["bandwidth_vs_dd"] = result["read_bandwidth_bytes_per_s"] / result["dd_read_bandwidth_bytes_per_s"]
     export(result, results / f"{name}.csv")
-    export(runs.drop(columns=["run_dir"]), results / f"{name}_runs.csv")
-    if not args.deep:
-        export(curve_table(out, runs), results / "disk_nc_curve.csv")
-        export(timeline_table(out, runs), results / "disk_nc_timeline.csv")
+    export(recorded.drop(columns=["run_dir"]), results / f"{name}_runs.csv")
+    if not deep:
+        export(curve_table(out, recorded), results / "disk_nc_curve.csv")
+        export(timeline_table(out, recorded), results / "disk_nc_timeline.csv")
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(result[["configuration", "seeds", "epoch_time_s", "time_ratio_vs_in_memory", "time_ratio_vs_in_memory_ci_low",
                       "time_ratio_vs_in_memory_ci_high", "io_wait_fraction", "partitions_read", "read_bandwidth_bytes_per_s",
                       "test_accuracy", "accuracy_gap_vs_in_memory", "peak_rss_bytes"]].to_string(index=False))
-    if not args.no_plot and not args.deep:
+    if plot and not deep:
         from experiments.figures import plot_disk_nc, plot_disk_nc_timeline
 
         print(f"wrote {plot_disk_nc(results / 'disk_nc.csv', results / 'disk_nc.png')}")
         print(f"wrote {plot_disk_nc_timeline(results / 'disk_nc_timeline.csv', results / 'disk_nc_timeline.png')}")
-    return 0
+    return result
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options: the keyword arguments of :func:`run`."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_options(parser, quick="small settings (papers-like-s at 200,000 nodes, p = 8, 3 epochs)",
+                       runs=("--out",), runs_help="runs folder (default out/disk, out/disk-quick, out/disk-deep)",
+                       results=("--results",), data=("--data-dir",), data_default=None, plot=True, quiet=True,
+                       no_run="only tabulate what is recorded")
+    parser.add_argument("--deep", action="store_true", help="the 3-layer speed comparison (disk_nc_deep.yaml), "
+                                                            "into disk_nc_deep.csv, no figure")
+    parser.add_argument("--rerun-under-load", action="store_true",
+                        help="redo finished runs that were measured under foreign load")
+    return parse(parser, argv, no_quick=("--deep",))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    return cli(run, vars(parse_args(argv)), "disk")
 
 
 def _store_path(run: pd.Series) -> Path:

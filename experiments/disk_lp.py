@@ -32,19 +32,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import pandas as pd
 
-import pandas as pd  # noqa: E402
+from experiments.common import REPO_ROOT, RESULTS, SPECS, Mode, add_common_options, check_failed, cli, parse
+from suite.datasets import shared_datasets_dir
+from suite.errors import ConfigError
+from suite.grid import expand_grid, failures, run_grid
+from suite.load import load_columns, measured_under_load
+from suite.results import export, load_epochs, load_runs
+from suite.stats import difference_interval, mean_interval, ratio_interval
 
-from suite.datasets import shared_datasets_dir  # noqa: E402
-from suite.grid import expand_grid, failures, run_grid  # noqa: E402
-from suite.load import load_columns, measured_under_load  # noqa: E402
-from suite.results import export, load_epochs, load_runs  # noqa: E402
-from suite.stats import difference_interval, mean_interval, ratio_interval  # noqa: E402
-
-GRIDS = (REPO_ROOT / "experiments" / "specs" / "disk_lp_distmult.yaml", REPO_ROOT / "experiments" / "specs" / "disk_lp_graphsage.yaml")
+GRIDS = (SPECS / "disk_lp_distmult.yaml", SPECS / "disk_lp_graphsage.yaml")
 QUICK = ("training.epochs=2", "evaluation.every=2", "evaluation.splits=[test]")
 QUICK_POLICIES = ("in_memory", "beta", "comet")
 """Quick mode: what the COMET claim compares (random, which no claim reads, is left out), 3 seeds, 2 epochs."""
@@ -133,54 +131,62 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results")
-    parser.add_argument("--data-dir", type=Path)
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--no-run", action="store_true")
-    parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument("--timing", action="store_true", help="the side-by-side timing runs (one at a time)")
-    args = parser.parse_args(argv)
-    if args.timing and args.quick:
-        parser.error("--timing has no quick setting")
-    out = args.out or REPO_ROOT / ("out/disk-lp-quick" if args.quick else "out/disk-lp-timing" if args.timing
-                                   else "out/disk-lp")
-    if not args.no_run:
+def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULTS, data: Path | None = None,
+        jobs: int = 2, execute: bool = True, plot: bool = True, timing: bool = False) -> pd.DataFrame:
+    """Run the grids of ``mode`` (``timing``: the side-by-side timing runs, one at a time, which have no quick
+    setting; else ``jobs`` runs at a time) into ``runs`` (default ``out/disk-lp``, ``out/disk-lp-quick``,
+    ``out/disk-lp-timing``; ``execute=False``: only tabulate what is recorded), then write the tables and the figure
+    into ``results``; return the summary table. Raises :class:`JobFailed` when runs failed (each named on stderr)."""
+    quick = mode == "quick"
+    if timing and quick:
+        raise ConfigError("--timing has no quick setting")
+    out = runs or REPO_ROOT / ("out/disk-lp-quick" if quick else "out/disk-lp-timing" if timing else "out/disk-lp")
+    if execute:
         os.environ["OMP_NUM_THREADS"] = "1"  # before the pool's processes start: one intra-op thread per run
         import torch
 
         torch.set_num_threads(1)  # runs in this process (one at a time) too
-        overrides = list(QUICK) if args.quick else list(TIMING) if args.timing else []
+        overrides = list(QUICK) if quick else list(TIMING) if timing else []
         overrides.append(f"dataset.root={shared_datasets_dir() / 'fb15k237'}")  # from any working directory
-        if args.data_dir is not None:
-            overrides.append(f"dataset.cache_dir={args.data_dir}")
-        grids = GRIDS[:1] if args.quick else GRIDS
+        if data is not None:
+            overrides.append(f"dataset.cache_dir={data}")
+        grids = GRIDS[:1] if quick else GRIDS
         specs = [spec for grid in grids for spec in expand_grid(grid, overrides)]
-        if args.quick:
+        if quick:
             specs = [spec for spec in specs if spec.system.options.get("policy", "in_memory") in QUICK_POLICIES]
-        jobs = 1 if args.timing else args.jobs
-        failed = failures(run_grid(specs, out, jobs=jobs, progress=False))
-        for summary in failed:
-            print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
-        if failed:
-            return 1
-    runs = run_table(out)
-    table = summary_table(runs)
-    name = "disk_lp_timing" if args.timing else "disk_lp"
-    export(runs, args.results / f"{name}_runs.csv")
-    export(table, args.results / f"{name}.csv")
+        jobs = 1 if timing else jobs
+        check_failed(failures(run_grid(specs, out, jobs=jobs, progress=False)))
+    recorded = run_table(out)
+    table = summary_table(recorded)
+    name = "disk_lp_timing" if timing else "disk_lp"
+    export(recorded, results / f"{name}_runs.csv")
+    export(table, results / f"{name}.csv")
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(table[["model", "configuration", "seeds", "test_mrr_mean", "test_mrr_std", "mrr_minus_in_memory",
                      "time_ratio_vs_in_memory", "io_wait_fraction", "io_read_bytes", "io_write_bytes"]]
               .to_string(index=False))
-    if not args.no_plot and not args.timing:
+    if plot and not timing:
         from experiments.figures import plot_disk_lp
 
-        print(f"wrote {plot_disk_lp(args.results / 'disk_lp.csv', args.results / 'disk_lp.png')}")
-    return 0
+        print(f"wrote {plot_disk_lp(results / 'disk_lp.csv', results / 'disk_lp.png')}")
+    return table
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options: the keyword arguments of :func:`run`."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_options(parser, quick="DistMult only, in-memory, BETA and COMET, 2 epochs, test split only",
+                       runs=("--out",), runs_help="runs folder (default out/disk-lp, out/disk-lp-quick, "
+                       "out/disk-lp-timing)", results=("--results",), data=("--data-dir",), data_default=None,
+                       plot=True, no_run="only tabulate what is recorded")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--timing", action="store_true", help="the side-by-side timing runs (one at a time)")
+    return parse(parser, argv, no_quick=("--timing",))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    return cli(run, vars(parse_args(argv)), "disk_lp")
 
 
 if __name__ == "__main__":

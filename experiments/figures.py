@@ -20,30 +20,23 @@ import contextlib
 import io
 import json
 import math
-import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
-    sys.path.insert(0, str(REPO_ROOT))
-
-import matplotlib  # noqa: E402
+import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from suite.io import atomic_write_bytes  # noqa: E402
-from suite.load import measured_under_load  # noqa: E402
-
-RESULTS = REPO_ROOT / "out" / "results"
-"""Default folder of the tables and figures of the command line (never the tracked ``results/``)."""
+from experiments.common import RESULTS
+from suite.io import atomic_write_bytes
+from suite.load import measured_under_load
 
 STYLE = {
     "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "xtick.labelsize": 8, "ytick.labelsize": 8,

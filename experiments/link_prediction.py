@@ -7,17 +7,26 @@ Reads every completed link-prediction run under ``--runs`` (default ``out/lp``; 
 bound (1 = sync), epochs, training time, filtered and unfiltered test MRR and Hits@1/3/10, the last validation
 MRR, and the mean and maximum embedding staleness of pipelined runs (from their batch records).
 
-Usage: ``python experiments/link_prediction.py [--runs out/lp] [--out out/results/link_prediction.csv]``.
+Usage: ``python experiments/link_prediction.py [--runs out/lp] [--out out/results/link_prediction.csv]``;
+``--run [--quick]`` first runs the specs of ``gnnsuite reproduce``'s job into ``--runs`` (FB15k-237 DistMult, and in
+full mode ComplEx and GraphSAGE + DistMult, and the pipelined grid; quick: 3 epochs, test split only).
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from experiments.common import SPECS, JobFailed, Mode, add_common_options, cli
 from suite.results import export, load_batches, load_runs
+
+SPEC_FILES = {"quick": ("fb15k237_distmult.yaml",),
+              "full": ("fb15k237_distmult.yaml", "fb15k237_complex.yaml", "fb15k237_graphsage_distmult.yaml")}
+"""The single runs of each mode (beside the grid :data:`PIPELINED_GRID`)."""
+PIPELINED_GRID = SPECS / "link_prediction_pipelined.yaml"
 
 COLUMNS = {
     "config.name": "name",
@@ -73,16 +82,54 @@ def table(runs: Path) -> pd.DataFrame:
     return out.sort_values(["dataset", "name"]).reset_index(drop=True)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=Path, default=Path("out/lp"), help="folder of recorded runs")
-    parser.add_argument("--out", type=Path, default=Path("out/results/link_prediction.csv"), help="CSV to write")
-    args = parser.parse_args(argv)
-    df = table(args.runs)
-    export(df, args.out)
+def run_specs(mode: Mode, runs: Path, data: Path | None) -> None:
+    """Run the specs of ``mode`` into ``runs`` (finished runs are kept), one torch thread (small link-prediction
+    batches: much faster on a shared machine). Raises :class:`JobFailed` when runs failed."""
+    import torch
+
+    from suite.config import load_spec
+    from suite.datasets import shared_datasets_dir
+    from suite.grid import expand_grid, failures, run_grid
+
+    overrides = (["training.epochs=3", "evaluation.splits=[test]"] if mode == "quick" else []) + [
+        f"dataset.root={shared_datasets_dir() / 'fb15k237'}"] + ([f"dataset.cache_dir={data}"] if data else [])
+    specs = [load_spec(SPECS / name, overrides) for name in SPEC_FILES[mode]]
+    specs += expand_grid(PIPELINED_GRID, overrides)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        failed = failures(run_grid(specs, runs, progress=False))
+    finally:
+        torch.set_num_threads(threads)
+    if failed:
+        raise JobFailed(f"link prediction: {len(failed)} runs failed ({failed[0].get('error')})")
+
+
+def run(*, mode: Mode = "full", runs: Path = Path("out/lp"), csv: Path = Path("out/results/link_prediction.csv"),
+        data: Path | None = None, execute: bool = False) -> pd.DataFrame:
+    """Tabulate the link-prediction runs recorded in ``runs`` into ``csv`` and return the table; with ``execute``,
+    run the specs of ``mode`` there first (``data``: their dataset cache)."""
+    if execute:
+        run_specs(mode, runs, data)
+    df = table(runs)
+    export(df, csv)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(df.drop(columns=["run_id"]).to_string(index=False))
+    return df
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_options(parser, quick="with --run: 3 epochs, test split only, DistMult only",
+                       runs=("--runs",), runs_help="folder of recorded runs", data=("--data-dir",),
+                       data_default=None)
+    parser.set_defaults(runs=Path("out/lp"))
+    parser.add_argument("--out", dest="csv", type=Path, default=Path("out/results/link_prediction.csv"),
+                        help="CSV to write")
+    parser.add_argument("--run", dest="execute", action="store_true", help="run the specs first")
+    return cli(run, vars(parser.parse_args(argv)), "link_prediction")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

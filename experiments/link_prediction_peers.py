@@ -65,17 +65,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite`, `systems` and `experiments` importable
-    sys.path.insert(0, str(REPO_ROOT))
+import pandas as pd
 
-import pandas as pd  # noqa: E402
+from experiments.common import DATA, REPO_ROOT, RESULTS, SPECS, JobFailed, Mode, add_common_options, cli
+from suite.errors import ConfigError
+from suite.io import atomic_write_bytes
+from suite.stats import difference_interval, ratio_interval
+from suite.registry import Registry
 
-from suite.io import atomic_write_bytes  # noqa: E402
-from suite.stats import difference_interval, ratio_interval  # noqa: E402
-from suite.registry import Registry  # noqa: E402
-
-SPEC = REPO_ROOT / "experiments" / "specs" / "fb15k237_peers.yaml"
+SPEC = SPECS / "fb15k237_peers.yaml"
 DRIVERS = REPO_ROOT / "experiments" / "peers"
 DEFAULT_PBG_PYTHON = Path(os.environ.get("GNNSUITE_PBG_PYTHON", REPO_ROOT / ".venv-pbg" / "bin" / "python"))
 """PyTorch-BigGraph's interpreter: ``$GNNSUITE_PBG_PYTHON``, else the environment ``make peers`` builds."""
@@ -484,12 +482,57 @@ def write_outputs(rows: list[dict[str, Any]], results: Path, plot: bool) -> pd.D
     return table
 
 
+def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULTS, data: Path = DATA,
+        configurations: Sequence[str] = ("suite", "pbg-p1", "pbg-p8", "pykeen"), threads: Sequence[int] | None = None,
+        seeds: Sequence[int] | None = None, epochs: int | None = None, pykeen_epochs: int | None = None,
+        pbg_python: Path = DEFAULT_PBG_PYTHON, dataset_root: Path | None = None, execute: bool = True,
+        plot: bool = True, overwrite: bool = False) -> pd.DataFrame:
+    """Train every configuration x thread count x seed of ``mode`` into ``runs`` (finished runs kept unless
+    ``overwrite``; ``execute=False``: only tabulate what is recorded), then write the tables and the figure into
+    ``results``; return the summary table. Left ``None``: threads 1 2 (quick 1), seeds 0 1 2 (quick 0), 5 epochs
+    (quick 2), runs ``out/lp_peers`` (quick ``out/lp_peers-quick``). Raises :class:`JobFailed` when nothing is
+    recorded."""
+    quick = mode == "quick"
+    threads = threads or ([1] if quick else [1, 2])
+    seeds = seeds if seeds is not None else ([0] if quick else [0, 1, 2])
+    epochs = epochs or (2 if quick else 5)
+    runs = runs or REPO_ROOT / ("out/lp_peers-quick" if quick else "out/lp_peers")
+    if any(t < 1 for t in threads) or epochs < 1:
+        raise ConfigError("threads and epochs must be >= 1")
+    runs.mkdir(parents=True, exist_ok=True)
+    setting = Setting(epochs=epochs, pykeen_epochs=pykeen_epochs)
+    if not execute:
+        context = Context(runs, runs / "triples", (), pbg_python, setting)
+    else:
+        context = prepare(runs, quick, data, pbg_python, setting, dataset_root)
+        run_all(context, configurations, threads, seeds, overwrite)
+    rows = [row for row in recorded_rows(runs)
+            if row["configuration"] in configurations and row["threads"] in threads
+            and row["epochs"] == setting.epochs_of(row["system"]) and (not execute or row["seed"] in seeds)]
+    for name in configurations:  # a configuration missing here leaves no run folder: one row with the reason
+        reason = CONFIGURATIONS.get(name).missing(context)
+        if reason is not None:
+            rows += [{"configuration": name, "system": CONFIGURATIONS.get(name).system,
+                      "label": CONFIGURATIONS.get(name).label, "threads": t, "seed": None,
+                      "epochs": setting.epochs_of(CONFIGURATIONS.get(name).system),
+                      "status": "skipped", "reason": reason} for t in threads]
+    if not rows:
+        raise JobFailed("no recorded run to tabulate")
+    table = write_outputs(rows, results, plot=plot)
+    with pd.option_context("display.width", 220, "display.max_columns", 30):
+        columns = [c for c in ("label", "threads", "status", "epoch_time_s", "triples_per_s", "test_mrr",
+                               "test_mrr_ci95", "speed_vs_pbg-p1", "speed_vs_pbg-p1_min", "speed_vs_pbg-p1_max",
+                               "mrr_minus_pbg-p1", "under_load_runs", "reason") if c in table]
+        print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return table
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options: the keyword arguments of :func:`run`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a few hundred triples, 2 epochs, 1 seed, 1 thread")
-    parser.add_argument("--out", type=Path, help="run folders (default out/lp_peers, or out/lp_peers-quick)")
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results",
-                        help="where the CSVs and the figure go (default: %(default)s)")
+    add_common_options(parser, quick="a few hundred triples, 2 epochs, 1 seed, 1 thread", runs=("--out",),
+                       runs_help="run folders (default out/lp_peers, or out/lp_peers-quick)", results=("--results",),
+                       data=("--data-dir",), plot=True, no_run="only tabulate and plot the recorded runs")
     parser.add_argument("--configurations", nargs="+", choices=CONFIGURATIONS.names(),
                         default=["suite", "pbg-p1", "pbg-p8", "pykeen"])
     parser.add_argument("--threads", nargs="+", type=int, help="thread counts (default 1 2; quick 1)")
@@ -499,55 +542,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "positive are gathered per positive: minutes per epoch here)")
     parser.add_argument("--pbg-python", type=Path, default=DEFAULT_PBG_PYTHON,
                         help="python of PyTorch-BigGraph's environment (default: %(default)s)")
-    parser.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data", help="dataset cache")
     parser.add_argument("--dataset-root", type=Path, help="FB15k-237's OpenKE folder (default: "
                         "$GNNSUITE_SHARED/datasets/fb15k237, else ../shared/datasets/fb15k237)")
-    parser.add_argument("--no-run", action="store_true", help="only tabulate and plot the recorded runs")
-    parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--overwrite", action="store_true", help="repeat finished runs")
     args = parser.parse_args(argv)
-    args.threads = args.threads or ([1] if args.quick else [1, 2])
-    args.seeds = args.seeds if args.seeds is not None else ([0] if args.quick else [0, 1, 2])
-    args.epochs = args.epochs or (2 if args.quick else 5)
-    args.out = args.out or REPO_ROOT / ("out/lp_peers-quick" if args.quick else "out/lp_peers")
-    if any(t < 1 for t in args.threads) or args.epochs < 1:
+    if any(t < 1 for t in args.threads or ()) or (args.epochs or 1) < 1:
         parser.error("--threads and --epochs must be >= 1")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
-    args = parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    setting = Setting(epochs=args.epochs, pykeen_epochs=args.pykeen_epochs)
-    if args.no_run:
-        context = Context(args.out, args.out / "triples", (), args.pbg_python, setting)
-    else:
-        context = prepare(args.out, args.quick, args.data_dir, args.pbg_python, setting, args.dataset_root)
-        run_all(context, args.configurations, args.threads, args.seeds, args.overwrite)
-    rows = [row for row in recorded_rows(args.out)
-            if row["configuration"] in args.configurations and row["threads"] in args.threads
-            and row["epochs"] == setting.epochs_of(row["system"]) and (args.no_run or row["seed"] in args.seeds)]
-    for name in args.configurations:  # a configuration missing here leaves no run folder: one row with the reason
-        reason = CONFIGURATIONS.get(name).missing(context)
-        if reason is not None:
-            rows += [{"configuration": name, "system": CONFIGURATIONS.get(name).system,
-                      "label": CONFIGURATIONS.get(name).label, "threads": t, "seed": None,
-                      "epochs": setting.epochs_of(CONFIGURATIONS.get(name).system),
-                      "status": "skipped", "reason": reason} for t in args.threads]
-    if not rows:
-        print("no recorded run to tabulate", file=sys.stderr)
-        return 1
-    table = write_outputs(rows, args.results, plot=not args.no_plot)
-    with pd.option_context("display.width", 220, "display.max_columns", 30):
-        columns = [c for c in ("label", "threads", "status", "epoch_time_s", "triples_per_s", "test_mrr",
-                               "test_mrr_ci95", "speed_vs_pbg-p1", "speed_vs_pbg-p1_min", "speed_vs_pbg-p1_max",
-                               "mrr_minus_pbg-p1", "under_load_runs", "reason") if c in table]
-        print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    return 0
+    return cli(run, vars(parse_args(argv)), "link_prediction_peers")
 
 
-__all__ = ["CONFIGURATIONS", "Configuration", "Setting", "main", "run_all", "run_one", "summary_table",
+__all__ = ["CONFIGURATIONS", "Configuration", "Setting", "main", "run", "run_all", "run_one", "summary_table",
            "warm_epoch_s"]
 
 if __name__ == "__main__":

@@ -32,20 +32,20 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
-    sys.path.insert(0, str(REPO_ROOT))
+import pandas as pd
 
-import pandas as pd  # noqa: E402
+from experiments.common import REPO_ROOT, RESULTS, SPECS, add_common_options, check_failed, cli
+from suite.grid import expand_grid, failures, run_grid
+from suite.load import load_columns
+from suite.stats import difference_interval, mean_interval
+from suite.results import export, load_epochs, load_runs
 
-from suite.grid import expand_grid, failures, run_grid  # noqa: E402
-from suite.load import load_columns  # noqa: E402
-from suite.stats import difference_interval, mean_interval  # noqa: E402
-from suite.results import export, load_epochs, load_runs  # noqa: E402
-
-SPEED_GRID = REPO_ROOT / "experiments" / "specs" / "pipeline_speed.yaml"
-ACCURACY_GRID = REPO_ROOT / "experiments" / "specs" / "pipeline_accuracy.yaml"
+SPEED_GRID = SPECS / "pipeline_speed.yaml"
+ACCURACY_GRID = SPECS / "pipeline_accuracy.yaml"
+PipelineMode = Literal["quick", "full", "smoke"]
+"""The common modes, and ``smoke``: the tiny preset, 3 batches (seconds; the numbers mean nothing)."""
 # Per mode: overrides of every run, of the speed grid's runs, of the accuracy grid's runs.
 MODES = {
     "full": ((), (), ()),
@@ -225,50 +225,58 @@ def run_grids(out: Path, mode: str, progress: bool, data_dir: Path | None = None
     return failures(summaries)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", dest="mode", action="store_const", const="quick", default="full",
-                        help="arxiv-like shrunk to 50,000 nodes, 6 batches per epoch (minutes)")
-    parser.add_argument("--smoke", dest="mode", action="store_const", const="smoke",
-                        help="the tiny preset, 3 batches (seconds; the numbers mean nothing)")
-    parser.add_argument("--out", type=Path, help="runs folder (default out/pipeline, or out/pipeline-quick)")
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results", help="where CSVs and PNG go")
-    parser.add_argument("--data-dir", type=Path, help="dataset cache folder (default: the grids' data/)")
-    parser.add_argument("--no-run", action="store_true", help="only tabulate and plot what is recorded")
-    parser.add_argument("--rerun-baselines", action="store_true",
-                        help="run the in-memory baselines again after the pipelined runs (overwriting them)")
-    parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    out = args.out or REPO_ROOT / ("out/pipeline" if args.mode == "full" else f"out/pipeline-{args.mode}")
-    if not args.no_run:
-        failed = run_grids(out, args.mode, progress=not args.quiet, data_dir=args.data_dir,
-                           rerun_baselines=args.rerun_baselines)
-        for summary in failed:
-            print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
-        if failed:
-            return 1
+def default_runs(mode: PipelineMode) -> Path:
+    """Where the runs of ``mode`` go by default: ``out/pipeline``, or ``out/pipeline-<mode>``."""
+    return REPO_ROOT / ("out/pipeline" if mode == "full" else f"out/pipeline-{mode}")
+
+
+def run(*, mode: PipelineMode = "full", runs: Path | None = None, results: Path = RESULTS, data: Path | None = None,
+        execute: bool = True, rerun_baselines: bool = False, plot: bool = True, quiet: bool = False) -> None:
+    """Run both grids of ``mode`` into ``runs`` (default :func:`default_runs`; ``execute=False``: only tabulate
+    what is recorded), then write the tables and the figure into ``results``. ``data``: the dataset cache (default:
+    the grids' own). Raises :class:`JobFailed` when runs failed (each named on stderr)."""
+    out = runs or default_runs(mode)
+    if execute:
+        check_failed(run_grids(out, mode, progress=not quiet, data_dir=data, rerun_baselines=rerun_baselines))
     speed = speed_table(out / SPEED_GRID.stem)
-    _, skipped = grid_specs(SPEED_GRID, args.mode, args.data_dir)
+    _, skipped = grid_specs(SPEED_GRID, mode, data)
     if skipped:
         for spec, reason in skipped:
             print(f"skipped: {spec.run_id}: {reason}", file=sys.stderr)
         speed = sort_speed_table(pd.concat([speed, skipped_rows(skipped)], ignore_index=True))
     accuracy = accuracy_table(out / ACCURACY_GRID.stem)
-    export(speed, args.results / "pipeline_speed.csv")
-    export(accuracy, args.results / "pipeline_accuracy.csv")
-    export(accuracy_summary(accuracy), args.results / "pipeline_accuracy_summary.csv")
+    export(speed, results / "pipeline_speed.csv")
+    export(accuracy, results / "pipeline_accuracy.csv")
+    export(accuracy_summary(accuracy), results / "pipeline_accuracy_summary.csv")
     with pd.option_context("display.width", 220, "display.max_columns", 30):
         print(speed[["dataset", "sampler", "configuration", "epoch_time_s", "time_ratio_vs_in_memory",
                      "compute_utilization", "pipeline_efficiency", "bottleneck_stage", "staleness_max"]]
               .to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print(accuracy.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    if not args.no_plot:
+    if plot:
         from experiments.figures import plot_pipeline_speed
 
-        png = plot_pipeline_speed(args.results / "pipeline_speed.csv", args.results / "pipeline_speed.png")
+        png = plot_pipeline_speed(results / "pipeline_speed.csv", results / "pipeline_speed.png")
         print(f"wrote {png}")
-    return 0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options: the keyword arguments of :func:`run`."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_common_options(parser, quick="arxiv-like shrunk to 50,000 nodes, 6 batches per epoch (minutes)",
+                       runs=("--out",), runs_help="runs folder (default out/pipeline, or out/pipeline-quick)",
+                       results=("--results",), data=("--data-dir",), data_default=None, plot=True, quiet=True,
+                       no_run="only tabulate and plot what is recorded")
+    parser.add_argument("--smoke", dest="mode", action="store_const", const="smoke",
+                        help="the tiny preset, 3 batches (seconds; the numbers mean nothing)")
+    parser.add_argument("--rerun-baselines", action="store_true",
+                        help="run the in-memory baselines again after the pipelined runs (overwriting them)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    return cli(run, vars(parse_args(argv)), "pipeline")
 
 
 if __name__ == "__main__":

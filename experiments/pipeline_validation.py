@@ -49,22 +49,19 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import numpy as np
+import pandas as pd
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from experiments.pipeline import speed_table  # noqa: E402
-from simulators.calibrate import calibrate, model_for, summary_of  # noqa: E402
-from simulators.contention import Contention, UniformSlowdown, measure_for_run  # noqa: E402
-from simulators.pipeline import simulate  # noqa: E402
-from suite.config import read_yaml, spec_from_dict  # noqa: E402
-from suite.io import atomic_write_json, strict_json_dumps  # noqa: E402
-from suite.results import export  # noqa: E402
-from suite.stats import bootstrap_interval, mean_interval, ratio_interval  # noqa: E402
-from systems.pipelined import PipelineOptions  # noqa: E402
+from experiments.common import REPO_ROOT, RESULTS, JobFailed, Mode, add_common_options, cli
+from experiments.pipeline import speed_table
+from simulators.calibrate import calibrate, model_for, summary_of
+from simulators.contention import Contention, UniformSlowdown, measure_for_run
+from simulators.pipeline import simulate
+from suite.config import read_yaml, spec_from_dict
+from suite.io import atomic_write_json, strict_json_dumps
+from suite.results import export
+from suite.stats import bootstrap_interval, mean_interval, ratio_interval
+from systems.pipelined import PipelineOptions
 
 
 def _options(run_dir: str) -> PipelineOptions:
@@ -257,70 +254,56 @@ def _has_runs(folder: Path) -> bool:
     return folder.is_dir() and any((run / "summary.json").is_file() for run in folder.iterdir())
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="read the runs of `pipeline.py --quick` (out/pipeline-quick/pipeline_speed); shorter "
-                             "contention measurements and simulator speed test (about a minute)")
-    parser.add_argument("--runs", type=Path, help="the speed grid's runs (default out/pipeline/pipeline_speed, "
-                                                  "with --quick out/pipeline-quick/pipeline_speed)")
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "out" / "results")
-    parser.add_argument("--seeds", type=int)
-    parser.add_argument("--speed-batches", type=int)
-    parser.add_argument("--contention", default="measure", metavar="measure|none|loo|FILE",
-                        help="contention tables: measure them here (default), none (max-min sharing only), "
-                             "a pipeline_validation_contention.json written before, or loo (one slowdown factor "
-                             "fitted leave-one-out on the other predicted runs)")
-    parser.add_argument("--contention-window", type=float,
-                        help="seconds each contention state is measured (--contention measure; 1, quick 0.3)")
-    parser.add_argument("--contention-repeats", type=int,
-                        help="measurements of every contention state; the factors are their medians")
-    parser.add_argument("--projection-profile", default=PROJECTION_PROFILE,
-                        help="machine profile of the accelerator projection (pipeline_projection.csv)")
-    parser.add_argument("--projection-seeds", type=int, default=5)
-    parser.add_argument("--no-plot", action="store_true")
-    args = parser.parse_args(argv)
-    defaults = QUICK_DEFAULTS if args.quick else DEFAULTS
-    for name, value in defaults.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    if not _has_runs(args.runs):
-        first = "python experiments/pipeline.py" + (" --quick" if args.quick else "")
-        print(f"pipeline_validation: error: {args.runs}: no recorded runs of the speed grid; run `{first}` first"
-              + ("" if args.quick else " (or `--quick` after `python experiments/pipeline.py --quick`)"),
-              file=sys.stderr)
-        return 2
-    measured = speed_table(args.runs)
-    measured["run_dir"] = [str(args.runs / run_id) for run_id in measured["run_id"]]
-    contention: dict[str, Contention] = {}
-    if args.contention == "measure":
-        contention = measure_contention_tables(measured, window_s=args.contention_window,
-                                               repeats=args.contention_repeats)
+def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULTS, seeds: int | None = None,
+        speed_batches: int | None = None, contention: str = "measure", contention_window: float | None = None,
+        contention_repeats: int | None = None, projection_profile: str = PROJECTION_PROFILE,
+        projection_seeds: int = 5, plot: bool = True) -> dict:
+    """Predict every recorded run of the speed grid in ``runs`` from its calibration run and compare (the module
+    docstring); write the tables, the summary and the figure into ``results``; return the summary. Options left
+    ``None`` take :data:`DEFAULTS` (``quick`` mode: :data:`QUICK_DEFAULTS`). Raises :class:`JobFailed` (status 2)
+    when ``runs`` holds no recorded run, saying what to run first."""
+    given = {"runs": runs, "seeds": seeds, "speed_batches": speed_batches, "contention_window": contention_window,
+             "contention_repeats": contention_repeats}
+    defaults = QUICK_DEFAULTS if mode == "quick" else DEFAULTS
+    runs, seeds, speed_batches, contention_window, contention_repeats = (
+        defaults[name] if value is None else value for name, value in given.items())
+    if not _has_runs(runs):
+        first = "python experiments/pipeline.py" + (" --quick" if mode == "quick" else "")
+        raise JobFailed(f"error: {runs}: no recorded runs of the speed grid; run `{first}` first"
+                        + ("" if mode == "quick" else " (or `--quick` after `python experiments/pipeline.py --quick`)"),
+                        status=2)
+    contention_option = contention  # the option; `tables`: the contention tables
+    measured = speed_table(runs)
+    measured["run_dir"] = [str(runs / run_id) for run_id in measured["run_id"]]
+    tables: dict[str, Contention] = {}
+    if contention_option == "measure":
+        tables = measure_contention_tables(measured, window_s=contention_window,
+                                           repeats=contention_repeats)
         source = "measured here by simulators.contention (microbenchmark of each calibration run's workload)"
         if FAILED_CONTENTION:
             source += f"; loader processes not measured (the benchmark failed) for {', '.join(FAILED_CONTENTION)}"
-    elif args.contention == "loo":
+    elif contention_option == "loo":
         source = ("leave-one-out: one slowdown factor for every oversubscribed CPU job, fitted for each predicted "
                   "run on the other predicted runs only")
-    elif args.contention != "none":
-        stored = json.loads(Path(args.contention).read_text())
-        contention = {name: Contention.from_dict(data) for name, data in stored["tables"].items()}
+    elif contention_option != "none":
+        stored = json.loads(Path(contention_option).read_text())
+        tables = {name: Contention.from_dict(data) for name, data in stored["tables"].items()}
         source = stored.get("source") or "stored microbenchmark tables (simulators.contention)"
-        source = source.split(" [read from ")[0] + f" [read from {args.contention}]"
+        source = source.split(" [read from ")[0] + f" [read from {contention_option}]"
     else:
         source = "none (max-min sharing only)"
-    args.results.mkdir(parents=True, exist_ok=True)
-    tables_file = args.results / "pipeline_validation_contention.json"
-    if contention and not (tables_file.exists() and Path(args.contention).resolve() == tables_file.resolve()):
-        atomic_write_json(tables_file, {"source": source, "tables": {k: c.to_dict() for k, c in contention.items()}})
-    if args.contention == "loo":
-        table = predict_leave_one_out(measured, args.seeds)
+    results.mkdir(parents=True, exist_ok=True)
+    tables_file = results / "pipeline_validation_contention.json"
+    if tables and not (tables_file.exists() and Path(contention_option).resolve() == tables_file.resolve()):
+        atomic_write_json(tables_file, {"source": source, "tables": {k: c.to_dict() for k, c in tables.items()}})
+    if contention_option == "loo":
+        table = predict_leave_one_out(measured, seeds)
     else:
-        table = predict(measured, args.seeds, contention, source)
-    export(table, args.results / "pipeline_validation.csv")
-    export(project(measured, args.projection_profile, args.projection_seeds),
-           args.results / "pipeline_projection.csv")
-    speed = simulator_speed(measured, args.speed_batches, contention) if args.speed_batches else None
+        table = predict(measured, seeds, tables, source)
+    export(table, results / "pipeline_validation.csv")
+    export(project(measured, projection_profile, projection_seeds),
+           results / "pipeline_projection.csv")
+    speed = simulator_speed(measured, speed_batches, tables) if speed_batches else None
     time_error = bootstrap_interval(table["epoch_time_error"].abs())
     points = bootstrap_interval(table["utilization_error_points"].abs())
     summary = {
@@ -335,9 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "shape on the machine (simulators.contention): slowdown factors beyond max-min sharing of "
                     "compute and load beside k busy loaders (threads or processes), and the time a loader process "
                     "spends per batch over a load in a thread; no parameter is fitted on any predicted run")
-                   if contention else source,
-            "tables_file": "pipeline_validation_contention.json" if contention else None,
-            "other_processes_cores": {k: c.provenance.get("other_processes_cores") for k, c in contention.items()},
+                   if tables else source,
+            "tables_file": "pipeline_validation_contention.json" if tables else None,
+            "other_processes_cores": {k: c.provenance.get("other_processes_cores") for k, c in tables.items()},
             "failed": dict(FAILED_CONTENTION),
         },
         "median_abs_epoch_time_error_max_min": float(table["epoch_time_error_max_min"].abs().median()),
@@ -345,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             float(table["utilization_error_points_max_min"].abs().median()),
         "simulator_speed": speed,
     }
-    atomic_write_json(args.results / "pipeline_validation_summary.json", summary)
+    atomic_write_json(results / "pipeline_validation_summary.json", summary)
     with pd.option_context("display.width", 220, "display.max_columns", 30):
         print(table[["dataset", "sampler", "configuration", "measured_epoch_time_s", "predicted_epoch_time_s",
                      "epoch_time_error", "epoch_time_error_max_min", "measured_compute_utilization",
@@ -353,13 +336,43 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "utilization_error_points_max_min"]].to_string(index=False,
                                                                      float_format=lambda v: f"{v:.3f}"))
     print(strict_json_dumps(summary, indent=2))
-    if not args.no_plot:
+    if plot:
         from experiments.figures import plot_pipeline_validation
 
-        png = plot_pipeline_validation(args.results / "pipeline_validation.csv",
-                                       args.results / "pipeline_validation.png")
+        png = plot_pipeline_validation(results / "pipeline_validation.csv",
+                                       results / "pipeline_validation.png")
         print(f"wrote {png}")
-    return 0
+    return summary
+
+
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options: the keyword arguments of :func:`run`."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_options(parser, quick="read the runs of `pipeline.py --quick` (out/pipeline-quick/pipeline_speed); "
+                       "shorter contention measurements and simulator speed test (about a minute)",
+                       runs=("--runs",), runs_help="the speed grid's runs (default out/pipeline/pipeline_speed, "
+                       "with --quick out/pipeline-quick/pipeline_speed)", results=("--results",), plot=True)
+    parser.add_argument("--seeds", type=int)
+    parser.add_argument("--speed-batches", type=int)
+    parser.add_argument("--contention", default="measure", metavar="measure|none|loo|FILE",
+                        help="contention tables: measure them here (default), none (max-min sharing only), "
+                             "a pipeline_validation_contention.json written before, or loo (one slowdown factor "
+                             "fitted leave-one-out on the other predicted runs)")
+    parser.add_argument("--contention-window", type=float,
+                        help="seconds each contention state is measured (--contention measure; 1, quick 0.3)")
+    parser.add_argument("--contention-repeats", type=int,
+                        help="measurements of every contention state; the factors are their medians")
+    parser.add_argument("--projection-profile", default=PROJECTION_PROFILE,
+                        help="machine profile of the accelerator projection (pipeline_projection.csv)")
+    parser.add_argument("--projection-seeds", type=int, default=5)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    return cli(run, vars(parse_args(argv)), "pipeline_validation")
 
 
 if __name__ == "__main__":

@@ -25,21 +25,16 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import pandas as pd
 
-import pandas as pd  # noqa: E402
-
-from suite.io import atomic_write_bytes  # noqa: E402
-from suite.load import measured_under_load  # noqa: E402
-from suite.registry import Registry  # noqa: E402
-from suite.stats import (FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE, VERDICTS, Interval, above, any_of,  # noqa: E402
+from suite.io import atomic_write_bytes
+from suite.load import measured_under_load
+from suite.registry import Registry
+from suite.stats import (FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE, VERDICTS, Interval, above, any_of,
                          below, bootstrap_interval, combine, difference_interval, mean_interval, ratio_interval,
                          slope_interval)
 
@@ -262,7 +257,7 @@ def _projection(results: Path) -> tuple[str, list[Estimate], str]:
 def _pipeline_utilization(results: Path) -> Finding:
     speed = pd.read_csv(results / "pipeline_speed.csv")
     cuda_path = results / "pipeline_cuda.csv"
-    if cuda_path.exists():  # measured on an accelerator (experiments/pipeline_cuda.py): decided from its seeds
+    if cuda_path.exists():  # measured on an accelerator (experiments/measure/pipeline_cuda.py): decided from its seeds
         return _pipeline_utilization_measured(pd.read_csv(cuda_path))
     projection, estimates, hardware = _projection(results)
     measured = (projection + "; " if projection else "") + "measured here on the CPU (pipeline_speed.csv, not a " \
@@ -271,7 +266,7 @@ def _pipeline_utilization(results: Path) -> Finding:
                    f"run, {hardware}", NOT_TESTABLE, tuple(estimates),
                    reason="no accelerator here: the 'device' is the CPU whose cores the loaders use, so compute "
                           "utilization measures CPU sharing, not whether the pipeline keeps a GPU busy; "
-                          "experiments/pipeline_cuda.py measures the claim where a GPU is present")
+                          "experiments/measure/pipeline_cuda.py measures the claim where a GPU is present")
 
 
 def _pipeline_utilization_measured(table: pd.DataFrame) -> Finding:
@@ -293,7 +288,7 @@ def _pipeline_utilization_measured(table: pd.DataFrame) -> Finding:
                          f"x{ratio} of in-memory")
     device = str(table["device"].iloc[0]) if "device" in table else "cuda"
     return Finding("; ".join(parts) or "no pipelined run beside an in-memory one", f"measured on {device} "
-                   f"(experiments/pipeline_cuda.py), {table['seed'].nunique()} seeds", combine(verdicts),
+                   f"(experiments/measure/pipeline_cuda.py), {table['seed'].nunique()} seeds", combine(verdicts),
                    tuple(estimates), excluded=_excluded(loaded, lambda r: str(r.get("run_id"))))
 
 

@@ -44,14 +44,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from suite.errors import ConfigError  # noqa: E402
-from suite.registry import Registry  # noqa: E402
-
-MODES = ("quick", "full")
+from experiments.common import MODES, REPO_ROOT, Mode
+from suite.errors import ConfigError
+from suite.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -70,63 +65,58 @@ class Job:
     Attributes:
         name: the figure's name (``--only NAME``).
         title: what the figure shows.
-        run: ``run(mode, paths)`` runs the experiment and writes the job's outputs under ``paths.results``.
+        run: ``run(mode, paths)`` calls the experiment's ``run`` with where its outputs go under ``paths``.
         outputs: file names the job writes under ``paths.results``.
         full_cost: expected time and disk of the full mode, on a 2-core machine.
+        experiment: the module of the experiment (``experiments.sampling``): its typed ``run(*, mode, ...)`` is what
+            the job calls, and ``python experiments/<name>.py`` its command line.
     """
 
     name: str
     title: str
-    run: Callable[[str, Paths], None]
+    run: Callable[[Mode, Paths], None]
     outputs: tuple[str, ...]
     full_cost: str
+    experiment: str
 
 
 JOBS: Registry = Registry("figure")
 
 
-def job(name: str, title: str, outputs: tuple[str, ...], full_cost: str):
-    """Register the decorated ``run(mode, paths)`` as the job ``name``."""
-    def register(run: Callable[[str, Paths], None]) -> Callable[[str, Paths], None]:
-        JOBS.register(name, Job(name, title, run, outputs, full_cost))
+def job(name: str, title: str, outputs: tuple[str, ...], full_cost: str, experiment: str | None = None):
+    """Register the decorated ``run(mode, paths)`` as the job ``name`` of the module ``experiment`` (default
+    ``experiments.<name>``)."""
+    def register(run: Callable[[Mode, Paths], None]) -> Callable[[Mode, Paths], None]:
+        JOBS.register(name, Job(name, title, run, outputs, full_cost, experiment or f"experiments.{name}"))
         return run
     return register
-
-
-def _check(status: int, what: str) -> None:
-    if status:
-        raise RuntimeError(f"{what} exited with status {status}")
 
 
 # ---------------------------------------------------------------------------------------------- the jobs
 @job("sampling", "DENSE vs naive sampling: time per batch and sampled edges vs layers",
      ("sampling.csv", "sampling.png"), "about 15 minutes; livejournal-like and papers-like-s stores, ~4 GiB")
-def _sampling(mode: str, paths: Paths) -> None:
+def _sampling(mode: Mode, paths: Paths) -> None:
     from experiments import sampling
 
-    args = ["--csv", str(paths.results / "sampling.csv"), "--png", str(paths.results / "sampling.png"),
-            "--data-dir", str(paths.data)]
-    _check(sampling.main(args + (["--quick"] if mode == "quick" else [])), "experiments/sampling.py")
+    sampling.run(mode=mode, csv=paths.results / "sampling.csv", png=paths.results / "sampling.png", data=paths.data)
 
 
 @job("pipeline", "pipelined vs in-memory: epoch time, compute utilization, efficiency; async vs sync accuracy "
-     "(3 seeds); on a GPU machine also experiments/pipeline_cuda.py (3 seeds)",
+     "(3 seeds); on a GPU machine also experiments/measure/pipeline_cuda.py (3 seeds)",
      ("pipeline_speed.csv", "pipeline_accuracy.csv", "pipeline_accuracy_summary.csv", "pipeline_speed.png",
       "pipeline_cuda.csv"),
      "about 90 minutes (the accuracy grid: 3 configurations x 3 seeds of 2 full epochs); arxiv-like and "
      "products-like stores, ~3 GiB")
-def _pipeline(mode: str, paths: Paths) -> None:
+def _pipeline(mode: Mode, paths: Paths) -> None:
     import torch
 
-    from experiments import pipeline, pipeline_cuda
+    from experiments import pipeline
+    from experiments.measure import pipeline_cuda
 
-    args = ["--out", str(paths.runs / "pipeline"), "--results", str(paths.results), "--data-dir", str(paths.data),
-            "--quiet"]
-    _check(pipeline.main(args + (["--quick"] if mode == "quick" else [])), "experiments/pipeline.py")
+    pipeline.run(mode=mode, runs=paths.runs / "pipeline", results=paths.results, data=paths.data, quiet=True)
     if torch.cuda.is_available():  # the claim needs an accelerator: measure it where there is one
-        _check(pipeline_cuda.main(["--out", str(paths.runs / "pipeline_cuda"), "--results", str(paths.results),
-                                   "--seeds", "3", "--batches", "10" if mode == "quick" else "30"]),
-               "experiments/pipeline_cuda.py")
+        pipeline_cuda.run(runs=paths.runs / "pipeline_cuda", results=paths.results, seeds=3,
+                          batches=10 if mode == "quick" else 30)
 
 
 @job("pipeline_validation", "pipeline simulator: predicted vs measured epoch time and utilization; its projection "
@@ -134,118 +124,87 @@ def _pipeline(mode: str, paths: Paths) -> None:
                                   "pipeline_validation_summary.json", "pipeline_validation_contention.json",
                                   "pipeline_projection.csv"),
      "about 12 minutes after the pipeline job (a contention microbenchmark of each calibration run's workload)")
-def _pipeline_validation(mode: str, paths: Paths) -> None:
+def _pipeline_validation(mode: Mode, paths: Paths) -> None:
     from experiments import pipeline_validation
 
-    args = ["--runs", str(paths.runs / "pipeline" / "pipeline_speed"), "--results", str(paths.results)]
-    if mode == "quick":  # shorter contention windows, one repeat, a shorter simulator speed test: about a minute
-        args.append("--quick")
-    _check(pipeline_validation.main(args), "experiments/pipeline_validation.py")
+    # quick: shorter contention windows, one repeat, a shorter simulator speed test: about a minute
+    pipeline_validation.run(mode=mode, runs=paths.runs / "pipeline" / "pipeline_speed", results=paths.results)
 
 
 @job("link_prediction", "link prediction on FB15k-237: DistMult (and ComplEx, GraphSAGE + DistMult in full mode), "
      "pipelined vs synchronous MRR", ("link_prediction.csv",),
      "about 20 minutes (FB15k-237 from ../shared, one thread)")
-def _link_prediction(mode: str, paths: Paths) -> None:
-    import torch
-
+def _link_prediction(mode: Mode, paths: Paths) -> None:
     from experiments import link_prediction
-    from suite.config import load_spec
-    from suite.grid import expand_grid, failures, run_grid
 
-    names = ["fb15k237_distmult.yaml"] + ([] if mode == "quick" else ["fb15k237_complex.yaml",
-                                                                        "fb15k237_graphsage_distmult.yaml"])
-    from suite.datasets import shared_datasets_dir
-
-    overrides = (["training.epochs=3", "evaluation.splits=[test]"] if mode == "quick" else []) + [
-        f"dataset.root={shared_datasets_dir() / 'fb15k237'}", f"dataset.cache_dir={paths.data}"]
-    specs = [load_spec(REPO_ROOT / "experiments" / "specs" / name, overrides) for name in names]
-    specs += expand_grid(REPO_ROOT / "experiments" / "specs" / "link_prediction_pipelined.yaml", overrides)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small link-prediction batches: one thread is much faster on a shared machine
-    try:
-        failed = failures(run_grid(specs, paths.runs / "lp", progress=False))
-    finally:
-        torch.set_num_threads(threads)
-    if failed:
-        raise RuntimeError(f"link prediction: {len(failed)} runs failed ({failed[0].get('error')})")
-    _check(link_prediction.main(["--runs", str(paths.runs / "lp"), "--out",
-                                 str(paths.results / "link_prediction.csv")]),
-           "experiments/link_prediction.py")
+    link_prediction.run(mode=mode, runs=paths.runs / "lp", csv=paths.results / "link_prediction.csv",
+                        data=paths.data, execute=True)
 
 
 @job("link_prediction_peers", "link prediction against its peers on FB15k-237: the suite vs PyTorch-BigGraph "
      "(p=1, p=8) vs PyKEEN, triples/s and filtered MRR by the suite's ranking",
      ("link_prediction_peers.csv", "link_prediction_peers_runs.csv", "link_prediction_peers.png"),
      "about 90 minutes (5 epochs x 3 seeds x 1 and 2 threads; PyKEEN's epochs take minutes); peers from make peers")
-def _link_prediction_peers(mode: str, paths: Paths) -> None:
+def _link_prediction_peers(mode: Mode, paths: Paths) -> None:
     from experiments import link_prediction_peers
 
-    args = ["--out", str(paths.runs / "lp_peers"), "--results", str(paths.results), "--data-dir", str(paths.data)]
-    _check(link_prediction_peers.main(args + (["--quick"] if mode == "quick" else [])),
-           "experiments/link_prediction_peers.py")
+    link_prediction_peers.run(mode=mode, runs=paths.runs / "lp_peers", results=paths.results, data=paths.data)
 
 
 @job("disk_nc", "disk-based vs in-memory node classification: epoch time, IO wait, bytes read, accuracy",
      ("disk_nc.csv", "disk_nc_runs.csv", "disk_nc_curve.csv", "disk_nc_timeline.csv", "disk_nc.png",
-      "disk_nc_timeline.png"), "about 25 minutes; papers-like-s and a partitioned copy, ~6 GiB")
-def _disk_nc(mode: str, paths: Paths) -> None:
+      "disk_nc_timeline.png"), "about 25 minutes; papers-like-s and a partitioned copy, ~6 GiB",
+     experiment="experiments.disk")
+def _disk_nc(mode: Mode, paths: Paths) -> None:
     from experiments import disk
 
-    args = ["--out", str(paths.runs / "disk"), "--results", str(paths.results), "--data-dir", str(paths.data),
-            "--quiet"]
-    _check(disk.main(args + (["--quick"] if mode == "quick" else [])), "experiments/disk.py")
+    disk.run(mode=mode, runs=paths.runs / "disk", results=paths.results, data=paths.data, quiet=True)
 
 
 @job("disk_lp", "disk-based link prediction on FB15k-237: MRR, epoch time and IO of BETA, COMET, random and "
      "in-memory", ("disk_lp.csv", "disk_lp_runs.csv", "disk_lp.png"),
      "about 30 minutes at two runs at a time (24 runs: 2 models x 4 configurations x 3 seeds); FB15k-237 from "
      "../shared/datasets, under 100 MiB")
-def _disk_lp(mode: str, paths: Paths) -> None:
+def _disk_lp(mode: Mode, paths: Paths) -> None:
     from experiments import disk_lp
 
-    args = ["--out", str(paths.runs / "disk_lp"), "--results", str(paths.results), "--data-dir", str(paths.data)]
-    _check(disk_lp.main(args + (["--quick"] if mode == "quick" else [])), "experiments/disk_lp.py")
+    disk_lp.run(mode=mode, runs=paths.runs / "disk_lp", results=paths.results, data=paths.data)
 
 
 @job("buffer_io", "partition-buffer IO at Hyperlink-2012 scale: BETA vs COMET vs random (simulated)",
      ("buffer_io.csv", "buffer_io.png"), "about 1 minute")
-def _buffer_io(mode: str, paths: Paths) -> None:
+def _buffer_io(mode: Mode, paths: Paths) -> None:
     from experiments import buffer_io
 
-    args = ["--csv", str(paths.results / "buffer_io.csv"), "--png", str(paths.results / "buffer_io.png")]
-    _check(buffer_io.main(args + (["--quick"] if mode == "quick" else [])), "experiments/buffer_io.py")
+    buffer_io.run(mode=mode, csv=paths.results / "buffer_io.csv", png=paths.results / "buffer_io.png")
 
 
 @job("work_depth", "work and depth of GNN models: formulas, and counts on real operator DAGs",
      ("work_depth.csv", "work_depth_check.csv", "work_depth_fit.csv", "work_depth_check.png"), "about 1 minute")
-def _work_depth(mode: str, paths: Paths) -> None:
+def _work_depth(mode: Mode, paths: Paths) -> None:
     from experiments import work_depth
 
-    args = ["--out-dir", str(paths.results), "--data-dir", str(paths.data)]
-    _check(work_depth.main(args + (["--quick"] if mode == "quick" else [])), "experiments/work_depth.py")
+    work_depth.run(mode=mode, results=paths.results, data=paths.data)
 
 
 @job("async_gnn", "asynchronous micro/macro GNN pipelines: Gantt charts, staleness vs accuracy and throughput",
      ("async_gnn_modes.csv", "async_gnn_tasks.csv", "async_gnn_gantt.png", "async_staleness_accuracy.csv",
       "async_accuracy_summary.csv", "async_tradeoff.csv", "async_tradeoff.png"),
      "about 15 minutes (Cora 3 seeds, arxiv-like)")
-def _async_gnn(mode: str, paths: Paths) -> None:
+def _async_gnn(mode: Mode, paths: Paths) -> None:
     from experiments import async_gnn
 
-    args = ["--out-dir", str(paths.results)]
-    _check(async_gnn.main(args + (["--quick"] if mode == "quick" else [])), "experiments/async_gnn.py")
+    async_gnn.run(mode=mode, results=paths.results)
 
 
 @job("cost", "cost per epoch and to a target accuracy per machine profile: measured here, projected by the "
      "simulator on cloud GPU machines", ("cost.csv", "cost.png"),
      "about 1 minute after the pipeline and disk_nc jobs (reads their runs; trains nothing)")
-def _cost(mode: str, paths: Paths) -> None:
+def _cost(mode: Mode, paths: Paths) -> None:
     from experiments import cost
 
-    args = ["--runs", str(paths.runs / "pipeline" / "pipeline_accuracy"), "--runs", str(paths.runs / "disk"),
-            "--csv", str(paths.results / "cost.csv"), "--png", str(paths.results / "cost.png")]
-    _check(cost.main(args), "experiments/cost.py")
+    cost.run(runs=(paths.runs / "pipeline" / "pipeline_accuracy", paths.runs / "disk"),
+             csv=paths.results / "cost.csv", png=paths.results / "cost.png")
 
 
 # ---------------------------------------------------------------------------------------------- running

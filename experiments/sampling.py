@@ -81,15 +81,12 @@ sources, torch / PyG versions, threads, CPU, date), written atomically, and the 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
+import dataclasses
 import gc
 import importlib
 import json
 import math
-import os
-import platform
 import statistics
-import sys
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -97,18 +94,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite`, `systems` and `experiments` importable
-    sys.path.insert(0, str(REPO_ROOT))
+import pandas as pd
+import torch
 
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
+from experiments.common import DATA, REPO_ROOT, RESULTS, Mode, add_common_options, cli, provenance
+from suite.load import LoadMonitor, load_columns
+from suite.stats import bootstrap_interval, ratio_interval
 
-from suite.load import LoadMonitor, load_columns  # noqa: E402
-from suite.stats import bootstrap_interval, ratio_interval  # noqa: E402
-
-DEFAULT_CSV = REPO_ROOT / "out" / "results" / "sampling.csv"
-DEFAULT_PNG = REPO_ROOT / "out" / "results" / "sampling.png"
+DEFAULT_CSV = RESULTS / "sampling.csv"
+DEFAULT_PNG = RESULTS / "sampling.png"
 SAMPLER_NAMES = ("naive", "dense", "pyg", "naive-torch", "dense-torch")
 DEFAULT_SAMPLERS = ("naive", "dense", "pyg")
 MIN_BYTES_PER_EDGE = 48
@@ -179,6 +173,42 @@ def make_settings(quick: bool = False, num_nodes: int | None = None) -> dict[str
         "papers": Setting("papers", "papers-like-s", small, "in", 100 if nodes else 1_000, "train",
                           (15, 10, 5, 5, 5)),
     }
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How every configuration is timed and guarded.
+
+    Attributes:
+        repeats: timed batches per configuration; warmup: untimed batches first.
+        long_batch_s: expected batch time above which ``long_repeats`` and no warm-up apply.
+        long_repeats: timed batches of such long configurations.
+        peer_repeats: at most this many timed repeats for samplers other than naive and DENSE (none: as repeats).
+        min_seconds: keep adding timed rounds while a configuration's timed calls took less than this in all.
+        max_repeats: cap of those extra rounds.
+        max_memory_gib: skip configurations estimated to need more.
+        replace: sample with replacement when degree > fanout.
+        seed: seed of the roots.
+    """
+
+    repeats: int = 5
+    warmup: int = 1
+    long_batch_s: float = 10.0
+    long_repeats: int = 3
+    peer_repeats: int | None = None
+    min_seconds: float = 2.0
+    max_repeats: int = 25
+    max_memory_gib: float = 8.0
+    replace: bool = False
+    seed: int = 0
+
+    @classmethod
+    def of_mode(cls, mode: Mode, **given: Any) -> "Timing":
+        """The defaults of ``mode`` (quick: :data:`QUICK_REPEATS`, :data:`QUICK_PEER_REPEATS`, no minimum time),
+        with the ``given`` values (``None``: the default) over them."""
+        defaults = ({"repeats": QUICK_REPEATS, "peer_repeats": QUICK_PEER_REPEATS, "min_seconds": 0.0}
+                    if mode == "quick" else {})
+        return cls(**{**defaults, **{name: value for name, value in given.items() if value is not None}})
 
 
 def open_store(setting: Setting, data_dir: Path):
@@ -444,7 +474,7 @@ def _estimate(graph, fanouts: tuple[int, ...], num_roots: int, adapter: SamplerA
 
 
 def run_setting(setting: Setting, store, layers: Sequence[int], adapters: dict[str, SamplerAdapter],
-                missing: dict[str, str], args: argparse.Namespace, provenance: dict[str, Any]) -> list[dict]:
+                missing: dict[str, str], timing: Timing, provenance: dict[str, Any]) -> list[dict]:
     """All rows of one setting: every layer count x sampler, increasing layer counts."""
     from systems.sampling import SamplingGraph
 
@@ -452,7 +482,7 @@ def run_setting(setting: Setting, store, layers: Sequence[int], adapters: dict[s
     pool = store.split("train") if setting.root_pool == "train" else None
     pool = torch.arange(graph.num_nodes) if pool is None else pool.to(torch.int64)
     num_roots = min(setting.num_roots, len(pool))
-    budget = min(args.max_memory_gib * 2**30, 0.8 * _available_bytes())
+    budget = min(timing.max_memory_gib * 2**30, 0.8 * _available_bytes())
     history: dict[str, History] = {}
     over_budget: dict[str, int] = {}  # sampler -> the layer count that first went over the memory budget
     rows = []
@@ -462,7 +492,7 @@ def run_setting(setting: Setting, store, layers: Sequence[int], adapters: dict[s
             "setting": setting.name, "dataset": store.name, "num_nodes": graph.num_nodes,
             "num_edges": int(graph.indptr[-1]), "direction": setting.direction, "root_pool": setting.root_pool,
             "num_roots": num_roots, "layers": num_layers, "fanouts": "-".join(map(str, fanouts)),
-            "replace": args.replace, **provenance,
+            "replace": timing.replace, **provenance,
         }
         plans: dict[str, tuple[int, int]] = {}  # sampler -> (warm-ups, timed repeats)
         estimates: dict[str, int] = {}
@@ -481,18 +511,18 @@ def run_setting(setting: Setting, store, layers: Sequence[int], adapters: dict[s
                                        f"{budget / 2**30:.1f} GiB"})
                 print(f"[{setting.name} L={num_layers}] {name}: skipped ({rows[-1]['reason']})", flush=True)
                 continue
-            long = est_time > args.long_batch_s
-            plans[name] = ((0, min(args.long_repeats, args.repeats), False) if long
-                           else (args.warmup, args.repeats, True))
-            if name not in CLAIM_SAMPLERS and args.peer_repeats is not None:  # a peer: the first rounds only
+            long = est_time > timing.long_batch_s
+            plans[name] = ((0, min(timing.long_repeats, timing.repeats), False) if long
+                           else (timing.warmup, timing.repeats, True))
+            if name not in CLAIM_SAMPLERS and timing.peer_repeats is not None:  # a peer: the first rounds only
                 warmup, repeats, _ = plans[name]
-                plans[name] = (warmup, min(repeats, args.peer_repeats), False)
+                plans[name] = (warmup, min(repeats, timing.peer_repeats), False)
         for name, reason in missing.items():
             rows.append({**base, "sampler": name, "status": "skipped", "reason": reason})
 
         with LoadMonitor() as monitor:
             measured = measure_interleaved(graph, fanouts, {n: adapters[n] for n in plans}, plans, pool, num_roots,
-                                           args.seed, args.replace, args.min_seconds, args.max_repeats)
+                                           timing.seed, timing.replace, timing.min_seconds, timing.max_repeats)
         load = load_columns(monitor.result)
         for name, result in measured.items():
             stats = result.median_stats()
@@ -596,17 +626,9 @@ def sampling_code_sha() -> str:
     return digest.hexdigest()[:12]
 
 
-def provenance() -> dict[str, Any]:
-    """Provenance columns shared by every row."""
-    import torch_geometric
-
-    from suite.provenance import _cpu_model, git_sha
-
-    return {"threads": torch.get_num_threads(), "git_sha": git_sha(), "sampling_code_sha": sampling_code_sha(),
-            "torch": torch.__version__,
-            "torch_geometric": torch_geometric.__version__, "python": platform.python_version(),
-            "cpu_model": _cpu_model(), "cpu_cores": os.cpu_count(),
-            "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}
+PROVENANCE = ("threads", "git_sha", "sampling_code_sha", "torch", "torch_geometric", "python", "cpu_model",
+              "cpu_cores", "date")
+"""Provenance columns shared by every row."""
 
 
 def summary_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -623,62 +645,70 @@ def summary_table(table: pd.DataFrame) -> pd.DataFrame:
     return wide.reset_index()
 
 
-def run(args: argparse.Namespace) -> pd.DataFrame:
-    """Run the grid of ``args`` and write the CSV (and the figure); return the table."""
+def run(*, mode: Mode = "full", csv: Path = DEFAULT_CSV, png: Path | None = DEFAULT_PNG, data: Path = DATA,
+        num_nodes: int | None = None, settings: Sequence[str] = ("livejournal", "papers"),
+        layers: Sequence[int] = (1, 2, 3, 4, 5), samplers: Sequence[str] = DEFAULT_SAMPLERS,
+        timing: Timing | None = None, threads: int | None = None) -> pd.DataFrame:
+    """Run the grid and write the table to ``csv`` (and its figure to ``png``; none: no figure); return the table.
+
+    ``quick`` mode (or ``num_nodes``) shrinks the graphs and batches; ``timing`` defaults to
+    :meth:`Timing.of_mode`; ``threads``: ``torch.set_num_threads`` (none: torch's default); ``data``: the store
+    cache."""
     from suite.results import export
 
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    settings = make_settings(args.quick, args.num_nodes)
-    adapters, missing = available_samplers(args.samplers)
+    quick = mode == "quick"
+    timing = timing or Timing.of_mode(mode)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    setups = make_settings(quick, num_nodes)
+    adapters, missing = available_samplers(samplers)
     for name, reason in missing.items():
         print(f"{name}: skipped ({reason})", flush=True)
-    prov = provenance()
+    prov = provenance(*PROVENANCE, sampling_code_sha=sampling_code_sha())
     gc.collect()
     gc.freeze()  # the imports' objects: out of the collector's way, so the collections between batches are cheap
-    print(f"torch threads: {prov['threads']} ({'set by --threads' if args.threads else 'default'}), "
+    print(f"torch threads: {prov['threads']} ({'set by --threads' if threads else 'default'}), "
           f"torch {prov['torch']}", flush=True)
     rows: list[dict] = []
     started = time.perf_counter()
-    for name in args.settings:
-        setting = settings[name]
+    for name in settings:
+        setting = setups[name]
         t0 = time.perf_counter()
-        store = open_store(setting, args.data_dir)
+        store = open_store(setting, data)
         print(f"[{name}] store {store.name} ({store.num_nodes:,} nodes, {store.num_edges:,} edges) ready in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
-        rows += run_setting(setting, store, args.layers, adapters, missing, args, prov)
+        rows += run_setting(setting, store, layers, adapters, missing, timing, prov)
     for row in rows:
-        row.update(quick=args.quick, seed=args.seed)
+        row.update(quick=quick, seed=timing.seed)
     table = add_ratios(pd.DataFrame(rows).reindex(columns=list(COLUMNS)))
     for column in INTEGER_COLUMNS:  # counts stay integers next to the skipped rows' blanks
         table[column] = table[column].astype("Int64")
     order = {name: i for i, name in enumerate(SAMPLER_NAMES)}
     table = table.sort_values(["setting", "layers", "sampler"], key=lambda c: c.map(order) if c.name == "sampler"
                               else c, kind="stable").reset_index(drop=True)
-    export(table, args.csv)
-    print(f"wrote {args.csv} ({len(table)} rows) in {time.perf_counter() - started:.0f} s", flush=True)
+    export(table, csv)
+    print(f"wrote {csv} ({len(table)} rows) in {time.perf_counter() - started:.0f} s", flush=True)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summary_table(table).to_string(index=False))
         skipped = table[table["status"] == "skipped"]
         if len(skipped):
             print(skipped[["setting", "layers", "sampler", "reason"]].to_string(index=False))
-    if args.png is not None:
+    if png is not None:
         from experiments.figures import plot_sampling
 
-        plot_sampling(args.csv, args.png)
-        print(f"wrote {args.png}", flush=True)
+        plot_sampling(csv, png)
+        print(f"wrote {png}", flush=True)
     return table
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Command-line options (quick mode changes the defaults of the repeats)."""
+    """Command-line options: the keyword arguments of :func:`run` (quick mode changes the defaults of the
+    repeats)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help=f"small graphs and batches, {QUICK_REPEATS} repeats (seconds)")
+    add_common_options(parser, quick=f"small graphs and batches, {QUICK_REPEATS} repeats (seconds)",
+                       data=("--data-dir",), seed=0)
     parser.add_argument("--num-nodes", type=int, help="graph size override for both settings (implies small "
                         "batches, like --quick)")
-    parser.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data",
-                        help="cache of generated stores, reused when present (default: %(default)s)")
     parser.add_argument("--csv", type=Path, default=DEFAULT_CSV, help="output table (default: %(default)s)")
     parser.add_argument("--png", type=Path, default=DEFAULT_PNG, help="output figure (default: %(default)s)")
     parser.add_argument("--no-plot", dest="png", action="store_const", const=None, help="do not draw the figure")
@@ -704,30 +734,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="skip configurations estimated to need more (default: %(default)s)")
     parser.add_argument("--replace", action="store_true", help="sample with replacement when degree > fanout")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: leave torch's default)")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be >= 1")
-    if args.repeats is None:
-        args.repeats = QUICK_REPEATS if args.quick else 5
-    if args.peer_repeats is None and args.quick:
-        args.peer_repeats = QUICK_PEER_REPEATS
-    if args.warmup is None:
-        args.warmup = 1
-    if args.min_seconds is None:
-        args.min_seconds = 0.0 if args.quick else 2.0
-    if args.repeats < 1 or args.long_repeats < 1 or args.warmup < 0:
+    timing_fields = [field.name for field in dataclasses.fields(Timing)]
+    timing = Timing.of_mode(args.mode, **{name: getattr(args, name) for name in timing_fields})
+    if timing.repeats < 1 or timing.long_repeats < 1 or timing.warmup < 0:
         parser.error("--repeats and --long-repeats must be >= 1, --warmup >= 0")
-    return args
+    options = {name: value for name, value in vars(args).items() if name not in timing_fields}
+    return argparse.Namespace(**options, timing=timing)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
-    run(parse_args(argv))
-    return 0
+    return cli(run, vars(parse_args(argv)), "sampling")
 
 
-__all__ = ["COLUMNS", "Setting", "add_ratios", "available_samplers", "make_settings", "main", "run",
+__all__ = ["COLUMNS", "Setting", "Timing", "add_ratios", "available_samplers", "make_settings", "main", "run",
            "summary_table"]
 
 if __name__ == "__main__":

@@ -22,33 +22,16 @@ Writes (atomically, tidy CSV with provenance columns):
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
-    sys.path.insert(0, str(REPO_ROOT))
+import pandas as pd
 
-import pandas as pd  # noqa: E402
-
-from simulators.work_depth import MODELS, default_sweeps, fit_scaling, scaling_sweep, work_depth_table  # noqa: E402
-from suite.io import atomic_write_bytes  # noqa: E402
+from experiments.common import DATA, RESULTS, Mode, add_common_options, cli, provenance, write_csv
+from simulators.work_depth import MODELS, default_sweeps, fit_scaling, scaling_sweep, work_depth_table
 
 ARXIV_SIZES = {"n": 169343, "m": 1166243, "k": 128, "L": 3, "d": 13155}
 """ogbn-arxiv's published sizes (fallback when the arxiv-like store is not generated)."""
-
-
-def provenance(seed: int, quick: bool) -> dict:
-    """Columns recorded with every row: seed, mode, git SHA, versions, date."""
-    import numpy
-    import sympy
-
-    from suite.provenance import git_sha
-
-    return {"seed": seed, "quick": quick, "git_sha": git_sha(), "numpy": numpy.__version__,
-            "sympy": sympy.__version__, "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}
 
 
 def reference_sizes(data_dir: Path) -> dict:
@@ -64,26 +47,22 @@ def reference_sizes(data_dir: Path) -> dict:
     return {**ARXIV_SIZES, "graph": "ogbn-arxiv (published sizes)"}
 
 
-def write_csv(table: pd.DataFrame, path: Path) -> Path:
-    """Write a table as CSV atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, table.to_csv(index=False).encode())
-    return path
-
-
-def run(args: argparse.Namespace) -> dict[str, Path]:
-    """Compute the table, the sweeps and the fits; write the CSVs and the figure."""
-    prov = provenance(args.seed, args.quick)
-    sizes = reference_sizes(args.data_dir)
+def run(*, mode: Mode = "full", results: Path = RESULTS, data: Path = DATA, seed: int = 0, plot: bool = True
+        ) -> dict[str, Path]:
+    """Compute the table, the sweeps (small ones in ``quick`` mode) and the fits; write the CSVs and the figure into
+    ``results``; return their paths. ``data``: where the arxiv-like store is looked for."""
+    quick = mode == "quick"
+    prov = provenance("seed", "quick", "git_sha", "numpy", "sympy", "date", seed=seed, quick=quick)
+    sizes = reference_sizes(data)
     graph = sizes.pop("graph")
     table = work_depth_table(sizes=sizes).assign(reference_graph=graph, **{f"ref_{k}": v for k, v in sizes.items()},
                                                  **prov)
-    check = scaling_sweep(MODELS.names(), default_sweeps(args.quick), args.seed).assign(**prov)
+    check = scaling_sweep(MODELS.names(), default_sweeps(quick), seed).assign(**prov)
     fit = fit_scaling(check).assign(**prov)
-    out = args.out_dir
+    out = results
     paths = {"table": write_csv(table, out / "work_depth.csv"), "check": write_csv(check, out / "work_depth_check.csv"),
              "fit": write_csv(fit, out / "work_depth_fit.csv")}
-    if not args.no_plot:
+    if plot:
         from experiments.figures import plot_work_depth_check
 
         paths["figure"] = plot_work_depth_check(paths["check"], out / "work_depth_check.png", fit_csv=paths["fit"])
@@ -97,20 +76,15 @@ def run(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Command-line options."""
+    """Command-line options: the keyword arguments of :func:`run`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sweeps (seconds)")
-    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "out" / "results")
-    parser.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data", help="where arxiv-like is cached")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-plot", action="store_true")
-    return parser.parse_args(argv)
+    return add_common_options(parser, quick="small sweeps (seconds)", results=("--out-dir", "--results"),
+                              data=("--data-dir",), seed=0, plot=True).parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
-    run(parse_args(argv))
-    return 0
+    return cli(run, vars(parse_args(argv)), "work_depth")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """A Ray cluster of several nodes on this machine, each node a separate ``ray start`` process tree on loopback.
 
-For the tests and the scale-out measurement (:mod:`experiments.scale_out`): a head node and worker nodes, each
+For the tests and the scale-out measurement (:mod:`experiments.measure.scale_out`): a head node and worker nodes, each
 started by ``ray start [--head | --address HEAD] --block`` with its own CPUs, custom resources and node labels,
 exactly as on a real cluster (where the nodes are different machines). What keeps clusters apart, so that
 parallel test runs and CI never collide:

@@ -27,7 +27,7 @@ sort buffers (bounded by ``max_bucket_edges``) plus, with link-prediction splits
 each, sorted in memory to remove duplicates). The output depends only on the configuration (not on
 ``chunk_edges`` or ``max_bucket_edges``). Measured on 2 cores: ~1M stored edges in 1.5 to 2 s; 1M nodes and
 20M edges with 128 features in 30 s and 1 GB peak RSS; livejournal-like in 2 min and 1.2 GB
-(``experiments/dataset_generation.py``).
+(``experiments/measure/dataset_generation.py``).
 
 Example::
 

@@ -54,7 +54,7 @@ whatever the thread count: ``numba`` (per hop three compiled sequential passes o
 scratch buffer: draw positions, gather neighbours, deduplicate, the new nodes written straight in layout order;
 then one pass per hop that writes both rows of ``edges`` and ``nbr_offsets``; outputs of 32 MiB and more on
 recycled memory, :class:`~systems.sampling.kernels.BufferPool`) and ``torch`` (tensor operations only; no
-compiler needed, ~4x slower). ``experiments/dense_speed.py`` measures both against random gathers and the naive
+compiler needed, ~4x slower). ``experiments/measure/dense_speed.py`` measures both against random gathers and the naive
 sampler.
 """
 

@@ -1,11 +1,11 @@
-"""The pipeline experiment (experiments/pipeline.py, pipeline_cuda.py) end to end on the tiny preset."""
+"""The pipeline experiment (experiments/pipeline.py) end to end on the tiny preset."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from experiments import pipeline, pipeline_cuda, report
+from experiments import pipeline
 from systems.sampling.pyg import missing_reason
 
 
@@ -60,34 +60,6 @@ def test_configuration_labels():
     labels = ["pyg", "2P 1X q4/4 b8", "sync", "in_memory", "1T 1X q2/2 b2"]
     assert sorted(labels, key=pipeline.configuration_order) == ["in_memory", "sync", "1T 1X q2/2 b2", "2P 1X q4/4 b8",
                                                                 "pyg"]
-
-
-def test_cuda_script_runs_the_same_path_on_cpu(tmp_path, capsys):
-    status = pipeline_cuda.main(["--device", "cpu", "--preset", "tiny", "--batches", "2", "--batch-size", "20",
-                                 "--samplers", "dense", "--seeds", "3", "--out", str(tmp_path / "runs"),
-                                 "--results", str(tmp_path)])
-    assert status == 0
-    printed = capsys.readouterr().out
-    assert "in_memory" in printed and "4T 2X q4/4 b16" in printed and "sync" in printed
-    table = pd.read_csv(tmp_path / "pipeline_cuda.csv")
-    assert len(table) == 9 and sorted(set(table["seed"])) == [0, 1, 2] and set(table["device"]) == {"cpu"}
-    assert (table[table["system"] == "in_memory"]["time_ratio_vs_in_memory"] == 1.0).all()  # per seed
-    # where the table exists (a GPU machine), the pipeline claim is decided from it, over its seeds
-    # (as if measured on a quiet machine: this test checks how the claim reads the table, not the load)
-    table.assign(under_load=False).to_csv(tmp_path / "pipeline_cuda.csv", index=False)
-    table.to_csv(tmp_path / "pipeline_speed.csv", index=False)
-    finding = report.CLAIMS.get("pipeline-utilization").evaluate(tmp_path)
-    assert finding.verdict != report.NOT_TESTABLE and "measured on cpu" in finding.setting
-    assert "3 seeds" in finding.setting and "compute utilization" in finding.measured
-
-
-def test_cuda_script_says_when_there_is_no_cuda(capsys):
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("this machine has CUDA")
-    assert pipeline_cuda.main(["--device", "cuda"]) == pipeline_cuda.EXIT_NO_CUDA
-    assert "CUDA is not available" in capsys.readouterr().err
 
 
 def test_pyg_runs_once_per_dataset_as_sampler_pyg_or_is_skipped_with_the_reason(monkeypatch):

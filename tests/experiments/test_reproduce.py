@@ -25,6 +25,31 @@ def test_jobs_are_registered_in_order_and_selectable():
         reproduce.reproduce("medium")
 
 
+def test_every_job_calls_a_typed_run_of_its_module():
+    """Each job's experiment exposes ``run(*, ...)``: keyword-only, every parameter and the result annotated, and a
+    ``mode`` among the common modes where the experiment has modes (cost has none: it reads the other jobs' runs)."""
+    import importlib
+    import inspect
+    import typing
+
+    from experiments.common import MODES
+
+    for item in reproduce.plan(None):
+        module = importlib.import_module(item.experiment)
+        signature = inspect.signature(module.run)
+        hints = typing.get_type_hints(module.run)
+        assert signature.parameters, item.name
+        for name, parameter in signature.parameters.items():
+            assert parameter.kind is inspect.Parameter.KEYWORD_ONLY, f"{item.experiment}.run: {name} is positional"
+            assert name in hints, f"{item.experiment}.run: {name} has no type"
+        assert "return" in hints, f"{item.experiment}.run: no return type"
+        if "mode" in signature.parameters:
+            assert set(MODES) <= set(typing.get_args(hints["mode"])), item.name
+        else:
+            assert item.name == "cost"
+        assert callable(module.main) and "argv" in inspect.signature(module.main).parameters
+
+
 @pytest.fixture()
 def repo(tmp_path) -> Path:
     """A stand-in checkout: a committed reference ``results/`` with one file that must never change."""

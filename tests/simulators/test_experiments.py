@@ -10,8 +10,8 @@ from experiments import async_gnn, work_depth
 
 @pytest.mark.slow
 def test_work_depth_quick(tmp_path):
-    paths = work_depth.run(work_depth.parse_args(["--quick", "--out-dir", str(tmp_path), "--data-dir",
-                                                  str(tmp_path / "none")]))
+    paths = work_depth.run(**vars(work_depth.parse_args(["--quick", "--out-dir", str(tmp_path), "--data-dir",
+                                                         str(tmp_path / "none")])))
     fit = pd.read_csv(paths["fit"])
     assert fit["passed"].all()
     table = pd.read_csv(paths["table"])
@@ -21,7 +21,7 @@ def test_work_depth_quick(tmp_path):
 
 @pytest.mark.slow
 def test_async_quick(tmp_path):
-    paths = async_gnn.run(async_gnn.parse_args(["--quick", "--out-dir", str(tmp_path)]))
+    paths = async_gnn.run(**vars(async_gnn.parse_args(["--quick", "--out-dir", str(tmp_path)])))
     modes = pd.read_csv(paths["modes"])
     assert list(modes["mode"]) == ["sync-sync", "async-sync", "sync-async", "async-async"]
     assert (modes["makespan_s"] <= modes["makespan_s"].iloc[0] + 1e-12).all()

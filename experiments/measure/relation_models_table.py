@@ -6,7 +6,7 @@ decoder, negatives): seeds, filtered test MRR and Hits@1 and the self-rank fract
 as ``mean [low, high]`` (:func:`suite.stats.mean_interval`), plus the mean training time. A cell with one seed
 has no interval.
 
-Usage: ``python experiments/relation_models_table.py [--runs out/lp_relation] [--out out/results/relation_models.csv]``.
+Usage: ``python experiments/measure/relation_models_table.py [--runs out/lp_relation] [--out out/results/relation_models.csv]``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/thread_budget.py [--repeats 3] [--out out/thread_budget] [--results DIR] [--data-dir DIR]
+    python experiments/measure/thread_budget.py [--repeats 3] [--out out/thread_budget] [--results DIR] [--data-dir DIR]
 
 For each system (``in_memory``; ``pipelined`` with Marius's 4 loader threads; ``disk``, sequential p = 16,
 c = 4, prefetch on) on ``papers-like-s`` shrunk to 600,000 nodes (GraphSAGE 10,5, hidden 64, DENSE, four epochs,
@@ -30,16 +30,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from experiments.common import REPO_ROOT
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
-from suite.config import spec_from_dict  # noqa: E402
-from suite.results import export  # noqa: E402
-from suite.threads import usable_cores  # noqa: E402
+from suite.config import spec_from_dict
+from suite.results import export
+from suite.threads import usable_cores
 
 SYSTEMS = {
     "in_memory": {"name": "in_memory", "device": "cpu"},

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/dense_speed.py [--workdir /tmp/gnnsuite-dense-speed] [--part gather layers]
+    python experiments/measure/dense_speed.py [--workdir /tmp/gnnsuite-dense-speed] [--part gather layers]
         [--gather-spec papers-like-s,feature_dim=0,label_rate=0] [--gather-roots 1000] [--gather-fanouts 15 10 5]
         [--layers-spec livejournal-like] [--layers-roots 10000] [--layers-fanout 20] [--max-layers 5]
         [--backends auto torch] [--repeats 15] [--layer-repeats 5] [--warmup 2] [--replace] [--seed 0]
@@ -31,19 +31,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-from suite.graph import GraphStore  # noqa: E402
-from suite.graph.synthetic import config_from_spec, generate  # noqa: E402
-from systems.sampling import DenseSampler, NaiveSampler, SamplingGraph  # noqa: E402
+from suite.graph import GraphStore
+from suite.graph.synthetic import config_from_spec, generate
+from systems.sampling import DenseSampler, NaiveSampler, SamplingGraph
 
 
 def open_store(spec: str, workdir: Path) -> GraphStore:

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/store_open.py STORE [STORE ...] [--repeats 5] [--csv out/results/store_open.csv]
+    python experiments/measure/store_open.py STORE [STORE ...] [--repeats 5] [--csv out/results/store_open.csv]
 
 For each store, a fresh Python process imports the suite, then times ``GraphStore.open`` plus handing out
 zero-copy tensors of every file, and reports the resident-set growth. Median over repeats; the page cache is
@@ -12,7 +12,6 @@ not dropped (opening reads only headers and metadata, so it does not matter).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import statistics
 import subprocess
@@ -65,11 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     table = pd.DataFrame([measure(store, args.repeats) for store in args.stores])
     print(table.to_string(index=False))
     if args.csv:
-        from suite.io import atomic_write_bytes
+        from experiments.common import write_csv
 
-        buffer = io.StringIO()
-        table.to_csv(buffer, index=False)
-        atomic_write_bytes(args.csv, buffer.getvalue().encode())
+        write_csv(table, args.csv)
     return 0
 
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/dataset_generation.py [SPEC ...] [--workdir /tmp/gnnsuite-gen] [--repeats 1]
+    python experiments/measure/dataset_generation.py [SPEC ...] [--workdir /tmp/gnnsuite-gen] [--repeats 1]
         [--csv out/results/dataset_generation.csv] [--append] [--keep] [--verify]
 
 Each SPEC is ``PRESET[,field=value...]`` (see :func:`suite.graph.synthetic.config_from_spec`), e.g.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import io
 import json
 import os
 import platform
@@ -33,9 +32,9 @@ from pathlib import Path
 
 import pandas as pd
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from experiments.common import REPO_ROOT, RESULTS, write_csv
 DEFAULT_SPECS = ("arxiv-like,name=synthetic-1m-20m,num_nodes=1000000,avg_degree=20", "livejournal-like")
-DEFAULT_CSV = REPO_ROOT / "out" / "results" / "dataset_generation.csv"
+DEFAULT_CSV = RESULTS / "dataset_generation.csv"
 
 _CHILD = r"""
 import json, sys, time
@@ -156,15 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.append and args.csv.exists():
         table = pd.concat([pd.read_csv(args.csv), table], ignore_index=True)
     print(table.to_string(index=False))
-    from suite.io import atomic_write_bytes
-
-    args.csv.parent.mkdir(parents=True, exist_ok=True)
-    buffer = io.StringIO()
-    table.to_csv(buffer, index=False)
-    atomic_write_bytes(args.csv, buffer.getvalue().encode())
+    write_csv(table, args.csv)
     return 0
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(REPO_ROOT))
     raise SystemExit(main())

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/dense_training_step.py [--preset arxiv-like] [--fanouts 15 10 5] [--batch-size 1000]
+    python experiments/measure/dense_training_step.py [--preset arxiv-like] [--fanouts 15 10 5] [--batch-size 1000]
         [--repeats 20] [--warmup 3] [--encoder graphsage] [--device cpu] [--threads N] [--clock wall|cpu]
         [--no-truncate]
         [--csv out/dense_training_step.csv]

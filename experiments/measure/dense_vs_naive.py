@@ -4,7 +4,7 @@ Usage::
 
     gnnsuite grid experiments/specs/dense_vs_naive_cora.yaml --out out/dense_vs_naive
     gnnsuite grid experiments/specs/dense_vs_naive_arxiv.yaml --out out/dense_vs_naive
-    python experiments/dense_vs_naive.py out/dense_vs_naive [--tolerance 0.01] [--csv out/dense_vs_naive.csv]
+    python experiments/measure/dense_vs_naive.py out/dense_vs_naive [--tolerance 0.01] [--csv out/dense_vs_naive.csv]
 
 Prints one table per dataset (rows: seeds, then the mean; columns: the samplers and ``dense - naive``) and exits
 with status 1 when a dataset's mean accuracies differ by more than ``--tolerance`` (default one point).

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/dense_vs_naive_eval.py [experiments/specs/quickstart.yaml] [--seeds 0 1 2]
+    python experiments/measure/dense_vs_naive_eval.py [experiments/specs/quickstart.yaml] [--seeds 0 1 2]
         [--eval-fanouts 10,10 25,25 -1,-1] [--csv out/dense_vs_naive_eval.csv]
 
 For every seed and training sampler (``naive``, ``dense``), one model is trained in the in-memory system with the

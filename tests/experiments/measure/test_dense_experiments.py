@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments import dense_training_step, dense_vs_naive, dense_vs_naive_eval
+from experiments.measure import dense_training_step, dense_vs_naive, dense_vs_naive_eval
 
 
 def test_training_step_table(tmp_path, capsys):

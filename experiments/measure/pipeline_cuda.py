@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/pipeline_cuda.py [--device cuda] [--preset arxiv-like] [--batches 30] [--seeds 3]
+    python experiments/measure/pipeline_cuda.py [--device cuda] [--preset arxiv-like] [--batches 30] [--seeds 3]
         [--out out/pipeline-cuda] [--results DIR]
 
 This is how the pipeline-utilization claim is measured where a GPU is present (``gnnsuite reproduce`` runs it
@@ -28,17 +28,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import pandas as pd
+import torch
 
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-
-from experiments.pipeline import speed_table  # noqa: E402
-from suite.config import spec_from_dict  # noqa: E402
-from suite.grid import failures, run_grid  # noqa: E402
-from suite.results import load_runs  # noqa: E402
+from experiments.common import REPO_ROOT, JobFailed, check_failed, cli
+from experiments.pipeline import speed_table
+from suite.config import spec_from_dict
+from suite.grid import failures, run_grid
+from suite.results import load_runs
 
 EXIT_NO_CUDA = 3
 CONFIGURATIONS = (("in_memory", {}), ("pipelined", {"sync": True}), ("pipelined", {}))
@@ -61,7 +58,34 @@ def specs(device: str, preset: str, batches: int, batch_size: int, samplers: Seq
     ]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run(*, device: str = "cuda", preset: str = "arxiv-like", batches: int = 30, batch_size: int = 1000,
+        samplers: Sequence[str] = ("naive", "dense"), seeds: int = 1, runs: Path = REPO_ROOT / "out" / "pipeline-cuda",
+        results: Path | None = None) -> pd.DataFrame:
+    """Run every configuration x sampler x seed (``seeds`` of them) on ``device`` into ``runs``; write
+    ``pipeline_cuda.csv`` into ``results`` (none: no table); return the table. Raises :class:`JobFailed` when runs
+    failed, or (status :data:`EXIT_NO_CUDA`) when ``device`` is CUDA and there is none."""
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise JobFailed("CUDA is not available on this machine (use --device cpu to run the same on the CPU)",
+                        status=EXIT_NO_CUDA)
+    summaries = run_grid(specs(device, preset, batches, batch_size, samplers, range(seeds)), runs, progress=False)
+    check_failed(failures(summaries))
+    table = speed_table(runs)
+    recorded = load_runs(runs, include_incomplete=False).set_index("run_id")
+    table["gpu_utilization"] = [recorded.loc[run_id].get("gpu_utilization") for run_id in table["run_id"]]
+    table["device"] = [recorded.loc[run_id].get("device") for run_id in table["run_id"]]
+    if results is not None:
+        from suite.results import export
+
+        export(table, results / "pipeline_cuda.csv")
+    with pd.option_context("display.width", 220, "display.max_columns", 30):
+        print(table[["device", "dataset", "sampler", "configuration", "seed", "epoch_time_s", "time_ratio_vs_in_memory",
+                     "compute_utilization", "gpu_utilization", "pipeline_efficiency", "bottleneck_stage",
+                     "staleness_max"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return table
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options: the keyword arguments of :func:`run`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--preset", default="arxiv-like")
@@ -69,32 +93,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--samplers", nargs="+", default=["naive", "dense"])
     parser.add_argument("--seeds", type=int, default=1, help="seeds per configuration (the claim needs 3)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "out" / "pipeline-cuda")
+    parser.add_argument("--out", dest="runs", type=Path, default=REPO_ROOT / "out" / "pipeline-cuda")
     parser.add_argument("--results", type=Path, help="write pipeline_cuda.csv into this folder")
-    args = parser.parse_args(argv)
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        print("pipeline_cuda: CUDA is not available on this machine (use --device cpu to run the same on the CPU)",
-              file=sys.stderr)
-        return EXIT_NO_CUDA
-    summaries = run_grid(specs(args.device, args.preset, args.batches, args.batch_size, args.samplers,
-                               range(args.seeds)), args.out, progress=False)
-    if failures(summaries):
-        for summary in failures(summaries):
-            print(f"failed: {summary.get('run_id')}: {summary.get('error')}", file=sys.stderr)
-        return 1
-    table = speed_table(args.out)
-    runs = load_runs(args.out, include_incomplete=False).set_index("run_id")
-    table["gpu_utilization"] = [runs.loc[run_id].get("gpu_utilization") for run_id in table["run_id"]]
-    table["device"] = [runs.loc[run_id].get("device") for run_id in table["run_id"]]
-    if args.results is not None:
-        from suite.results import export
+    return parser.parse_args(argv)
 
-        export(table, args.results / "pipeline_cuda.csv")
-    with pd.option_context("display.width", 220, "display.max_columns", 30):
-        print(table[["device", "dataset", "sampler", "configuration", "seed", "epoch_time_s", "time_ratio_vs_in_memory",
-                     "compute_utilization", "gpu_utilization", "pipeline_efficiency", "bottleneck_stage",
-                     "staleness_max"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    return 0
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    return cli(run, vars(parse_args(argv)), "pipeline_cuda")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/scale_out.py [--quick] [--out out/scale_out] [--results out/results] [--part ddp|grid|both]
+    python experiments/measure/scale_out.py [--quick] [--out out/scale_out] [--results out/results] [--part ddp|grid|both]
 
 Two measurements, each through the harness (``gnnsuite run`` / ``gnnsuite grid`` do the same):
 
@@ -38,17 +38,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `suite` importable
-    sys.path.insert(0, str(REPO_ROOT))
+from experiments.common import REPO_ROOT, RESULTS, write_csv
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from suite.config import load_spec  # noqa: E402
-from suite.grid import expand_grid, failures, load_grid, parse_grid, run_grid  # noqa: E402
-from suite.io import strict_json_dumps  # noqa: E402
-from suite.recorder import read_records, read_summary  # noqa: E402
-from suite.runner import run_spec  # noqa: E402
+from suite.config import load_spec
+from suite.grid import expand_grid, failures, load_grid, parse_grid, run_grid
+from suite.io import strict_json_dumps
+from suite.recorder import read_records, read_summary
+from suite.runner import run_spec
 
 CORA = REPO_ROOT / "experiments" / "specs" / "cora.yaml"
 GRID = REPO_ROOT / "experiments" / "specs" / "quickstart_grid.yaml"
@@ -235,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer epochs and runs (for the tests)")
     parser.add_argument("--out", default=None, help="runs folder (default out/scale_out[-quick])")
-    parser.add_argument("--results", default=str(REPO_ROOT / "out" / "results"), help="where the CSV files go")
+    parser.add_argument("--results", default=str(RESULTS), help="where the CSV files go")
     parser.add_argument("--data-dir", default="data", help="dataset cache folder")
     parser.add_argument("--part", choices=("ddp", "grid", "both"), default="both")
     parser.add_argument("--repeats", type=int, default=3, help="grid: repeats per executor (default 3)")
@@ -245,13 +243,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     results.mkdir(parents=True, exist_ok=True)
     if args.part in ("ddp", "both"):
         frame = pd.DataFrame(ddp_rows(out / "ddp", args.quick, args.data_dir))
-        frame.to_csv(results / "scale_out_ddp.csv", index=False)
+        write_csv(frame, results / "scale_out_ddp.csv")
         print(frame.drop(columns=["run_id"]).to_string(index=False))
     if args.part in ("grid", "both"):
         rows = grid_rows(out, args.quick, args.data_dir, repeats=args.repeats)
-        pd.DataFrame(rows).to_csv(results / "scale_out_grid_runs.csv", index=False)
+        write_csv(pd.DataFrame(rows), results / "scale_out_grid_runs.csv")
         frame = grid_summary(rows)
-        frame.to_csv(results / "scale_out_grid.csv", index=False)
+        write_csv(frame, results / "scale_out_grid.csv")
         print(frame.to_string(index=False))
     return 0
 
