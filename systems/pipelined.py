@@ -57,9 +57,10 @@ from suite.registry import SYSTEMS
 from systems.base import EpochStats, SystemOptions
 from systems.batch import Batch, StageStamp
 from suite.ranks import DistributedOptions
-from systems.in_memory import InMemorySystem, epoch_stats
+from systems.in_memory import InMemorySystem
 from systems.tasks.base import Task
 from systems.pipeline import Pipeline, PipelineTrace, Stage
+from systems.stages import epoch_stats
 
 
 class StageOptions(BaseModel):

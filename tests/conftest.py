@@ -1,4 +1,5 @@
-"""Shared fixtures: where the real datasets live, and tiny stores built by hand."""
+"""Shared fixtures: where the real datasets live; the report of the executor tests. Plain helpers shared by tests
+are in :mod:`tests.support`."""
 
 from __future__ import annotations
 
@@ -7,16 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import shared_dir
+
 # The compiled sampler kernels check every index in the tests (an IndexError instead of a segmentation fault);
 # set before any test imports them, inherited by the CLI subprocesses the tests start.
 os.environ.setdefault("GNNSUITE_KERNEL_BOUNDSCHECK", "1")
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def shared_dir() -> Path:
-    """The project's ``shared/`` folder: ``$GNNSUITE_SHARED`` or the ``shared`` folder beside the checkout."""
-    return Path(os.environ.get("GNNSUITE_SHARED", REPO_ROOT.parent / "shared"))
 
 
 @pytest.fixture(scope="session")

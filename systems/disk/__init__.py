@@ -1,4 +1,5 @@
-"""Disk-based training: partition-buffer policies (plans), the partition buffer and the in-buffer graph, and the
+"""Disk-based training: the plan type (:mod:`systems.disk.plan`), partition-buffer policies
+(:mod:`systems.disk.policies`), the partition buffer and the in-buffer graph, and the
 disk system with its task variants (node classification, link prediction).
 
 Importing :mod:`systems.disk.policies` registers the built-in policies in :data:`suite.registry.POLICIES`; the

@@ -47,12 +47,13 @@ from systems.base import EpochStats
 from systems.batch import Batch, batch_seed
 from systems.disk.buffer import FeatureBuffer
 from systems.disk.embeddings import EmbeddingStore
-from systems.disk.policies import BufferPlan, PolicySpec, make_plan
+from systems.disk.plan import BufferPlan
+from systems.disk.policies import PolicySpec, make_plan
 from systems.disk.graph import BufferedGraph
 from systems.disk.system import DISK_TASKS, DiskSystem, PassKey, StateData, Step, partitioned_store, state_bar
-from systems.in_memory import epoch_stats, run_stages
 from systems.models.embeddings import EmbeddingTable
 from systems.sampling.base import SamplingGraph
+from systems.stages import epoch_stats, run_stages
 from systems.tasks.link_prediction import LinkPredictionTask, check_edge_split
 from systems.tasks.negatives import NegativeSampler
 
@@ -87,6 +88,7 @@ class EmbeddingBuffer(FeatureBuffer):
         super().evict(frame)
 
 
+@DISK_TASKS.register("link_prediction")
 class DiskLinkPrediction(DiskSystem):
     """Link prediction from disk (see the module docstring); options: :class:`~systems.disk.system.DiskOptions`.
 
@@ -314,8 +316,5 @@ class DiskLinkPrediction(DiskSystem):
         if getattr(self, "embedding_store", None) is not None:
             self.embedding_store.close()
         super().close_files()
-
-
-DISK_TASKS.register("link_prediction", DiskLinkPrediction)
 
 __all__ = ["DiskLinkPrediction", "EmbeddingBuffer"]

@@ -10,7 +10,7 @@ state).
 
 Passes: a training epoch follows the policy's plan of the training nodes. With ``sequential`` (MariusGNN) the
 partitions holding training nodes stay in the buffer and the other slots rotate across epochs (a seeded rotation,
-:func:`systems.disk.policies.rotation_window`), so over epochs sampling sees every neighbourhood. An evaluation
+:func:`systems.disk.policies.node_classification.rotation_window`), so over epochs sampling sees every neighbourhood. An evaluation
 pass plans the split's nodes with ``eval_policy`` (default ``sequential`` when their partitions fit in the buffer,
 filled first with the partitions already resident: with a ``labeled-first`` order the evaluated nodes are
 resident and an evaluation reads nothing), each node predicted in its state.
@@ -31,17 +31,19 @@ from systems.base import EpochStats
 from systems.batch import Batch, batch_seed
 from systems.disk.buffer import FeatureBuffer, PartitionArray
 from systems.disk.graph import BufferedGraph
-from systems.disk.policies import BufferPlan, PolicySpec, make_plan
+from systems.disk.plan import BufferPlan
+from systems.disk.policies import PolicySpec, make_plan
 from systems.disk.system import (DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store, plan_steps,
                                  state_bar)
-from systems.in_memory import epoch_stats, run_stages
 from systems.pipeline import Pipeline
 from systems.pipelined import pipeline_extra, record_trace, task_stages
+from systems.stages import epoch_stats, run_stages
 from systems.tasks.node_classification import NodeClassificationTask, labeled
 
 _EVAL_SEED_OFFSET = 0xE7A1
 
 
+@DISK_TASKS.register("node_classification")
 class DiskNodeClassification(DiskSystem):
     """Node classification from disk (see the module docstring); options:
     :class:`~systems.disk.system.DiskOptions`."""
@@ -276,8 +278,5 @@ class DiskNodeClassification(DiskSystem):
         if self.buffer is not None:
             self.buffer.source.close()
         super().close_files()
-
-
-DISK_TASKS.register("node_classification", DiskNodeClassification)
 
 __all__ = ["DiskNodeClassification"]

@@ -3,7 +3,7 @@
 Setup partitions the run's store into ``p`` partitions (cached beside the dataset, :func:`partitioned_store`):
 node rows partition-contiguous, edges in ``p x p`` buckets sorted by destination. A run is a sequence of
 *passes* (:func:`systems.base.pass_schedule`: every training epoch, and the evaluations after it); each pass
-follows a plan of the registered policy (:mod:`systems.disk.policies`), a sequence of buffer states. This module
+follows a plan (:mod:`systems.disk.plan`) of the registered policy (:mod:`systems.disk.policies`), a sequence of buffer states. This module
 holds what every task variant shares, the *walk* over a pass's states:
 
 1. **Residency.** A state's partitions occupy *frames* of the buffer (:class:`~systems.disk.buffer.FeatureBuffer`:
@@ -51,7 +51,7 @@ import systems.disk.policies  # noqa: F401  (registers the policies)
 from systems.base import PassKey, System, SystemOptions, pass_schedule
 from systems.disk.buffer import FeatureBuffer
 from systems.disk.graph import BufferedGraph, ReadEvent
-from systems.disk.policies import BufferPlan
+from systems.disk.plan import BufferPlan
 from systems.pipelined import StageOptions
 from systems.sampling.base import SamplingGraph
 

@@ -1,4 +1,7 @@
-"""The notebooks in ``notebooks/`` execute (nbclient) on small inputs, and are committed clean.
+"""The notebooks in ``notebooks/`` execute (nbclient) on small inputs, are committed clean, and match their source.
+
+The source of each notebook is a jupytext percent-format script, ``notebooks/<name>.py``; the ``.ipynb`` beside it
+is generated from it (``jupytext --sync notebooks/*.py``, pairing set in ``notebooks/jupytext.toml``).
 
 Each notebook runs in a fresh ``python3`` kernel (jupyter_client starts the kernelspec's ``python`` as
 ``sys.executable``, so the kernel uses this interpreter and its packages) with a temporary working directory.
@@ -116,12 +119,20 @@ def test_committed_notebooks_have_no_outputs(name):
     assert notebook.metadata["kernelspec"]["name"] == "python3"
 
 
-def test_notebooks_match_their_generator():
-    """The committed notebooks are exactly what ``notebooks/build_notebooks.py`` writes."""
-    import importlib.util
+def test_every_notebook_has_its_percent_script():
+    """Every ``notebooks/*.ipynb`` is generated from a ``notebooks/*.py`` of the same name, and vice versa."""
+    assert sorted(path.stem for path in NOTEBOOKS.glob("*.py")) == sorted(path.stem for path in NOTEBOOKS.glob("*.ipynb"))
 
-    spec = importlib.util.spec_from_file_location("build_notebooks", NOTEBOOKS / "build_notebooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert sorted(module.NOTEBOOKS) == sorted(path.stem for path in NOTEBOOKS.glob("*.ipynb"))
-    assert module.main(["--check"]) == 0
+
+@pytest.mark.parametrize("name", sorted(path.stem for path in NOTEBOOKS.glob("*.py")))
+def test_notebook_matches_its_percent_script(name):
+    """The committed ``.ipynb`` has exactly the cells of its jupytext percent script (``notebooks/<name>.py``, the
+    source): same kinds, sources and tags, in order (``jupytext --sync notebooks/*.py`` rewrites it)."""
+    jupytext = pytest.importorskip("jupytext")
+
+    def cells(path: Path) -> list[tuple[str, str, list[str]]]:
+        notebook = jupytext.read(path)
+        return [(cell.cell_type, cell.source, cell.metadata.get("tags", [])) for cell in notebook.cells]
+
+    script, committed = cells(NOTEBOOKS / f"{name}.py"), cells(NOTEBOOKS / f"{name}.ipynb")
+    assert committed == script, f"notebooks/{name}.ipynb differs from notebooks/{name}.py: jupytext --sync notebooks/{name}.py"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from suite.cli import main
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def _one_line_error(capsys, *fragments: str) -> None:

@@ -115,7 +115,7 @@ def spec_and_run(tmp_path_factory):
     """A real sync pipelined run on a small planted-partition store (for model_for and the microbenchmark)."""
     from suite.config import spec_from_dict
     from suite.runner import run_spec
-    from tests.systems.conftest import planted_partition, write_node_store
+    from tests.support.graphs import planted_partition, write_node_store
 
     root = tmp_path_factory.mktemp("contention")
     graph = planted_partition(num_nodes=400, num_classes=3, seed=2)

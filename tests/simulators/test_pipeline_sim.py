@@ -110,7 +110,7 @@ def recorded_sync_run(tmp_path_factory):
     from suite.recorder import Recorder
     from suite.runner import run_spec
     from suite.config import spec_from_dict
-    from tests.systems.conftest import planted_partition, write_node_store
+    from tests.support.graphs import planted_partition, write_node_store
 
     root = tmp_path_factory.mktemp("calib")
     graph = planted_partition(num_nodes=400, num_classes=3, seed=2)

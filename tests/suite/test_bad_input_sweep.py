@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def test_every_bad_input_of_the_sweep_is_a_clean_one_line_error(tmp_path):

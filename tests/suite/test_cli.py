@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from suite.cli import main
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -19,7 +19,7 @@ from suite.datasets import open_dataset
 from suite.graph import GraphStore
 from suite.recorder import read_records, read_summary
 from suite.results import load_epochs
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 EPOCHS = {"in_memory": 8, "disk_link_prediction": 2}
 SPECS = {

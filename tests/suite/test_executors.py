@@ -23,7 +23,7 @@ from suite.errors import ConfigError
 from suite.executors import ExecutorOptions, Resources, parse_memory, run_lock, run_resources, slurm_parameters
 from suite.grid import expand_grid, run_grid
 from suite.recorder import is_complete, read_records, read_summary
-from tests.suite.conftest import child_env, gnnsuite, require_engine, write_grid
+from tests.support.processes import child_env, gnnsuite, require_engine, write_grid
 
 
 def _specs(grid: Path) -> list:

@@ -25,7 +25,7 @@ from suite.io import (
     staged_directory,
     strict_json_dumps,
 )
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def test_atomic_write_json_replaces_whole_file(tmp_path):

@@ -4,51 +4,20 @@ from __future__ import annotations
 
 import math
 import statistics
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
 from suite.config import RunSpec
 from suite.errors import ConfigError, DataError
 from suite.graph import GraphStore
-from suite.recorder import Recorder, read_records
+from suite.recorder import read_records
 from suite.registry import SYSTEMS
-from systems.base import RunOutcome
 from systems.in_memory import InMemorySystem
-from tests.systems.conftest import planted_partition, write_node_store
+from tests.support.graphs import planted_partition, write_node_store
+from tests.support.in_memory import make_spec, run
 
 STAGES = {"sample", "gather", "transfer", "compute"}
-
-
-def make_spec(**sections: Any) -> RunSpec:
-    """A run spec on the test store; ``sections`` override whole sections or fields (``seed=3``).
-
-    Built with ``RunSpec.model_validate`` rather than ``spec_from_dict``: the name checks of the latter import
-    every plugin module of the suite, and these tests need only the in-memory system.
-    """
-    data: dict[str, Any] = {
-        "dataset": {"name": "store"},
-        "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 32, "fanouts": (10, 10), "dropout": 0.2},
-        "training": {"batch_size": 64, "epochs": 8, "learning_rate": 0.01},
-        "evaluation": {"every": 4, "batch_size": 256},
-        "seed": 0,
-    }
-    for key, value in sections.items():
-        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
-    return RunSpec.model_validate(data)
-
-
-def run(spec: RunSpec, store: GraphStore, out: Path, progress: bool = False) -> tuple[RunOutcome, Recorder]:
-    recorder = Recorder(out, spec)
-    try:
-        outcome = InMemorySystem(spec, store, torch.device("cpu"), recorder).run(progress=progress)
-    finally:
-        recorder.close()
-    return outcome, recorder
-
 
 
 def test_registered():

@@ -8,7 +8,7 @@ import torch
 from suite.recorder import Recorder
 from systems.in_memory import InMemorySystem
 from systems.sampling import DenseSampler, NaiveSampler
-from tests.systems.test_in_memory import make_spec, run
+from tests.support.in_memory import make_spec, run
 
 
 

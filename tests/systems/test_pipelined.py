@@ -19,7 +19,7 @@ from systems.base import RunOutcome
 from systems.batch import Batch
 from systems.pipelined import PipelinedSystem
 from systems.tasks import NodeClassificationTask
-from tests.systems.conftest import planted_partition, write_node_store
+from tests.support.graphs import planted_partition, write_node_store
 
 
 def make_spec(system: str = "pipelined", options: dict[str, Any] | None = None, **fields: Any) -> RunSpec:

@@ -13,7 +13,7 @@ import pytest
 from suite.errors import ConfigError, DataError
 from suite.graph import GraphStore
 from suite.graph.loaders import LOADERS, prepare
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from tests.suite.graph.ogb_fixtures import (
     make_ogbl_citation2,
     make_ogbl_collab,

@@ -12,7 +12,7 @@ from suite.errors import DataError
 from suite.graph import GraphStore
 from suite.graph.loaders import prepare
 from suite.graph.pyg import estimated_bytes, to_pyg_data
-from tests.suite.graph.conftest import TINY_DST, TINY_REL, TINY_SRC
+from tests.support.graphs import TINY_DST, TINY_REL, TINY_SRC
 
 
 def edge_keys(edge_index: torch.Tensor, num_nodes: int) -> np.ndarray:

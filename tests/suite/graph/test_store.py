@@ -17,7 +17,7 @@ from suite.graph import GraphStore, create_store, index_dtype
 from suite.graph.csr import EdgeChunk, write_csrs
 from suite.io import file_checksum
 
-from .conftest import write_tiny_store
+from tests.support.graphs import write_tiny_store
 
 
 def _rewrite(store: GraphStore, key: str, array: np.ndarray, fix_metadata: bool = True) -> None:

@@ -25,8 +25,9 @@ from suite.runner import run_spec
 from systems.disk.embeddings import MANIFEST, EmbeddingStore, crc32
 from systems.disk.link_prediction import EMBEDDINGS_FOLDER, DiskLinkPrediction, EmbeddingBuffer
 from systems.disk.system import DiskSystem
-from tests.systems.disk.test_disk_system import run
-from tests.systems.tasks.test_link_prediction import one_thread, tiny  # noqa: F401  (fixtures: one thread, 300 nodes)
+from tests.support.disk import run
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # fixtures one_thread and tiny: tests/systems/conftest.py
 
 REPO = Path(__file__).resolve().parents[3]
 

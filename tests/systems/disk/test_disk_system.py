@@ -3,7 +3,6 @@ sees only the buffer, prefetching changes timing only, bad stores and options fa
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,8 @@ from suite.graph import GraphStore
 from suite.io import resident_pages
 from suite.recorder import Recorder, read_records
 from systems.disk.system import DiskSystem, partitioned_store
-from tests.systems.conftest import planted_partition, write_node_store
+from tests.support.disk import run
+from tests.support.graphs import planted_partition, write_node_store
 
 
 @pytest.fixture(scope="module")
@@ -34,16 +34,6 @@ def make_spec(store: GraphStore, options: dict[str, Any], epochs: int = 3, **tra
         "training": {"batch_size": 32, "epochs": epochs, "learning_rate": 0.01, **training},
         "evaluation": {"every": epochs},
     })
-
-
-def run(spec, store, out: Path) -> tuple[Any, DiskSystem, Recorder]:
-    recorder = Recorder(out, spec)
-    system = DiskSystem(spec, store, torch.device("cpu"), recorder)
-    try:
-        outcome = system.run()
-    finally:
-        recorder.close()
-    return outcome, system, recorder
 
 
 @pytest.mark.parametrize("options", [

@@ -7,8 +7,10 @@ import pytest
 
 from suite.errors import ConfigError, DataError
 from suite.plugins import POLICIES
-from systems.disk.policies import (BufferPlan, PolicySpec, beta_swaps, beta_walk, make_plan, rotation_window,
-                                   swap_lower_bound)
+from systems.disk.plan import BufferPlan
+from systems.disk.policies import PolicySpec, make_plan
+from systems.disk.policies.beta import beta_swaps, beta_walk, swap_lower_bound
+from systems.disk.policies.node_classification import rotation_window
 
 LP_POLICIES = ("beta", "comet", "random", "in_memory")
 NC_POLICIES = ("beta", "comet", "random", "in_memory", "sequential", "dispersed")

@@ -8,7 +8,7 @@ import torch
 from suite.config import ModelSpec
 from systems.models import build_model
 from systems.sampling import DenseSampler, NaiveSampler
-from tests.systems.conftest import in_graph
+from tests.support.graphs import in_graph
 
 IN_DIM, OUT_DIM = 8, 3
 

@@ -13,8 +13,8 @@ from suite.registry import MODELS
 from systems.models import GAT, GCN, build_model
 from systems.models.gat import HIDDEN_HEADS, block_edges_with_self_loops
 from systems.sampling import LayerBlock, NaiveSampler
-from tests.systems.conftest import graph_from_lists, in_graph
-from tests.systems.models.conftest import destinations_last
+from tests.support.graphs import graph_from_lists, in_graph
+from tests.support.sampling import destinations_last
 
 NUM_NODES, NUM_EDGES, IN_DIM, OUT_DIM = 40, 160, 8, 3
 ENCODERS = ["graphsage", "gcn", "gat", "mlp"]

@@ -11,7 +11,7 @@ from suite.errors import ConfigError
 from suite.registry import MODELS
 from systems.models import MLP, GraphSAGE, build_model
 from systems.sampling import NaiveSampler
-from tests.systems.conftest import graph_from_lists, in_graph
+from tests.support.graphs import graph_from_lists, in_graph
 
 NUM_NODES, NUM_EDGES, IN_DIM, OUT_DIM = 40, 160, 8, 3
 

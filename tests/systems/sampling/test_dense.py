@@ -15,8 +15,8 @@ from suite.registry import SAMPLERS
 from systems.models.graphsage import GraphSAGE
 from systems.sampling import DenseSampler, DenseSubgraph, LayerBlock, NaiveSampler, SamplingGraph, kernels
 from systems.sampling.dense import shuffle_plan
-from tests.systems.conftest import graph_from_lists
-from tests.systems.sampling.test_naive import TINY, directed_store, gen, hub_graph, random_graph
+from tests.support.graphs import graph_from_lists
+from tests.support.sampling import TINY, directed_store, gen, hub_graph, random_graph
 
 BACKENDS = ["numba", "torch"] if kernels.NUMBA_AVAILABLE else ["torch"]
 

@@ -10,7 +10,7 @@ from scipy import stats
 
 from systems.sampling import NaiveSampler, kernels
 from systems.sampling.naive import sample_neighbours
-from tests.systems.sampling.test_naive import gen, random_graph
+from tests.support.sampling import gen, random_graph
 
 MASK = (1 << 64) - 1
 needs_numba = pytest.mark.skipif(not kernels.NUMBA_AVAILABLE, reason="numba not installed")

@@ -4,28 +4,17 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from scipy import stats
 
-from suite.graph import create_store
-from suite.graph.csr import EdgeChunk, write_csrs
-from suite.graph.store import GraphStore
 from suite.registry import SAMPLERS
 from systems.sampling import LayerBlock, NaiveSampler, SampledSubgraph, SamplingGraph
 from systems.sampling.naive import relabel, sample_neighbours
-from tests.systems.conftest import graph_from_lists
-
-# Neighbour lists of a tiny graph (checked by hand below).
-#   0: [1, 2]    1: [0, 2, 3]    2: [0]    3: []    4: [3]
-TINY = [[1, 2], [0, 2, 3], [0], [], [3]]
-
-
-def gen(seed: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+from tests.support.graphs import graph_from_lists
+from tests.support.sampling import TINY, directed_store, gen, hub_graph, random_graph
 
 
 def global_edges(block: LayerBlock) -> list[tuple[int, int]]:
@@ -113,15 +102,6 @@ def test_relabel_dst_first_then_first_appearance():
     assert local.tolist() == [2, 1, 3, 2, 0]
 
 
-def random_graph(num_nodes: int = 60, max_degree: int = 15, seed: int = 0) -> tuple[SamplingGraph, set]:
-    """A random graph without repeated neighbours; returns it and its edge set ``{(neighbour, node)}``."""
-    rng = np.random.default_rng(seed)
-    lists = [sorted(rng.choice(num_nodes, size=rng.integers(0, max_degree + 1), replace=False).tolist())
-             for _ in range(num_nodes)]
-    edges = {(u, v) for v, row in enumerate(lists) for u in row}
-    return graph_from_lists(lists), edges
-
-
 def khop_edges(graph: SamplingGraph, roots: list[int], hops: int) -> list[list[tuple[int, int]]]:
     """Reference (Python loops): per hop from the roots, the edges of every frontier node; outermost first."""
     frontier, per_hop = list(roots), []
@@ -196,11 +176,6 @@ def test_generator_state_advances():
 HUB_DEGREE, HUB_FANOUT, DRAWS = 20, 5, 4000
 
 
-def hub_graph(degree: int) -> SamplingGraph:
-    """Node 0 has neighbours 1..degree; nothing else has neighbours."""
-    return graph_from_lists([list(range(1, degree + 1))] + [[] for _ in range(degree)])
-
-
 @pytest.mark.parametrize("replace", [False, True])
 def test_neighbour_frequencies_uniform(replace):
     graph = hub_graph(HUB_DEGREE)
@@ -251,16 +226,6 @@ def test_mixed_degrees_in_one_hop():
     assert torch.bincount(segment, minlength=4).tolist() == [2, 3, 3, 0]
     assert neighbours[:5].tolist() == [1, 2, 0, 2, 3]
     assert len(set(neighbours[5:].tolist())) == 3 and set(neighbours[5:].tolist()) <= {0, 1, 3, 4, 5, 6, 7}
-
-
-# ------------------------------------------------------------------ directions
-def directed_store(path: Path) -> GraphStore:
-    """Directed edges 0->1, 2->1, 1->3, 3->0, 1->0."""
-    src, dst = np.array([0, 2, 1, 3, 1]), np.array([1, 1, 3, 0, 0])
-    with create_store(path) as writer:
-        num_edges = write_csrs(writer, [EdgeChunk(src, dst)], 4)
-        writer.finalize(name="directed", num_nodes=4, num_edges=num_edges, directed=True)
-    return GraphStore.open(path)
 
 
 @pytest.mark.parametrize("direction, expected", [

@@ -18,7 +18,7 @@ from systems.models import build_model
 from systems.sampling import NaiveSampler, SampledSubgraph
 from systems.sampling import pyg as pyg_sampling
 from systems.sampling.pyg import PygSampler
-from tests.systems.conftest import graph_from_lists, in_graph
+from tests.support.graphs import graph_from_lists, in_graph
 
 MISSING = pyg_sampling.missing_reason()
 needs_pyg = pytest.mark.skipif(MISSING is not None, reason=f"pyg sampler: {MISSING}")

@@ -16,7 +16,6 @@ from suite.config import RunSpec, spec_from_dict
 from suite.errors import ConfigError, DataError
 from suite.graph import GraphStore, create_store
 from suite.graph.csr import EdgeChunk, write_csrs
-from suite.graph.synthetic import PRESETS, generate
 from suite.recorder import Recorder, read_records
 from suite.registry import DECODERS, SYSTEMS, TASKS
 from systems.base import RunOutcome
@@ -27,6 +26,8 @@ from systems.models.decoders import ComplEx, DistMult, Dot, build_decoder
 from systems.models.embeddings import EmbeddingTable
 from systems.tasks.link_prediction import LinkPredictionTask, link_prediction_loss
 from systems.tasks.negatives import NegativeSampler, chunked_scores, chunking
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # fixtures one_thread and tiny: tests/systems/conftest.py
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -88,21 +89,6 @@ def run(spec: RunSpec, store: GraphStore, out: Path, with_system: bool = False):
     finally:
         recorder.close()
     return (outcome, recorder, system) if with_system else (outcome, recorder)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one intra-op thread (on a shared 2-core machine, OpenMP barriers dominate otherwise)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> GraphStore:
-    """The synthetic ``tiny`` preset: 300 nodes, 3 relation types, held-out valid/test edges."""
-    return generate(PRESETS.get("tiny"), tmp_path_factory.mktemp("lp") / "tiny")
 
 
 @pytest.fixture(scope="module")

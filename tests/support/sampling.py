@@ -1,10 +1,52 @@
-"""Helpers for encoder tests: a DENSE-like layout built by hand from a layer-wise sample."""
+"""Sampler test helpers: a hand-checked tiny graph, random and hub graphs, a directed store, generators, and a
+DENSE-like layout built by hand from a layer-wise sample."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import torch
 
+from suite.graph import create_store
+from suite.graph.csr import EdgeChunk, write_csrs
+from suite.graph.store import GraphStore
+from systems.sampling import SamplingGraph
 from systems.sampling.base import LayerBlock, SampledSubgraph
+from tests.support.graphs import graph_from_lists
+
+
+# Neighbour lists of a tiny graph (checked by hand in tests/systems/sampling/test_naive.py).
+#   0: [1, 2]    1: [0, 2, 3]    2: [0]    3: []    4: [3]
+TINY = [[1, 2], [0, 2, 3], [0], [], [3]]
+
+
+def gen(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def random_graph(num_nodes: int = 60, max_degree: int = 15, seed: int = 0) -> tuple[SamplingGraph, set]:
+    """A random graph without repeated neighbours; returns it and its edge set ``{(neighbour, node)}``."""
+    rng = np.random.default_rng(seed)
+    lists = [sorted(rng.choice(num_nodes, size=rng.integers(0, max_degree + 1), replace=False).tolist())
+             for _ in range(num_nodes)]
+    edges = {(u, v) for v, row in enumerate(lists) for u in row}
+    return graph_from_lists(lists), edges
+
+
+def hub_graph(degree: int) -> SamplingGraph:
+    """Node 0 has neighbours 1..degree; nothing else has neighbours."""
+    return graph_from_lists([list(range(1, degree + 1))] + [[] for _ in range(degree)])
+
+
+# ------------------------------------------------------------------ directions
+def directed_store(path: Path) -> GraphStore:
+    """Directed edges 0->1, 2->1, 1->3, 3->0, 1->0."""
+    src, dst = np.array([0, 2, 1, 3, 1]), np.array([1, 1, 3, 0, 0])
+    with create_store(path) as writer:
+        num_edges = write_csrs(writer, [EdgeChunk(src, dst)], 4)
+        writer.finalize(name="directed", num_nodes=4, num_edges=num_edges, directed=True)
+    return GraphStore.open(path)
 
 
 def destinations_last(sample: SampledSubgraph, generator: torch.Generator | None = None) -> SampledSubgraph:
@@ -43,3 +85,6 @@ def destinations_last(sample: SampledSubgraph, generator: torch.Generator | None
     blocks.reverse()
     return SampledSubgraph(sample.roots, tuple(blocks), sample.num_sampled_edges,
                            len(blocks[0].src_nodes) - len(sample.roots) if blocks else 0)
+
+
+__all__ = ["TINY", "destinations_last", "directed_store", "gen", "hub_graph", "random_graph"]

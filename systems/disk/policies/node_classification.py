@@ -1,0 +1,79 @@
+"""Node-classification policies of MariusGNN: ``sequential`` (training partitions stay, the other slots rotate
+across epochs) and ``dispersed`` (one pass of logical partitions, nodes to random states)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from suite.errors import ConfigError
+from suite.registry import POLICIES
+from systems.disk.plan import BufferPlan
+from systems.disk.policies.base import (PartitionPolicy, PolicySpec, build_plan, logical_sizes, random_groups,
+                                        require_task, single_partitions, single_state)
+
+
+@POLICIES.register("sequential")
+@dataclass(frozen=True)
+class SequentialPolicy(PartitionPolicy):
+    """Node classification: the training partitions plus random others, one state per epoch."""
+
+    name: ClassVar[str] = "sequential"
+    tasks: ClassVar[frozenset[str]] = frozenset({"node_classification"})
+
+    def plan(self, spec: PolicySpec, rng: np.random.Generator) -> BufferPlan:
+        """One state: the training partitions, then the epoch's window of the rotation."""
+        require_task(spec, self.name, self.tasks)
+        p, c = spec.num_partitions, spec.capacity
+        train = np.unique(spec.train_partitions)
+        if len(train) > c:
+            raise ConfigError(f"policy.capacity: sequential keeps the {len(train)} partitions holding training "
+                              f"nodes in the buffer, more than its capacity {c} (use 'dispersed' or a "
+                              "train-first node order)")
+        others = np.setdiff1d(np.arange(p), train)
+        fill = rotation_window(others, min(c, p) - len(train), spec.seed, spec.epoch, spec.resident)
+        members = np.concatenate([train, fill]).astype(np.int32)
+        n = len(members)
+        walk = (np.array([0, n], dtype=np.int64), np.arange(n, dtype=np.int32), members)
+        return build_plan(self.name, spec, single_partitions(p), min(p, c), c, walk, "first", rng)
+
+
+def rotation_window(others: np.ndarray, width: int, seed: int, epoch: int,
+                    resident: np.ndarray | None = None) -> np.ndarray:
+    """The ``width`` partitions of ``others`` that fill the free slots in ``epoch``: partitions in ``resident``
+    first (ascending), then the rotation's window (a permutation of ``others`` from ``default_rng(seed)``,
+    entries ``epoch * width ...`` cyclically) until ``width`` are chosen."""
+    if width <= 0 or not len(others):
+        return np.empty(0, dtype=np.int64)
+    order = np.random.default_rng(seed).permutation(others)
+    window = order[(epoch * width + np.arange(len(others))) % len(others)]
+    kept = np.intersect1d(others, resident) if resident is not None else np.empty(0, dtype=np.int64)
+    rest = window[~np.isin(window, kept)]
+    return np.concatenate([kept, rest])[:width].astype(np.int64)
+
+
+@POLICIES.register("dispersed")
+@dataclass(frozen=True)
+class DispersedPolicy(PartitionPolicy):
+    """Node classification: one pass of logical partitions through the buffer; nodes to random states."""
+
+    name: ClassVar[str] = "dispersed"
+    tasks: ClassVar[frozenset[str]] = frozenset({"node_classification"})
+
+    def plan(self, spec: PolicySpec, rng: np.random.Generator) -> BufferPlan:
+        """Random logical partitions; one random slot replaced per state; ``"uniform"`` assignment."""
+        require_task(spec, self.name, self.tasks)
+        l, lc, r = logical_sizes(spec, self.name)
+        groups = random_groups(spec.num_partitions, r, rng)
+        if l <= lc:
+            walk = single_state(l)
+        else:
+            perm = rng.permutation(l).astype(np.int32)
+            slots = np.concatenate([np.arange(lc), rng.integers(0, lc, l - lc)]).astype(np.int32)
+            walk = (np.concatenate([[0], np.arange(lc, l + 1)]).astype(np.int64), slots, perm)
+        return build_plan(self.name, spec, groups, min(l, lc), spec.capacity, walk, "uniform", rng)
+
+
+__all__ = ["DispersedPolicy", "SequentialPolicy", "rotation_window"]
