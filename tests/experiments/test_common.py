@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from experiments import common
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 SCRIPTS = sorted(path for folder in ("experiments", "experiments/measure")
                  for path in (REPO_ROOT / folder).glob("*.py") if path.name != "__init__.py")
