@@ -56,9 +56,10 @@ if str(REPO_ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from experiments.measure.contention import measure_for_run  # noqa: E402
 from experiments.pipeline import speed_table  # noqa: E402
 from simulators.calibrate import calibrate, model_for, summary_of  # noqa: E402
-from simulators.contention import Contention, UniformSlowdown, measure_for_run  # noqa: E402
+from simulators.contention import Contention, UniformSlowdown  # noqa: E402
 from simulators.pipeline import simulate  # noqa: E402
 from suite.config import read_yaml, spec_from_dict  # noqa: E402
 from suite.io import atomic_write_json, strict_json_dumps  # noqa: E402
@@ -296,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.contention == "measure":
         contention = measure_contention_tables(measured, window_s=args.contention_window,
                                                repeats=args.contention_repeats)
-        source = "measured here by simulators.contention (microbenchmark of each calibration run's workload)"
+        source = "measured here by experiments.measure.contention (microbenchmark of each calibration run's workload)"
         if FAILED_CONTENTION:
             source += f"; loader processes not measured (the benchmark failed) for {', '.join(FAILED_CONTENTION)}"
     elif args.contention == "loo":

@@ -500,8 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
     _marius_parser(commands)
     from simulators.cli import add_commands as _simulator_commands
     _simulator_commands(commands)
-    from simulators.simulate_run import add_command as _simulate_command
-    _simulate_command(commands)
+    from experiments.simulator_commands import add_commands as _simulate_commands
+    _simulate_commands(commands)
     from experiments.reproduce import add_command as _reproduce_command
     _reproduce_command(commands)
     return parser
