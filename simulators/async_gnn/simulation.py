@@ -16,7 +16,7 @@ import simpy
 
 from simulators.async_gnn.durations import stage_durations
 from simulators.async_gnn.partitions import PartitionedGraph, build_partitions
-from simulators.async_gnn.spec import MODE_NAMES, STAGES, AsyncSpec
+from simulators.async_gnn.spec import MODE_NAMES, STAGES, AsyncSpec, PipelineSpec
 from suite.errors import ConfigError
 
 INITIAL_VERSION = -1
@@ -95,8 +95,76 @@ class _Versions:
         return INITIAL_VERSION
 
 
+class _Dependencies:
+    """When a task may start: the versions of every output published so far, the rules of the mode for reading
+    them (barriers, or neighbours' versions within the staleness bound), and the staleness of every read."""
+
+    def __init__(self, env: simpy.Environment, mode: Mode, pipe: PipelineSpec, num_layers: int, num_parts: int):
+        self.env, self.mode, self.pipe = env, mode, pipe
+        self.num_layers, self.num_parts = num_layers, num_parts
+        self.done = _Versions(env)  # (phase, layer, stage, partition) -> iteration versions
+        self.weights = _Versions(env)  # (layer,) -> version = iteration whose update produced it
+        self.reads: list[dict] = []
+
+    def everywhere(self, phase: str, iteration: int, layer: int, stage: str) -> simpy.Event:
+        """Fires once every partition finished ``(phase, layer, stage)`` of ``iteration`` (a barrier)."""
+        return simpy.AllOf(self.env, [self.done.event((phase, layer, stage, q), iteration)
+                                      for q in range(self.num_parts)])
+
+    def neighbour_reads(self, kind: str, phase: str, iteration: int, layer: int, stage: str, part: int,
+                        sources: np.ndarray):
+        """Wait for ``part``'s own current input and (macro-async) neighbours' versions within the bound; record
+        staleness. Macro-sync: every partition's current version (a barrier)."""
+        if not self.mode.macro_async:
+            yield self.everywhere(phase, iteration, layer, stage)
+            return
+        bound = self.pipe.staleness_bound
+        waits = [self.done.event((phase, layer, stage, part), iteration)]
+        for q in sources:
+            if q != part:
+                oldest = max(iteration - bound, INITIAL_VERSION)
+                waits.append(simpy.AnyOf(self.env, [self.done.event((phase, layer, stage, q), v)
+                                                    for v in range(oldest, iteration + 1)]))
+        yield simpy.AllOf(self.env, waits)
+        for q in sources:
+            if q != part:
+                version = self.done.newest((phase, layer, stage, q), iteration)
+                self.reads.append({"kind": kind, "iteration": iteration, "layer": layer, "partition": part,
+                                   "source": int(q), "staleness": iteration - version})
+
+    def previous_stage(self, phase: str, iteration: int, layer: int, stage: str, part: int) -> simpy.Event:
+        """The previous stage's output: the partition's own (micro-async) or every partition's (micro-sync)."""
+        if self.mode.micro_async:
+            return self.done.event((phase, layer, stage, part), iteration)
+        return self.everywhere(phase, iteration, layer, stage)
+
+    def iteration_start(self, t: int, part: int):
+        """Wait until partition ``part`` may start iteration ``t``."""
+        if t == 0:
+            return
+        if self.pipe.fb_pipeline:
+            # pipelined iterations: the forward of iteration t follows iteration t-1's through the same workers;
+            # the weight-staleness bound (in the update stage) limits how far it runs ahead
+            yield self.done.event(("forward", 0, "aggregate", part), t - 1)
+            return
+        # synchronous: iteration t starts once iteration t-1 is complete everywhere
+        last = ("backward", 0, "aggregate") if self.pipe.backward else ("forward", self.num_layers - 1, "activation")
+        yield self.everywhere(last[0], t - 1, last[1], last[2])
+
+    def weight_read(self, t: int, layer: int, part: int):
+        """Wait for layer ``layer``'s weights within the bound; record the read's staleness."""
+        wanted = t - 1  # the weights after iteration t-1's update
+        oldest = wanted - (self.pipe.staleness_bound if self.pipe.fb_pipeline else 0)
+        if oldest > INITIAL_VERSION:
+            yield simpy.AnyOf(self.env, [self.weights.event((layer,), v) for v in range(oldest, wanted + 1)])
+        version = self.weights.newest((layer,), wanted)
+        self.reads.append({"kind": "weight", "iteration": t, "layer": layer, "partition": part, "source": -1,
+                           "staleness": wanted - version})
+
+
 class _Simulation:
-    """The SimPy model of one mode (see the module docstring); :meth:`run` returns the result."""
+    """The SimPy model of one mode (see the module docstring): the tasks, their workers and durations, waiting
+    on :class:`_Dependencies`; :meth:`run` returns the result."""
 
     def __init__(self, spec: AsyncSpec, graph: PartitionedGraph, durations: Mapping[str, np.ndarray], mode: Mode):
         self.spec, self.graph, self.mode = spec, graph, mode
@@ -113,36 +181,8 @@ class _Simulation:
         shape = (self.pipe.iterations, 2, self.num_layers, len(STAGES), self.num_parts)
         self.noise = np.exp(rng.normal(0.0, self.pipe.jitter, size=shape)) if self.pipe.jitter else np.ones(shape)
         self.durations = durations
-        self.done = _Versions(self.env)  # (phase, layer, stage, partition) -> iteration versions
-        self.weights = _Versions(self.env)  # (layer,) -> version = iteration whose update produced it
+        self.deps = _Dependencies(self.env, mode, self.pipe, self.num_layers, self.num_parts)
         self.tasks: list[dict] = []
-        self.reads: list[dict] = []
-
-    # ------------------------------------------------------------------------------------------- helpers
-    def _all(self, phase: str, iteration: int, layer: int, stage: str) -> simpy.Event:
-        return simpy.AllOf(self.env, [self.done.event((phase, layer, stage, q), iteration)
-                                      for q in range(self.num_parts)])
-
-    def _neighbour_reads(self, kind: str, phase: str, iteration: int, layer: int, stage: str, part: int,
-                         sources: np.ndarray):
-        """Wait for ``part``'s own current input and (macro-async) neighbours' versions within the bound; record
-        staleness. Macro-sync: every partition's current version (a barrier)."""
-        if not self.mode.macro_async:
-            yield self._all(phase, iteration, layer, stage)
-            return
-        bound = self.pipe.staleness_bound
-        waits = [self.done.event((phase, layer, stage, part), iteration)]
-        for q in sources:
-            if q != part:
-                oldest = max(iteration - bound, INITIAL_VERSION)
-                waits.append(simpy.AnyOf(self.env, [self.done.event((phase, layer, stage, q), v)
-                                                    for v in range(oldest, iteration + 1)]))
-        yield simpy.AllOf(self.env, waits)
-        for q in sources:
-            if q != part:
-                version = self.done.newest((phase, layer, stage, q), iteration)
-                self.reads.append({"kind": kind, "iteration": iteration, "layer": layer, "partition": part,
-                                   "source": int(q), "staleness": iteration - version})
 
     def _duration(self, phase: str, iteration: int, layer: int, stage: str, part: int) -> float:
         base = float(self.durations[stage][part])
@@ -158,70 +198,43 @@ class _Simulation:
         yield pool.put(worker)
         self.tasks.append({"phase": phase, "iteration": iteration, "layer": layer, "stage": stage,
                            "partition": part, "worker": worker, "start": start, "end": self.env.now})
-        self.done.publish((phase, layer, stage, part), iteration)
+        self.deps.done.publish((phase, layer, stage, part), iteration)
 
-    def _previous_stage(self, phase: str, iteration: int, layer: int, stage: str, part: int) -> simpy.Event:
-        if self.mode.micro_async:
-            return self.done.event((phase, layer, stage, part), iteration)
-        return self._all(phase, iteration, layer, stage)
-
-    # ------------------------------------------------------------------------------------------- tasks
     def _forward(self, t: int, layer: int, stage: str, part: int):
+        deps = self.deps
         if stage == "aggregate":
             if layer == 0:
-                yield from self._iteration_start(t, part)
+                yield from deps.iteration_start(t, part)
             else:
-                yield from self._neighbour_reads("feature", "forward", t, layer - 1, "activation", part,
-                                                 np.flatnonzero(self.graph.reads[part]))
+                yield from deps.neighbour_reads("feature", "forward", t, layer - 1, "activation", part,
+                                                np.flatnonzero(self.graph.reads[part]))
         else:
-            previous = STAGES[STAGES.index(stage) - 1]
-            yield self._previous_stage("forward", t, layer, previous, part)
+            yield deps.previous_stage("forward", t, layer, STAGES[STAGES.index(stage) - 1], part)
         if stage == "update" and self.pipe.backward:
-            yield from self._weight_read(t, layer, part)
+            yield from deps.weight_read(t, layer, part)
         yield from self._execute("forward", t, layer, stage, part)
 
-    def _iteration_start(self, t: int, part: int):
-        if t == 0:
-            return
-        if self.pipe.fb_pipeline:
-            # pipelined iterations: the forward of iteration t follows iteration t-1's through the same workers;
-            # the weight-staleness bound (in the update stage) limits how far it runs ahead
-            yield self.done.event(("forward", 0, "aggregate", part), t - 1)
-            return
-        # synchronous: iteration t starts once iteration t-1 is complete everywhere
-        last = ("backward", 0, "aggregate") if self.pipe.backward else ("forward", self.num_layers - 1, "activation")
-        yield self._all(last[0], t - 1, last[1], last[2])
-
-    def _weight_read(self, t: int, layer: int, part: int):
-        wanted = t - 1  # the weights after iteration t-1's update
-        oldest = wanted - (self.pipe.staleness_bound if self.pipe.fb_pipeline else 0)
-        if oldest > INITIAL_VERSION:
-            yield simpy.AnyOf(self.env, [self.weights.event((layer,), v) for v in range(oldest, wanted + 1)])
-        version = self.weights.newest((layer,), wanted)
-        self.reads.append({"kind": "weight", "iteration": t, "layer": layer, "partition": part, "source": -1,
-                           "staleness": wanted - version})
-
     def _backward(self, t: int, layer: int, stage: str, part: int):
-        order = STAGES[::-1]
+        deps, order = self.deps, STAGES[::-1]
         if stage == "activation":
             if layer == self.num_layers - 1:
                 # the loss gradient of the partition's own outputs; macro-sync waits for the whole forward
-                yield (self.done.event(("forward", layer, "activation", part), t) if self.mode.macro_async
-                       else self._all("forward", t, layer, "activation"))
+                yield (deps.done.event(("forward", layer, "activation", part), t) if self.mode.macro_async
+                       else deps.everywhere("forward", t, layer, "activation"))
             else:
                 # gradients w.r.t. this layer's outputs come from every partition that aggregated them
-                yield from self._neighbour_reads("gradient", "backward", t, layer + 1, "aggregate", part,
-                                                 np.flatnonzero(self.graph.reads[:, part]))
+                yield from deps.neighbour_reads("gradient", "backward", t, layer + 1, "aggregate", part,
+                                                np.flatnonzero(self.graph.reads[:, part]))
         else:
-            yield self._previous_stage("backward", t, layer, order[order.index(stage) - 1], part)
+            yield deps.previous_stage("backward", t, layer, order[order.index(stage) - 1], part)
         yield from self._execute("backward", t, layer, stage, part)
 
     def _weight_update(self, t: int, layer: int):
-        yield self._all("backward", t, layer, "update")
-        self.weights.publish((layer,), t)
+        yield self.deps.everywhere("backward", t, layer, "update")
+        self.deps.weights.publish((layer,), t)
 
-    def run(self) -> SimulationResult:
-        """Create every task process, run to completion, and summarize."""
+    def _start_tasks(self) -> int:
+        """Create every task process (and weight update); return the number of tasks."""
         for t in range(self.pipe.iterations):
             for layer in range(self.num_layers):
                 for stage in STAGES:
@@ -231,13 +244,17 @@ class _Simulation:
                             self.env.process(self._backward(t, layer, stage, part))
                 if self.pipe.backward:
                     self.env.process(self._weight_update(t, layer))
+        return self.pipe.iterations * self.num_layers * len(STAGES) * self.num_parts * (2 if self.pipe.backward else 1)
+
+    def run(self) -> SimulationResult:
+        """Create every task process, run to completion, and summarize."""
+        expected = self._start_tasks()
         self.env.run()
-        expected = self.pipe.iterations * self.num_layers * len(STAGES) * self.num_parts * (
-            2 if self.pipe.backward else 1)
         if len(self.tasks) != expected:  # a dependency that never fires would leave tasks waiting
             raise RuntimeError(f"simulation stalled: {len(self.tasks)} of {expected} tasks ran")
         tasks = pd.DataFrame(self.tasks).sort_values(["start", "worker"], kind="stable").reset_index(drop=True)
-        reads = pd.DataFrame(self.reads, columns=["kind", "iteration", "layer", "partition", "source", "staleness"])
+        reads = pd.DataFrame(self.deps.reads,
+                             columns=["kind", "iteration", "layer", "partition", "source", "staleness"])
         return SimulationResult(self.mode.name, tasks, reads, summarize(tasks, reads, self.spec, self.graph,
                                                                        self.mode))
 
