@@ -778,42 +778,8 @@ def plot_async_gnn_gantt(csv_path: str | Path, out_png: str | Path) -> Path:
     """Gantt charts of the four asynchronous pipeline modes (``experiments/async_gnn.py``, simulated), one panel
     per mode: rows are workers, colour the stage, hatching the backward pass, labels the partition; the red line
     is the makespan. Reads only ``csv_path`` (``async_gnn_tasks.csv``)."""
-    from simulators.async_gnn import STAGES
-
-    tasks = pd.read_csv(csv_path)
-    modes = list(dict.fromkeys(tasks["mode"]))
-    workers = sorted(tasks["worker"].unique(), key=lambda w: (int(w.split("/")[0][1:]),
-                                                              STAGES.index(w.split("/")[1]), w))
-    horizon = float(tasks["end"].max())
-    colors = {"aggregate": "tab:blue", "update": "tab:orange", "activation": "tab:green"}
     with styled():
-        fig, axes = plt.subplots(len(modes), 1, figsize=(12, 1.4 + 0.34 * len(workers) * len(modes)), sharex=True,
-                                 squeeze=False, layout="constrained")
-        for ax, mode in zip(axes[:, 0], modes):
-            rows = tasks[tasks["mode"] == mode]
-            for worker_row, worker in enumerate(workers):
-                group = rows[rows["worker"] == worker]
-                for (stage, phase), part in group.groupby(["stage", "phase"]):
-                    ax.broken_barh(list(zip(part["start"], part["end"] - part["start"])), (worker_row - 0.4, 0.8),
-                                   facecolors=colors.get(stage, "0.5"), edgecolor="black", linewidth=0.3,
-                                   hatch="///" if phase == "backward" else None)
-                if len(group) <= 48:
-                    for task in group.itertuples():
-                        ax.text((task.start + task.end) / 2, worker_row, str(task.partition), ha="center",
-                                va="center", fontsize=5)
-            makespan = float(rows["end"].max())
-            ax.axvline(makespan, color="red", linewidth=0.8)
-            ax.set_yticks(range(len(workers)), workers, fontsize=6)
-            ax.invert_yaxis()
-            ax.grid(False)
-            ax.set_title(f"micro-{mode.split('-')[0]} / macro-{mode.split('-')[1]}: makespan {makespan:.4g} s",
-                         loc="left")
-            ax.set_xlim(0, horizon * 1.01)
-        axes[-1, 0].set_xlabel("simulated time (s)")
-        handles = [Patch(facecolor=c, label=s) for s, c in colors.items()] + [
-            Patch(facecolor="white", edgecolor="black", hatch="///", label="backward pass"),
-            Line2D([], [], color="red", label="makespan")]
-        axes[0, 0].legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.12), ncol=5, frameon=False)
+        fig = _gantt_figure(pd.read_csv(csv_path))
         fig.suptitle("2-layer GCN on Cora, 4 partitions, 3 iterations (forward + backward), simulated")
         caption(fig, f"{BESTA} (synchronous vs asynchronous micro- and macro-pipelines)", Path(csv_path).name,
                 "none: one deterministic simulation per mode (seeded jitter)")
@@ -920,3 +886,59 @@ __all__ = ["COLORS", "FIGURES", "INPUTS", "STYLE", "caption", "plot_async_gnn_ga
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ---------------------------------------------------------------------------------------------- simulators
+def _gantt_figure(tasks: pd.DataFrame):
+    """Gantt charts of simulated asynchronous-pipeline modes, one panel per mode: rows are workers
+    (``L<layer>/<stage>/<index>``), colour the stage, hatching the backward pass, labels the partition; the red
+    line is the makespan."""
+    from simulators.async_gnn.spec import STAGES
+
+    modes = list(dict.fromkeys(tasks["mode"]))
+    workers = sorted(tasks["worker"].unique(), key=lambda w: (int(w.split("/")[0][1:]),
+                                                              STAGES.index(w.split("/")[1]), w))
+    colors = dict(zip(STAGES, ("tab:blue", "tab:orange", "tab:green")))
+    fig, axes = plt.subplots(len(modes), 1, figsize=(12, 1.4 + 0.34 * len(workers) * len(modes)), sharex=True,
+                             squeeze=False, layout="constrained")
+    for ax, mode in zip(axes[:, 0], modes):
+        _draw_gantt_mode(ax, tasks[tasks["mode"] == mode], workers, colors)
+        ax.set_xlim(0, float(tasks["end"].max()) * 1.01)
+    axes[-1, 0].set_xlabel("simulated time (s)")
+    handles = [Patch(facecolor=c, label=s) for s, c in colors.items()] + [
+        Patch(facecolor="white", edgecolor="black", hatch="///", label="backward pass"),
+        Line2D([], [], color="red", label="makespan")]
+    axes[0, 0].legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.12), ncol=5, frameon=False)
+    return fig
+
+
+def _draw_gantt_mode(ax, rows: pd.DataFrame, workers: Sequence[str], colors: dict[str, str]) -> None:
+    """One mode's panel of :func:`_gantt_figure`."""
+    for worker_row, worker in enumerate(workers):
+        group = rows[rows["worker"] == worker]
+        for (stage, phase), part in group.groupby(["stage", "phase"]):
+            ax.broken_barh(list(zip(part["start"], part["end"] - part["start"])), (worker_row - 0.4, 0.8),
+                           facecolors=colors.get(stage, "0.5"), edgecolor="black", linewidth=0.3,
+                           hatch="///" if phase == "backward" else None)
+        if len(group) <= 48:
+            for task in group.itertuples():
+                ax.text((task.start + task.end) / 2, worker_row, str(task.partition), ha="center", va="center",
+                        fontsize=5)
+    makespan = float(rows["end"].max())
+    ax.axvline(makespan, color="red", linewidth=0.8)
+    ax.set_yticks(range(len(workers)), workers, fontsize=6)
+    ax.invert_yaxis()
+    ax.grid(False)
+    micro, macro = rows["mode"].iloc[0].split("-")
+    ax.set_title(f"micro-{micro} / macro-{macro}: makespan {makespan:.4g} s", loc="left")
+
+
+def plot_simulated_gantt(csv_path: str | Path, out_png: str | Path, title: str = "") -> Path:
+    """Gantt charts of the modes of any asynchronous-pipeline simulation (``gnnsuite simulate-async --gantt``),
+    one panel per mode (see :func:`_gantt_figure`), titled ``title``. Reads only ``csv_path`` (a ``tasks.csv``
+    of :func:`simulators.async_gnn.tables.tasks_table`)."""
+    with styled():
+        fig = _gantt_figure(pd.read_csv(csv_path))
+        if title:
+            fig.suptitle(title)
+        return save_figure(fig, out_png)

@@ -53,9 +53,10 @@ import numpy as np
 import pandas as pd
 
 from experiments.common import REPO_ROOT, RESULTS, JobFailed, Mode, add_common_options, cli
+from experiments.measure.contention import measure_for_run
 from experiments.pipeline import speed_table
 from simulators.calibrate import calibrate, model_for, summary_of
-from simulators.contention import Contention, UniformSlowdown, measure_for_run
+from simulators.contention import Contention, UniformSlowdown
 from simulators.pipeline import simulate
 from suite.config import read_yaml, spec_from_dict
 from suite.io import atomic_write_json, strict_json_dumps
@@ -279,7 +280,7 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
     if contention_option == "measure":
         tables = measure_contention_tables(measured, window_s=contention_window,
                                            repeats=contention_repeats)
-        source = "measured here by simulators.contention (microbenchmark of each calibration run's workload)"
+        source = "measured here by experiments.measure.contention (microbenchmark of each calibration run's workload)"
         if FAILED_CONTENTION:
             source += f"; loader processes not measured (the benchmark failed) for {', '.join(FAILED_CONTENTION)}"
     elif contention_option == "loo":

@@ -9,13 +9,14 @@ uses one core (the samplers' kernels are single-threaded), a compute job on the 
 (recorded as ``machine.torch_threads``), a transfer takes no CPU core.
 
 What oversubscribing the cores costs beyond sharing them (torch's OpenMP barriers, the GIL, memory bandwidth) is
-not in a synchronous run's records: it is measured by a microbenchmark on the machine
-(:func:`simulators.contention.measure_for_run`, the calibration run's own sampler, model and batch shape, loaders
-as threads and as processes) and handed to :func:`calibrate` as ``contention``; :func:`model_for` then gives the
-simulated CPU the table for the options' ``loader_workers`` and, for loader processes, scales the calibrated loads
-(recorded in a thread) by the measured time a loader process spends per batch over a load in a thread (one torch
-thread per worker, handing the batch over); on the recorded machine only (not for what-if hardware). Without it
-the CPU is shared max-min fairly and nothing more. Nothing is ever fitted on the runs the model predicts.
+not in a synchronous run's records: it is measured by a microbenchmark on the machine, in the experiments layer
+(:func:`experiments.measure.contention.measure_for_run`, the calibration run's own sampler, model and batch shape,
+loaders as threads and as processes), and handed to :func:`calibrate` as ``contention``; :func:`model_for` then
+gives the simulated CPU the table for the options' ``loader_workers`` and, for loader processes, scales the
+calibrated loads (recorded in a thread) by the measured time a loader process spends per batch over a load in a
+thread (one torch thread per worker, handing the batch over); on the recorded machine only (not for what-if
+hardware). Without it the CPU is shared max-min fairly and nothing more. Nothing is ever fitted on the runs the
+model predicts.
 
 :func:`model_for` builds the simulated pipeline for any options of the ``pipelined`` system (workers, queues,
 staleness bound, in-order compute) from a calibration, optionally on another machine (:class:`Hardware`). What-if
@@ -120,7 +121,7 @@ def warm_epoch_batches(run_dir: str | Path) -> list[dict[str, Any]]:
 
 def calibrate(run_dir: str | Path, contention: Contention | None = None) -> Calibration:
     """Fit the stage service times of the recorded pipelined run in ``run_dir`` (its warm epoch); ``contention``
-    (measured on the machine, :func:`simulators.contention.measure_for_run`) goes with them."""
+    (measured on the machine, e.g. by :func:`experiments.measure.contention.measure_for_run`) goes with them."""
     run_dir = Path(run_dir)
     summary = read_summary(run_dir) or {}
     config = (run_dir / "config.yaml")

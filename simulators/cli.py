@@ -1,15 +1,13 @@
-"""Command-line subcommands of the simulators: ``gnnsuite workdepth`` and ``gnnsuite simulate-async SPEC``.
+"""Command-line subcommand of the simulators: ``gnnsuite workdepth``.
 
-:func:`add_commands` is called by :func:`suite.cli.build_parser`. Errors a user causes are
+:func:`add_commands` is called by :func:`suite.cli.build_parser`. The simulation commands that may measure or
+draw (``simulate``, ``simulate-async``) are :mod:`experiments.simulator_commands`. Errors a user causes are
 :class:`~suite.errors.SuiteError` (one line, exit status 2).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 
 from suite.errors import ConfigError
 from suite.io import strict_json_dumps
@@ -67,38 +65,8 @@ def _cmd_workdepth(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_simulate_async(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from simulators.async_gnn import async_spec_from_dict, plot_gantt, simulate_modes, summary_table, tasks_table
-    from suite.config import apply_overrides, read_yaml
-    from suite.io import atomic_write_bytes, atomic_write_json
-
-    data = read_yaml(args.spec)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{args.spec}: expected a mapping at the top level")
-    spec = async_spec_from_dict(apply_overrides(data, args.set), source=str(args.spec))
-    results = simulate_modes(spec)
-    summary = summary_table(results)
-    columns = ["mode", "makespan_s", "speedup", "iterations_per_s", "utilization_mean", "feature_staleness_mean",
-               "feature_staleness_max", "gradient_staleness_max", "weight_staleness_max"]
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(summary[columns].to_string(index=False))
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(out / "summary.csv", summary.to_csv(index=False).encode())
-        atomic_write_bytes(out / "tasks.csv", tasks_table(results).to_csv(index=False).encode())
-        atomic_write_json(out / "summary.json", {"spec": json.loads(spec.model_dump_json()),
-                                                 "modes": [r.summary for r in results]})
-        print(f"wrote {out}/summary.csv, tasks.csv, summary.json", file=sys.stderr)
-    if args.gantt:
-        print(f"wrote {plot_gantt(tasks_table(results), args.gantt, title=spec.name)}", file=sys.stderr)
-    return 0
-
-
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    """Add ``workdepth`` and ``simulate-async`` to the ``gnnsuite`` subcommands."""
+    """Add ``workdepth`` to the ``gnnsuite`` subcommands."""
     workdepth = commands.add_parser(
         "workdepth", help="work and depth of GNN models (formulas; evaluated and counted at given sizes)",
         description="Work W and depth D of one layer, a forward pass and a training iteration, as leading terms in "
@@ -114,14 +82,3 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     workdepth.add_argument("--seed", type=int, default=0, help="seed of the random graph and weights")
     workdepth.add_argument("--json", action="store_true", help="print the rows as JSON")
     workdepth.set_defaults(func=_cmd_workdepth)
-
-    simulate = commands.add_parser(
-        "simulate-async", help="simulate synchronous/asynchronous micro/macro GNN pipelines (SimPy)",
-        description="Simulate the modes of a YAML spec (see experiments/specs/async_gnn.yaml): makespan, throughput, "
-                    "utilization, staleness; optionally the tasks and a Gantt chart.")
-    simulate.add_argument("spec", help="simulation spec YAML file")
-    simulate.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                          help="override a spec field, e.g. --set pipeline.staleness_bound=2 (repeatable)")
-    simulate.add_argument("--out", help="folder for summary.csv, tasks.csv and summary.json")
-    simulate.add_argument("--gantt", help="write the Gantt chart of the modes to this PNG")
-    simulate.set_defaults(func=_cmd_simulate_async)

@@ -18,15 +18,17 @@ contention off (every stage runs at full speed), which is the textbook pipeline 
 fill + batches x bottleneck time for fixed service times and unbounded queues.
 
 Sharing cores is not all that oversubscription costs (OpenMP barriers of torch's intra-op threads, the GIL,
-memory bandwidth): a model's ``contention`` (:class:`ContentionModel`, e.g. the table measured on the machine by
-:mod:`simulators.contention`) multiplies each job's max-min rate by a factor for its stage and the stages running
-beside it, capped at 1. It is consulted only while the running jobs want more cores than there are; otherwise
-every factor is 1, so without oversubscription (and for ``contention = None``) the rates are plain max-min sharing.
+memory bandwidth): a model's ``contention`` (:class:`ContentionModel`, e.g. a table of
+:mod:`simulators.contention` measured on the machine by :mod:`experiments.measure.contention`) multiplies each
+job's max-min rate by a factor for its stage and the stages running beside it, capped at 1. It is consulted only
+while the running jobs want more cores than there are; otherwise every factor is 1, so without oversubscription
+(and for ``contention = None``) the rates are plain max-min sharing.
 
-Outputs use the real system's record schema (:class:`systems.batch.Batch` stamps, :class:`systems.pipeline.
-PipelineTrace`): per-batch admission, per-stage start/end/worker, staleness (optimizer steps are counted where
-the ``compute`` stage finishes a batch), queue occupancy after every put and get, busy time per stage, and the
-same derived measures (bottleneck, efficiency), so that simulated and measured runs go through the same tables.
+Outputs are the simulator's own records (:mod:`simulators.trace`) in the real system's record schema (the stamps
+of :class:`systems.batch.Batch`, the measures of :class:`systems.pipeline.PipelineTrace`): per-batch admission,
+per-stage start/end/worker, staleness (optimizer steps are counted where the ``compute`` stage finishes a batch),
+queue occupancy after every put and get, busy time per stage, and the same derived measures (bottleneck,
+efficiency), so that simulated and measured runs go through the same tables.
 """
 
 from __future__ import annotations
@@ -39,12 +41,9 @@ from typing import Protocol
 
 import numpy as np
 import simpy
-import torch
 
-from systems.batch import Batch, StageStamp
-from systems.pipeline import PipelineTrace
-
-_NO_ROOTS = torch.empty(0, dtype=torch.int64)
+from simulators.contention import max_min_rates
+from simulators.trace import SimulatedBatch, SimulatedTrace, StageInterval
 
 
 # ---------------------------------------------------------------------------------------------- service times
@@ -215,13 +214,8 @@ class SharedCpu:
             self.env.process(self._wake(delay, self._version))
 
     def _allocate(self) -> None:
-        left, pending = self.cores, sorted(self.jobs, key=lambda j: j.demand)
-        while pending:
-            share = left / len(pending)
-            job = pending.pop(0)
-            granted = min(job.demand, share)
-            job.rate = granted / job.demand
-            left -= granted
+        for job, rate in zip(self.jobs, max_min_rates([job.demand for job in self.jobs], self.cores)):
+            job.rate = rate
         if self.contention is not None and sum(job.demand for job in self.jobs) > self.cores * (1 + 1e-12):
             running: dict[str, int] = defaultdict(int)
             for job in self.jobs:
@@ -248,21 +242,21 @@ class SharedCpu:
 class _Run:
     env: simpy.Environment
     model: PipelineModel
-    batches: list[Batch]
+    batches: list[SimulatedBatch]
     rng: np.random.Generator
     cpu: SharedCpu | None
     tokens: simpy.Container
     queues: list[simpy.Store | None]
     next_index: int = 0
     steps: int = 0
-    completed: list[Batch] = field(default_factory=list)
+    completed: list[SimulatedBatch] = field(default_factory=list)
     occupancy: dict[str, list[tuple[float, int]]] = field(default_factory=lambda: defaultdict(list))
-    early: dict[int, dict[int, Batch]] = field(default_factory=lambda: defaultdict(dict))
+    early: dict[int, dict[int, SimulatedBatch]] = field(default_factory=lambda: defaultdict(dict))
     expected: dict[int, int] = field(default_factory=lambda: defaultdict(int))
 
 
 def simulate(model: PipelineModel, num_batches: int, *, seed: int = 0, epoch: int = 0,
-             batch_examples: int = 0) -> PipelineTrace:
+             batch_examples: int = 0) -> SimulatedTrace:
     """Simulate one epoch of ``num_batches`` batches through ``model``.
 
     Args:
@@ -274,12 +268,12 @@ def simulate(model: PipelineModel, num_batches: int, *, seed: int = 0, epoch: in
 
     Returns:
         The trace, in simulated seconds from 0: batches in completion order with their stamps, admission times
-        and versions, queue occupancy, workers per stage (see :class:`systems.pipeline.PipelineTrace`).
+        and versions, queue occupancy, workers per stage (:class:`simulators.trace.SimulatedTrace`).
     """
     env = simpy.Environment()
     run = _Run(
         env=env, model=model, rng=np.random.default_rng(seed),
-        batches=[Batch(epoch=epoch, index=i, roots=_NO_ROOTS) for i in range(num_batches)],
+        batches=[SimulatedBatch(epoch=epoch, index=i) for i in range(num_batches)],
         cpu=SharedCpu(env, model.cpu_cores, model.contention) if model.cpu_cores else None,
         tokens=simpy.Container(env, capacity=model.staleness_bound, init=model.staleness_bound),
         queues=[None] + [simpy.Store(env, capacity=stage.queue_size) for stage in model.stages[1:]],
@@ -289,8 +283,8 @@ def simulate(model: PipelineModel, num_batches: int, *, seed: int = 0, epoch: in
             env.process(_worker(run, position, worker))
     env.run()
     finished = max((b.stamps[model.stages[-1].name].end for b in run.completed), default=0.0)
-    return PipelineTrace(started=0.0, finished=finished, batches=run.completed,
-                         workers={s.name: s.workers for s in model.stages}, queue_occupancy=dict(run.occupancy))
+    return SimulatedTrace(wall_s=finished, batches=run.completed, workers={s.name: s.workers for s in model.stages},
+                          queue_occupancy=dict(run.occupancy))
 
 
 def _worker(run: _Run, position: int, worker: int):
@@ -317,7 +311,7 @@ def _worker(run: _Run, position: int, worker: int):
         if stage.name == run.model.steps_at:
             batch.version_applied = run.steps
             run.steps += 1
-        batch.stamps[stage.name] = StageStamp(started, env.now, f"{stage.name}-{worker}")
+        batch.stamps[stage.name] = StageInterval(started, env.now, f"{stage.name}-{worker}")
         if position + 1 == len(run.model.stages):
             run.completed.append(batch)
             yield run.tokens.put(1)

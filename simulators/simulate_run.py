@@ -1,4 +1,4 @@
-"""``gnnsuite simulate SPEC --calibrate-from RUN_DIR|RUNS [--profile NAME]``: a simulated run, recorded like a real one.
+"""A simulated run, recorded like a real one (what ``gnnsuite simulate SPEC --calibrate-from RUN_DIR|RUNS`` does).
 
 The spec is an ordinary run spec of the ``pipelined`` system; the simulator (:mod:`simulators.pipeline`) runs its
 epochs with the service times calibrated on the recorded run ``RUN_DIR`` (:mod:`simulators.calibrate`; or the
@@ -11,20 +11,24 @@ says ``"simulated": true`` with the calibration run and the hardware, and has no
 Its run id is the spec's with ``-sim`` (and the profile) appended to the label, so it never overwrites the
 measured run, and what-ifs on different hardware never overwrite each other.
 
-``--contention measure`` measures, on this machine, what oversubscribing its cores costs beyond sharing them
-(:mod:`simulators.contention`, a microbenchmark of the calibration run's workload) and simulates with it;
-``--contention FILE`` reads such a measurement (JSON of :meth:`simulators.contention.Contention.to_dict`); the
-default is max-min sharing only. The summary says which (``contention``). What-ifs on other hardware never use it.
+A contention measurement (what oversubscribing the recorded machine's cores costs beyond sharing them,
+:mod:`simulators.contention`) is passed in: read from a file (:func:`stored_contention`, ``--contention FILE``) or
+measured by the experiments layer (``--contention measure``, :mod:`experiments.measure.contention`); without one
+the cores are shared max-min fairly. The summary says which (``contention``). What-ifs on other hardware never
+use it. The command itself is :mod:`experiments.simulator_commands` (it may measure).
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 from pathlib import Path
 from typing import Any
 
-from suite.config import RunSpec, load_spec, validate_system_options
+from simulators.calibrate import HARDWARE, Calibration, Hardware, calibrate, model_for, summary_of
+from simulators.contention import Contention, load_contention
+from simulators.pipeline import simulate
+from simulators.trace import SimulatedTrace
+from suite.config import RunSpec, validate_system_options
 from suite.errors import ConfigError
 from suite.recorder import Recorder, read_summary
 
@@ -107,66 +111,59 @@ def find_calibration_run(spec: RunSpec, folder: str | Path) -> Path:
     return min(candidates)[1]
 
 
-def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, profile: str | None = None,
-                 batches: int | None = None, seed: int | None = None, contention: str | None = None) -> dict[str, Any]:
-    """Simulate ``spec``'s epochs and record them under ``out``; return the summary. ``contention``: None (max-min
-    sharing only), ``"measure"`` (measure it here for the calibration run's workload) or a stored measurement."""
-    from simulators.calibrate import HARDWARE, calibrate, model_for, summary_of
-    from simulators.contention import load_contention, measure_for_run
-    from simulators.pipeline import simulate
-
+def pipeline_options(spec: RunSpec) -> Any:
+    """The effective options of ``spec``'s ``pipelined`` system (ConfigError for another system)."""
     if spec.system.name != "pipelined":
         raise ConfigError(f"system.name: the pipeline simulator simulates 'pipelined' runs, got {spec.system.name!r}")
-    options = validate_system_options(spec).effective()
+    return validate_system_options(spec).effective()
+
+
+def stored_contention(path: str | Path, calibrate_from: str | Path) -> Contention:
+    """The contention measurement stored in ``path`` for the calibration run ``calibrate_from`` (``--contention
+    FILE``); one-line ConfigErrors."""
+    if not Path(path).is_file():
+        raise ConfigError(f"--contention: {path}: expected 'measure' or a stored measurement (JSON file)")
+    try:
+        return load_contention(path, calibrate_from)
+    except (ValueError, KeyError) as error:
+        raise ConfigError(f"--contention: {error}") from None
+
+
+def hardware_profile(profile: str | None) -> Hardware | None:
+    """The what-if hardware ``--profile`` names (None: the recorded machine); one-line ConfigError if unknown."""
     if profile is not None and profile not in HARDWARE:
         raise ConfigError(f"--profile: unknown hardware {profile!r} (known: {', '.join(sorted(HARDWARE))})")
-    hardware = HARDWARE.get(profile) if profile else None
-    measured = None
-    if contention == "measure":
-        measured = measure_for_run(calibrate_from, max_loaders=max(1, options.batch_loader_threads))
-    elif contention is not None:
-        if not Path(contention).is_file():
-            raise ConfigError(f"--contention: {contention}: expected 'measure' or a stored measurement (JSON file)")
-        try:
-            measured = load_contention(contention, calibrate_from)
-        except (ValueError, KeyError) as error:
-            raise ConfigError(f"--contention: {error}") from None
-    calibration = calibrate(calibrate_from, contention=measured)
-    different = workload_difference(spec, calibration.spec)
-    if different is not None:
-        raise ConfigError(f"--calibrate-from: {calibrate_from} recorded another workload ({different}); calibrate "
-                          "on a run of the same dataset, model, sampler and batch size")
-    calibration_summary = read_summary(calibrate_from) or {}
-    feature_dim = (calibration_summary.get("dataset_info") or {}).get("feature_dim")
+    return HARDWARE.get(profile) if profile else None
+
+
+def _feature_dim(calibrate_from: str | Path, calibration: Calibration, hardware: Hardware | None) -> int | None:
+    feature_dim = ((read_summary(calibrate_from) or {}).get("dataset_info") or {}).get("feature_dim")
     if feature_dim is None and hardware is not None:  # summaries before feature_dim was recorded
         from suite.datasets import open_dataset
 
         feature_dim = open_dataset(calibration.spec.dataset).feature_dim
-    model = model_for(options, calibration, hardware, feature_dim=feature_dim)
-    count = batches_per_epoch(spec, batches)
-    sim_spec = simulated_spec(spec, profile, batches)
-    recorder = Recorder(out, sim_spec)
-    epochs, started_at = [], _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    for epoch in range(spec.training.epochs):
-        trace = simulate(model, count, seed=(spec.seed if seed is None else seed) + epoch, epoch=epoch)
-        measures = summary_of(trace)
-        epochs.append(measures)
-        for batch in sorted(trace.batches, key=lambda b: b.index):
-            recorder.record("batch", **batch.record())
-        recorder.record("queues", epoch=epoch, occupancy={k: [[t, n] for t, n in v]
-                                                          for k, v in trace.queue_occupancy.items()})
-        recorder.record("epoch", epoch=epoch, epoch_time_s=measures["epoch_time_s"], examples=None,
-                        stage_busy_s=trace.busy_s(), staleness_mean=measures["staleness_mean"],
-                        staleness_max=measures["staleness_max"], pipeline_efficiency=measures["pipeline_efficiency"],
-                        bottleneck_stage=measures["bottleneck_stage"],
-                        compute_utilization=measures["compute_utilization"], simulated=True)
+    return feature_dim
+
+
+def _record_epoch(recorder: Recorder, trace: SimulatedTrace, epoch: int) -> dict[str, Any]:
+    """Record one simulated epoch's batches, queues and epoch record; return its measures."""
+    measures = summary_of(trace)
+    for batch in sorted(trace.batches, key=lambda b: b.index):
+        recorder.record("batch", **batch.record())
+    recorder.record("queues", epoch=epoch, occupancy={k: [[t, n] for t, n in v]
+                                                      for k, v in trace.queue_occupancy.items()})
+    recorder.record("epoch", epoch=epoch, epoch_time_s=measures["epoch_time_s"], examples=None,
+                    stage_busy_s=trace.busy_s(), staleness_mean=measures["staleness_mean"],
+                    staleness_max=measures["staleness_max"], pipeline_efficiency=measures["pipeline_efficiency"],
+                    bottleneck_stage=measures["bottleneck_stage"],
+                    compute_utilization=measures["compute_utilization"], simulated=True)
+    return measures
+
+
+def _run_summary(spec: RunSpec, epochs: list[dict[str, Any]], count: int) -> dict[str, Any]:
+    """The summary fields of a simulated run that come from its spec and its epochs."""
     train_s = sum(e["epoch_time_s"] for e in epochs)
-    return recorder.finish({
-        "simulated": True, "calibrated_from": str(calibrate_from),
-        "contention": (measured.describe() if measured is not None and hardware is None
-                       else "none (max-min sharing only)"),
-        "hardware": (hardware.__dict__ if hardware else {"name": "recorded machine",
-                                                          "cpu_cores": calibration.cpu_cores}),
+    return {
         "system": spec.system.name, "dataset": spec.dataset.preset or spec.dataset.name,
         "task": spec.training.task, "model": spec.model.encoder, "sampler": spec.sampler.name, "seed": spec.seed,
         "epochs": len(epochs), "batches_per_epoch": count,
@@ -176,39 +173,38 @@ def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, 
         "staleness": {"mean": sum(e["staleness_mean"] for e in epochs) / len(epochs),
                       "max": max(e["staleness_max"] for e in epochs)},
         "metrics": {"main": None, "valid": {}, "test": {}},
-        "started_at": started_at, "run_dir": str(recorder.run_dir),
+    }
+
+
+def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, profile: str | None = None,
+                 batches: int | None = None, seed: int | None = None,
+                 contention: Contention | None = None) -> dict[str, Any]:
+    """Simulate ``spec``'s epochs and record them under ``out``; return the summary. ``contention``: a measurement
+    of the machine (:class:`~simulators.contention.Contention`, e.g. :func:`stored_contention`, or measured by
+    :func:`experiments.measure.contention.measure_for_run`), or None (max-min sharing only)."""
+    options = pipeline_options(spec)
+    hardware = hardware_profile(profile)
+    calibration = calibrate(calibrate_from, contention=contention)
+    different = workload_difference(spec, calibration.spec)
+    if different is not None:
+        raise ConfigError(f"--calibrate-from: {calibrate_from} recorded another workload ({different}); calibrate "
+                          "on a run of the same dataset, model, sampler and batch size")
+    model = model_for(options, calibration, hardware, feature_dim=_feature_dim(calibrate_from, calibration, hardware))
+    count = batches_per_epoch(spec, batches)
+    recorder = Recorder(out, simulated_spec(spec, profile, batches))
+    started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    epochs = [_record_epoch(recorder, simulate(model, count, seed=(spec.seed if seed is None else seed) + epoch,
+                                               epoch=epoch), epoch)
+              for epoch in range(spec.training.epochs)]
+    return recorder.finish({
+        "simulated": True, "calibrated_from": str(calibrate_from),
+        "contention": (contention.describe() if contention is not None and hardware is None
+                       else "none (max-min sharing only)"),
+        "hardware": (hardware.__dict__ if hardware else {"name": "recorded machine",
+                                                          "cpu_cores": calibration.cpu_cores}),
+        **_run_summary(spec, epochs, count), "started_at": started_at, "run_dir": str(recorder.run_dir),
     })
 
 
-def _cmd_simulate(args: argparse.Namespace) -> int:
-    spec = load_spec(args.spec, args.set)
-    calibrate_from = find_calibration_run(spec, args.calibrate_from)
-    if calibrate_from != Path(args.calibrate_from):
-        print(f"calibrating on {calibrate_from}")
-    summary = simulate_run(spec, calibrate_from, args.out, profile=args.profile, batches=args.batches,
-                           seed=args.seed, contention=args.contention)
-    times = ", ".join(f"{t:.2f}" for t in summary["epoch_time_s"])
-    print(f"{summary['run_dir']}: simulated epochs {times} s, compute utilization "
-          f"{summary['compute_utilization']:.3f}, staleness max {summary['staleness']['max']}")
-    return 0
-
-
-def add_command(commands: argparse._SubParsersAction) -> None:
-    """Add ``simulate`` to the ``gnnsuite`` subcommands."""
-    parser = commands.add_parser("simulate", help="simulate a pipelined run spec (calibrated on a recorded run)")
-    parser.add_argument("spec", help="run spec YAML of the pipelined system")
-    parser.add_argument("--calibrate-from", required=True, metavar="RUN_DIR|RUNS",
-                        help="a recorded pipelined run of the same workload (ideally sync: true) whose batch times "
-                             "calibrate the stages, or a results folder holding one (its sync run is taken)")
-    parser.add_argument("--profile", help="what-if hardware (p3.2xlarge, g5.xlarge, p4d.24xlarge)")
-    parser.add_argument("--batches", type=int, help="batches per epoch (default: from the spec and dataset)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a spec field")
-    parser.add_argument("--seed", type=int, help="simulation seed (default: the spec's)")
-    parser.add_argument("--contention", metavar="measure|FILE",
-                        help="slowdown of oversubscribed stages beyond sharing the cores: 'measure' it here "
-                             "(simulators.contention microbenchmark) or read a stored measurement (default: none)")
-    parser.add_argument("--out", default="out/simulated", help="results folder (default out/simulated)")
-    parser.set_defaults(func=_cmd_simulate)
-
-
-__all__ = ["add_command", "batches_per_epoch", "simulate_run", "simulated_spec"]
+__all__ = ["batches_per_epoch", "find_calibration_run", "hardware_profile", "pipeline_options", "simulate_run",
+           "simulated_spec", "stored_contention", "workload_difference"]

@@ -73,3 +73,24 @@ def pytest_terminal_summary(terminalreporter) -> None:
         for kind in ("passed", "failed", "skipped"):
             for entry in outcomes.get(kind, []):
                 write(f"    {kind}: {entry}")
+
+
+# ---------------------------------------------------------------------------------------------- recorded runs
+@pytest.fixture(scope="session")
+def sync_pipelined_run(tmp_path_factory):
+    """A real sync pipelined run on a small planted-partition store: ``(spec, run_dir)`` (the simulators calibrate
+    on it; the contention microbenchmark mimics its workload)."""
+    from suite.config import spec_from_dict
+    from suite.runner import run_spec
+    from tests.support.graphs import planted_partition, write_node_store
+
+    root = tmp_path_factory.mktemp("sync-pipelined")
+    graph = planted_partition(num_nodes=400, num_classes=3, seed=2)
+    write_node_store(root / "store", graph.src, graph.dst, graph.features, graph.labels, graph.splits)
+    spec = spec_from_dict({
+        "dataset": {"name": "store", "root": str(root / "store")},
+        "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
+        "system": {"name": "pipelined", "device": "cpu", "options": {"sync": True}},
+        "training": {"batch_size": 16, "epochs": 2}, "evaluation": {"splits": []},
+    })
+    return spec, run_spec(spec, root / "runs")["run_dir"]

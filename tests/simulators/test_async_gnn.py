@@ -1,12 +1,16 @@
-"""The SimPy asynchronous GNN pipeline simulator (simulators/async_gnn.py)."""
+"""The SimPy asynchronous GNN pipeline simulator (simulators/async_gnn/: spec, partitions, durations, simulation,
+tables)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from simulators.async_gnn import (MODE_NAMES, async_spec_from_dict, partition_graph, plot_gantt, simulate,
-                                  simulate_modes, summary_table, tasks_table)
+from simulators.async_gnn.durations import stage_durations
+from simulators.async_gnn.partitions import partition_graph
+from simulators.async_gnn.simulation import simulate, simulate_modes
+from simulators.async_gnn.spec import MODE_NAMES, async_spec_from_dict
+from simulators.async_gnn.tables import summary_table, tasks_table
 from suite.errors import ConfigError
 
 FORWARD = {"aggregate": 1.0, "update": 2.0, "activation": 0.5}
@@ -104,11 +108,21 @@ def test_workdepth_durations_and_partitions_of_a_graph():
     assert result.summary["makespan_s"] == pytest.approx(expected)
 
 
-def test_gantt_figure(tmp_path):
+def test_summary_table_has_one_row_per_mode_with_the_speedup_over_the_first():
     results = simulate_modes(spec(partitions=2, layers=2, iterations=2, backward=True))
-    path = plot_gantt(tasks_table(results), tmp_path / "gantt.png")
-    assert path.stat().st_size > 1000
-    assert list(summary_table(results)["mode"]) == list(MODE_NAMES)
+    table = summary_table(results)
+    assert list(table["mode"]) == list(MODE_NAMES) and table["speedup"].iloc[0] == 1.0
+    assert (table["speedup"] == table["makespan_s"].iloc[0] / table["makespan_s"]).all()
+    tasks = tasks_table(results)
+    assert list(tasks.columns[:1]) == ["mode"] and set(tasks["mode"]) == set(MODE_NAMES)
+
+
+def test_measured_durations_are_not_timed_by_the_simulator():
+    s = async_spec_from_dict({"graph": {"kind": "dataset", "dataset": {"name": "synthetic", "preset": "tiny"},
+                                        "num_partitions": 2}, "durations": {"source": "measured"}})
+    graph = partition_graph(np.array([[0, 1, 2], [1, 2, 0]]), 3, 2)
+    with pytest.raises(ConfigError, match="experiments.measure.kernels"):
+        stage_durations(s, graph)
 
 
 @pytest.mark.parametrize("patch,fragment", [

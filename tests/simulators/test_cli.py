@@ -1,4 +1,4 @@
-"""``gnnsuite workdepth`` and ``gnnsuite simulate-async`` (simulators/cli.py)."""
+"""``gnnsuite workdepth`` (simulators/cli.py) and the shipped asynchronous-pipeline spec."""
 
 from __future__ import annotations
 
@@ -37,29 +37,6 @@ def test_workdepth_all_models(capsys):
 def test_workdepth_errors(capsys, argv, fragments):
     assert main(argv) == 2
     _one_line_error(capsys, *fragments)
-
-
-def test_simulate_async_writes_outputs(tmp_path, capsys):
-    spec = tmp_path / "spec.yaml"
-    spec.write_text("graph: {kind: uniform, num_nodes: 400, num_edges: 4000, max_degree: 20, num_partitions: 4}\n"
-                    "durations: {source: fixed, forward: {aggregate: 1.0, update: 2.0, activation: 0.5}}\n"
-                    "pipeline: {layers: 2, iterations: 2}\n")
-    assert main(["simulate-async", str(spec), "--out", str(tmp_path / "out"), "--set", "pipeline.staleness_bound=2"]
-                ) == 0
-    out = capsys.readouterr().out
-    assert "async-async" in out and "sync-sync" in out
-    assert (tmp_path / "out" / "summary.csv").exists() and (tmp_path / "out" / "tasks.csv").exists()
-
-
-def test_simulate_async_bad_field_is_one_line(tmp_path, capsys):
-    spec = tmp_path / "bad.yaml"
-    spec.write_text("graph: {kind: uniform, num_nodes: 400, num_edges: 4000, max_degree: 20, num_partitions: 4}\n"
-                    "durations: {source: fixed, forward: {aggregate: 1.0, update: 2.0, activation: 0.5}}\n"
-                    "pipeline: {layers: 2, staleness_bound: -1}\n")
-    assert main(["simulate-async", str(spec)]) == 2
-    _one_line_error(capsys, f"{spec}: pipeline.staleness_bound:")
-    assert main(["simulate-async", str(tmp_path / "missing.yaml")]) == 2
-    _one_line_error(capsys, "missing.yaml: file not found")
 
 
 def test_shipped_spec_validates():

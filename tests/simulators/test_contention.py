@@ -1,16 +1,15 @@
 """Contention beyond max-min sharing: the table, its use in SharedCpu (neutral unless oversubscribed), hand-checked
-cases, storage, model_for, and a smoke run of the microbenchmark."""
+cases, storage and model_for. (The microbenchmark that measures it: tests/experiments/measure/test_contention.py.)"""
 
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import simpy
 
 from simulators.calibrate import HARDWARE, calibrate, model_for
-from simulators.contention import Contention, ContentionTable, max_min_rates, measure_contention
+from simulators.contention import Contention, ContentionTable, load_contention, max_min_rates
 from simulators.pipeline import Fixed, PipelineModel, SharedCpu, StageModel, closed_form_epoch_time, simulate
 from systems.pipelined import PipelineOptions
 
@@ -110,27 +109,8 @@ def test_storage_round_trip():
     assert again.table("process") is None and "not fitted on predicted runs" in again.describe()
 
 
-@pytest.fixture(scope="module")
-def spec_and_run(tmp_path_factory):
-    """A real sync pipelined run on a small planted-partition store (for model_for and the microbenchmark)."""
-    from suite.config import spec_from_dict
-    from suite.runner import run_spec
-    from tests.support.graphs import planted_partition, write_node_store
-
-    root = tmp_path_factory.mktemp("contention")
-    graph = planted_partition(num_nodes=400, num_classes=3, seed=2)
-    write_node_store(root / "store", graph.src, graph.dst, graph.features, graph.labels, graph.splits)
-    spec = spec_from_dict({
-        "dataset": {"name": "store", "root": str(root / "store")},
-        "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
-        "system": {"name": "pipelined", "device": "cpu", "options": {"sync": True}},
-        "training": {"batch_size": 16, "epochs": 2}, "evaluation": {"splits": []},
-    })
-    return spec, run_spec(spec, root / "runs")["run_dir"]
-
-
-def test_model_for_picks_the_table_of_the_loader_kind_on_the_recorded_machine_only(spec_and_run):
-    _, run_dir = spec_and_run
+def test_model_for_picks_the_table_of_the_loader_kind_on_the_recorded_machine_only(sync_pipelined_run):
+    _, run_dir = sync_pipelined_run
     process = ContentionTable({(True, 1): {"compute": 0.7}}, loader_kind="process")
     contention = Contention(tables={"thread": SLOW, "process": process}, cores=2, compute_cores=2,
                             load_scale={"thread": 1.0, "process": 2.5})
@@ -146,116 +126,13 @@ def test_model_for_picks_the_table_of_the_loader_kind_on_the_recorded_machine_on
     assert model_for(PipelineOptions().effective(), calibrate(run_dir)).contention is None
 
 
-def test_the_microbenchmark_runs_and_records_where_its_numbers_come_from(spec_and_run):
-    spec, _ = spec_and_run
-    # One core (so one loader beside compute oversubscribes it), a tiny graph and short windows: a smoke run.
-    contention = measure_contention(spec, num_nodes=2000, num_edges=10_000, feature_dim=8, num_classes=3,
-                                    max_loaders=2, cores=1, threads=1, window_s=0.05, repeats=1,
-                                    attempts=1, quiet_wait_s=0.0)
-    assert contention.load_scale["thread"] == 1.0 and contention.load_scale.get("process", 1.0) > 0
-    for kind in ("thread", "process"):
-        table = contention.table(kind)
-        assert set(table.factors) == {(True, 1), (True, 2), (False, 2)}
-        assert table.factors[(True, 1)]["compute"] > 0
-    data = json.loads(json.dumps(contention.to_dict()))
-    provenance = data["provenance"]
-    assert provenance["workload"]["sampler"] == spec.sampler.name and provenance["torch_threads"] == 1
-    assert {"measured_at", "machine", "load_average_before", "other_processes_cores", "quiet", "raw"} <= set(provenance)
-    state = provenance["raw"]["repeats"][0]["kinds"]["thread"]["states"][0]
-    assert {"window_s", "loads_s", "other_cores", "attempts_other_cores", "factors"} <= set(state)
-
-
-def test_simulate_command_with_a_stored_contention_measurement(spec_and_run, tmp_path):
-    import yaml
-
-    from suite.cli import main
-    from suite.recorder import read_summary
-    from suite.results import load_runs
-
-    _, run_dir = spec_and_run
-    stored = tmp_path / "contention.json"
-    contention = Contention(tables={"thread": SLOW}, cores=1, compute_cores=1, provenance={"measured_at": "t"})
-    stored.write_text(json.dumps({"tables": {__import__("pathlib").Path(run_dir).name: contention.to_dict()}}))
-    recorded, _ = spec_and_run
-    spec = {"name": "whatif", "dataset": recorded.resolved()["dataset"],  # the calibration run's workload
-            "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
-            "system": {"name": "pipelined", "options": {"staleness_bound": 4}},
-            "training": {"batch_size": 16, "epochs": 1, "limit_batches": 12}}
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    out = tmp_path / "sim"
-    assert main(["simulate", str(path), "--calibrate-from", run_dir, "--out", str(out),
-                 "--contention", str(stored)]) == 0
-    summary = read_summary(load_runs(out)["run_dir"].iloc[0])
-    assert "microbenchmark" in summary["contention"]
-    assert main(["simulate", str(path), "--calibrate-from", run_dir, "--out", str(out),
-                 "--contention", str(tmp_path / "missing.json")]) == 2
-
-
-def _measured_table(run_dir, epochs):
-    """A measured table like experiments/pipeline.py's: the sync run and three 'other' runs (the same folder)."""
-    import pandas as pd
-
-    rows = [{"system": "pipelined", "dataset": "d", "sampler": "s", "configuration": "sync", "run_dir": run_dir,
-             "run_id": "sync", "epoch_time_s": 1.0, "compute_utilization": 0.9, "bottleneck_stage": "compute",
-             "staleness_max": 0}]
-    rows += [{**rows[0], "configuration": f"c{i}", "run_id": f"r{i}", "epoch_time_s": epoch}
-             for i, epoch in enumerate(epochs)]
-    return pd.DataFrame(rows)
-
-
-def test_validation_predicts_with_and_without_the_table_and_says_which(spec_and_run):
-    from experiments.pipeline_validation import predict
-
-    _, run_dir = spec_and_run
-    measured = _measured_table(run_dir, [1.0, 1.0, 1.0])
-    contention = Contention(tables={"thread": SLOW}, cores=1, compute_cores=1, provenance={"measured_at": "t"})
-    table = predict(measured, 1, {__import__("pathlib").Path(run_dir).name: contention})
-    assert len(table) == 3 and table["contention"].str.contains("microbenchmark").all()
-    assert {"predicted_epoch_time_s_max_min", "epoch_time_error_max_min"} <= set(table.columns)
-    plain = predict(measured, 1)
-    assert (plain["contention"] == "none (max-min sharing only)").all()
-    assert plain["predicted_epoch_time_s"].tolist() == plain["predicted_epoch_time_s_max_min"].tolist()
-
-
-def test_leave_one_out_never_uses_the_predicted_run(spec_and_run):
-    from experiments.pipeline_validation import predict_leave_one_out
-
-    _, run_dir = spec_and_run
-    grid = (1.0, 0.5, 0.25)
-    normal = predict_leave_one_out(_measured_table(run_dir, [1.0, 1.2, 0.9]), 1, grid)
-    # Run r0's measurement changed wildly: the factor chosen for r0 (from r1 and r2) does not change.
-    changed = predict_leave_one_out(_measured_table(run_dir, [1000.0, 1.2, 0.9]), 1, grid)
-    assert normal["contention"].str.startswith("leave-one-out").all()
-    assert changed.loc[0, "contention"] == normal.loc[0, "contention"]
-    assert changed.loc[0, "predicted_epoch_time_s"] == normal.loc[0, "predicted_epoch_time_s"]
-
-
-@pytest.mark.parametrize("sampler", ["naive", "dense"])
-def test_loader_processes_never_free_memory_their_next_load_reads(sampler):
-    """The segfault of the naive sampler's contention calibrations: a worker's queue thread pickled a load whose
-    sample holds the workload's ``roots`` tensor itself, which moved (freed) the roots' memory while the worker's
-    next load read it. Loads are handed over without moving any tensor the workload keeps, and a burst of loads in
-    two worker processes (compiled kernels with bounds checks, as in every test) all succeed."""
-    from multiprocessing.reduction import ForkingPickler
-
-    import torch
-
-    from simulators.contention import _LoadAgain, _Loaders, _workload
-    from suite.config import spec_from_dict
-
-    spec = spec_from_dict({"dataset": {"name": "synthetic", "preset": "tiny"}, "sampler": {"name": sampler},
-                           "model": {"num_layers": 3, "fanouts": [5, 5, 5]}, "training": {"batch_size": 200}})
-    work = _workload(spec, 5000, 50_000, 8, 3, 5000, 0)
-    kept = (work.roots, work.features, work.labels)
-    with _Loaders(work, "process", 2) as loaders:
-        pointers = [tensor.data_ptr() for tensor in kept]
-        ForkingPickler.dumps(_LoadAgain(work)[0])  # what a worker's queue thread does with every load
-        assert [tensor.data_ptr() for tensor in kept] == pointers
-        deadline = time.perf_counter() + 20
-        while len(loaders.stamps) < 40 and time.perf_counter() < deadline and loaders.error is None:
-            time.sleep(0.01)
-        loaders.check()
-        assert len(loaders.stamps) >= 40
-    sample = work.load()[0]  # the parent's workload still samples what it sampled before
-    assert torch.equal(sample.roots, work.roots)
+def test_a_stored_measurement_is_read_per_calibration_run(tmp_path):
+    contention = Contention(tables={"thread": SLOW}, cores=2, compute_cores=2, provenance={"measured_at": "t"})
+    alone = tmp_path / "one.json"
+    alone.write_text(json.dumps(contention.to_dict()))
+    assert load_contention(alone).table("thread").factors == SLOW.factors
+    per_run = tmp_path / "runs.json"
+    per_run.write_text(json.dumps({"tables": {"run-a": contention.to_dict(), "run-b": contention.to_dict()}}))
+    assert load_contention(per_run, tmp_path / "run-b").cores == 2
+    with pytest.raises(ValueError, match="no contention measurement for run-c"):
+        load_contention(per_run, tmp_path / "run-c")

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import math
 
-from pathlib import Path
-
 import pytest
 import simpy
-import torch
 
 from simulators.calibrate import HARDWARE, calibrate, graphsage_flops, model_for, summary_of
 from simulators.pipeline import (Empirical, Fixed, LogNormal, PipelineModel, SharedCpu, StageModel,
@@ -104,25 +101,10 @@ def test_invalid_models_are_rejected():
         Empirical(())
 
 
-@pytest.fixture(scope="module")
-def recorded_sync_run(tmp_path_factory):
-    """A real sync pipelined run on a small planted-partition store."""
-    from suite.recorder import Recorder
-    from suite.runner import run_spec
-    from suite.config import spec_from_dict
-    from tests.support.graphs import planted_partition, write_node_store
-
-    root = tmp_path_factory.mktemp("calib")
-    graph = planted_partition(num_nodes=400, num_classes=3, seed=2)
-    write_node_store(root / "store", graph.src, graph.dst, graph.features, graph.labels, graph.splits)
-    spec = spec_from_dict({
-        "dataset": {"name": "store", "root": str(root / "store")},
-        "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
-        "system": {"name": "pipelined", "device": "cpu", "options": {"sync": True}},
-        "training": {"batch_size": 16, "epochs": 2}, "evaluation": {"splits": []},
-    })
-    summary = run_spec(spec, root / "runs")
-    return summary["run_dir"]
+@pytest.fixture
+def recorded_sync_run(sync_pipelined_run):
+    """The run folder of the shared sync pipelined run (tests/conftest.py)."""
+    return sync_pipelined_run[1]
 
 
 def test_calibration_reads_the_warm_epoch_and_predicts_the_sync_run(recorded_sync_run):
@@ -144,82 +126,3 @@ def test_what_if_on_a_gpu_prices_compute_from_flops(recorded_sync_run):
     flops = graphsage_flops(calibration.spec, calibration.sampled_edges[0], calibration.input_nodes[0], 16)
     assert compute.service.samples[0] == pytest.approx(flops / (15.7e12 * 0.2))
     assert math.isfinite(simulate(model, 20).wall_s)
-
-
-def _spec_file(tmp_path, options: dict, run_dir: str, num_layers: int = 2, **training) -> str:
-    """A what-if spec of the workload of the calibration run ``run_dir`` (its dataset, written as it was)."""
-    import yaml
-
-    from suite.config import read_yaml
-
-    dataset = read_yaml(Path(run_dir) / "config.yaml")["dataset"]
-    spec = {"name": "whatif", "dataset": dataset,
-            "model": {"encoder": "graphsage", "num_layers": num_layers, "hidden_dim": 16,
-                      "fanouts": [5] * num_layers},
-            "system": {"name": "pipelined", "options": options},
-            "training": {"batch_size": 16, "epochs": 2, "limit_batches": 12, **training}}
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return str(path)
-
-
-def test_simulate_command_records_a_run_folder_like_a_real_run(recorded_sync_run, tmp_path):
-    from suite.cli import main
-    from suite.recorder import read_records, read_summary
-    from suite.results import load_batches, load_runs
-
-    spec = _spec_file(tmp_path, {"staleness_bound": 4}, recorded_sync_run)
-    assert main(["simulate", spec, "--calibrate-from", recorded_sync_run, "--out", str(tmp_path / "sim")]) == 0
-    assert main(["simulate", spec, "--calibrate-from", recorded_sync_run, "--out", str(tmp_path / "sim"),
-                 "--profile", "p3.2xlarge"]) == 0
-    runs = load_runs(tmp_path / "sim")
-    assert len(runs) == 2 and runs["simulated"].all() and (runs["status"] == "completed").all()
-    summary = read_summary(runs["run_dir"].iloc[0])
-    assert summary["epochs"] == 2 and summary["batches_per_epoch"] == 12 and summary["staleness"]["max"] <= 3
-    batches = load_batches(tmp_path / "sim")
-    assert len(batches) == 2 * 2 * 12 and {"load_start", "compute_end", "staleness"} <= set(batches.columns)
-    kinds = {r["kind"] for r in read_records(runs["run_dir"].iloc[0])}
-    assert kinds == {"batch", "queues", "epoch"}
-
-
-def test_simulate_command_errors_are_one_line(recorded_sync_run, tmp_path, capsys):
-    from suite.cli import main
-
-    spec = _spec_file(tmp_path, {"staleness_bound": 0}, recorded_sync_run)
-    assert main(["simulate", spec, "--calibrate-from", recorded_sync_run]) == 2
-    assert "system.options.staleness_bound" in capsys.readouterr().err
-    spec = _spec_file(tmp_path, {}, recorded_sync_run)
-    assert main(["simulate", spec, "--calibrate-from", str(tmp_path / "missing")]) == 2
-    assert "--calibrate-from" in capsys.readouterr().err
-    assert main(["simulate", spec, "--calibrate-from", recorded_sync_run, "--profile", "cray-1"]) == 2
-    assert "unknown hardware 'cray-1'" in capsys.readouterr().err
-
-
-def test_simulate_refuses_a_calibration_run_of_another_workload(recorded_sync_run, tmp_path, capsys):
-    from suite.cli import main
-
-    spec = _spec_file(tmp_path, {}, recorded_sync_run, num_layers=3)  # the run trained 2 layers
-    assert main(["simulate", spec, "--calibrate-from", recorded_sync_run, "--out", str(tmp_path / "sim")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "recorded another workload (model.fanouts: [5, 5] in the run, [5, 5, 5] in the spec)" \
-        in err[0], err
-    assert not (tmp_path / "sim").exists()
-
-
-def test_simulate_finds_the_sync_run_in_a_results_folder_and_writes_under_out(recorded_sync_run, tmp_path,
-                                                                                monkeypatch, capsys):
-    """``--calibrate-from RUNS``: the sync run of the same workload in a results folder; a folder without one is
-    a one-line error saying what to record first; the default output is out/simulated (never results/)."""
-    from suite.cli import main
-
-    spec = _spec_file(tmp_path, {"staleness_bound": 4}, recorded_sync_run)
-    monkeypatch.chdir(tmp_path)
-    runs = str(Path(recorded_sync_run).parent)
-    assert main(["simulate", spec, "--calibrate-from", runs]) == 0
-    assert f"calibrating on {recorded_sync_run}" in capsys.readouterr().out
-    assert len(list((tmp_path / "out" / "simulated").glob("whatif-sim-s0-*/summary.json"))) == 1
-    assert not (tmp_path / "results").exists()
-    (tmp_path / "empty").mkdir()
-    assert main(["simulate", spec, "--calibrate-from", str(tmp_path / "empty")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no completed sync pipelined run of this spec's workload" in err[0], err
