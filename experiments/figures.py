@@ -880,14 +880,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["COLORS", "FIGURES", "INPUTS", "STYLE", "caption", "plot_async_gnn_gantt", "plot_async_tradeoff",
-           "plot_buffer_io", "plot_cost", "plot_disk_lp", "plot_disk_nc", "plot_disk_nc_timeline", "plot_link_prediction_peers", "plot_pipeline_speed",
-           "plot_pipeline_validation", "plot_sampling", "plot_work_depth_check", "save_figure", "styled"]
-
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 # ---------------------------------------------------------------------------------------------- simulators
 def _gantt_figure(tasks: pd.DataFrame):
     """Gantt charts of simulated asynchronous-pipeline modes, one panel per mode: rows are workers
@@ -942,3 +934,13 @@ def plot_simulated_gantt(csv_path: str | Path, out_png: str | Path, title: str =
         if title:
             fig.suptitle(title)
         return save_figure(fig, out_png)
+
+
+__all__ = ["COLORS", "FIGURES", "INPUTS", "STYLE", "caption", "plot_async_gnn_gantt", "plot_async_tradeoff",
+           "plot_buffer_io", "plot_cost", "plot_disk_lp", "plot_disk_nc", "plot_disk_nc_timeline",
+           "plot_link_prediction_peers", "plot_pipeline_speed", "plot_pipeline_validation", "plot_sampling",
+           "plot_simulated_gantt", "plot_work_depth_check", "save_figure", "styled"]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
