@@ -3,28 +3,20 @@
 These are the simulator's own record types. They write the same flat ``batch`` records as the real system's
 batches (:meth:`systems.batch.Batch.record`: ``admitted``, ``version_read``, ``version_applied``, ``staleness``,
 ``<stage>_start``/``_end``/``_worker``), so simulated and measured runs go through the same tables; the simulator
-never builds the real system's batches (which carry tensors) or traces.
+never builds the real system's batches (which carry tensors) or traces. Stamps, record fields and the trace's
+numbers come from the harness (:mod:`suite.stage_trace`), as the real system's do.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from suite.stage_trace import StageStamp, StageTraceStats, stage_fields
 
-@dataclass(frozen=True)
-class StageInterval:
-    """When a simulated stage worked on a batch (simulated seconds) and which worker did (``<stage>-<index>``)."""
 
-    start: float
-    end: float
-    worker: str
-
-    @property
-    def seconds(self) -> float:
-        """Busy seconds of the stage on this batch."""
-        return self.end - self.start
+# A simulated stage interval is a stamp in simulated seconds.
+StageInterval = StageStamp
 
 
 @dataclass
@@ -57,13 +49,12 @@ class SimulatedBatch:
                                   "admitted": self.admitted, "version_read": self.version_read,
                                   "version_applied": self.version_applied, "staleness": self.staleness,
                                   "loss": None}
-        for stage, stamp in self.stamps.items():
-            record.update({f"{stage}_start": stamp.start, f"{stage}_end": stamp.end, f"{stage}_worker": stamp.worker})
+        record.update(stage_fields(self.stamps))
         return record
 
 
 @dataclass
-class SimulatedTrace:
+class SimulatedTrace(StageTraceStats):
     """One simulated epoch, from 0 to the completion of the last batch.
 
     Attributes:
@@ -78,24 +69,6 @@ class SimulatedTrace:
     workers: dict[str, int]
     queue_occupancy: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
 
-    def busy_s(self) -> dict[str, float]:
-        """Busy seconds per stage, summed over its workers."""
-        busy: dict[str, float] = defaultdict(float)
-        for batch in self.batches:
-            for stage, stamp in batch.stamps.items():
-                busy[stage] += stamp.seconds
-        return {stage: busy.get(stage, 0.0) for stage in self.workers}
-
-    def bottleneck(self) -> tuple[str, float]:
-        """The stage with the most busy time per worker, and that time: no schedule can finish sooner."""
-        per_worker = {stage: busy / self.workers[stage] for stage, busy in self.busy_s().items()}
-        stage = max(per_worker, key=per_worker.get)
-        return stage, per_worker[stage]
-
-    def efficiency(self) -> float:
-        """Pipeline efficiency: wall time / the bottleneck stage's busy time per worker (1.0 is ideal)."""
-        _, busy = self.bottleneck()
-        return self.wall_s / busy if busy > 0 else float("nan")
 
 
 __all__ = ["SimulatedBatch", "SimulatedTrace", "StageInterval"]

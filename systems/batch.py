@@ -19,28 +19,8 @@ from typing import Any
 
 import torch
 
+from suite.stage_trace import StageStamp, stage_fields
 from systems.sampling.base import SampledSubgraph
-
-
-@dataclass(frozen=True)
-class StageStamp:
-    """When a stage worked on a batch.
-
-    Attributes:
-        start: ``time.perf_counter()`` when the stage started working on the batch (system-wide monotonic clock
-            on Linux, so stamps taken in worker processes compare with the main process's).
-        end: when it finished.
-        worker: ``"<stage>-<index>"`` of the worker (thread or process) that did the work.
-    """
-
-    start: float
-    end: float
-    worker: str
-
-    @property
-    def seconds(self) -> float:
-        """Busy seconds of the stage on this batch."""
-        return self.end - self.start
 
 
 @dataclass
@@ -106,10 +86,7 @@ class Batch:
         if self.sample is not None:
             record["sampled_edges"] = self.sample.num_sampled_edges
             record["input_nodes"] = len(self.sample.input_nodes)
-        for stage, stamp in self.stamps.items():
-            record[f"{stage}_start"] = stamp.start - origin
-            record[f"{stage}_end"] = stamp.end - origin
-            record[f"{stage}_worker"] = stamp.worker
+        record.update(stage_fields(self.stamps, origin))
         return record
 
 

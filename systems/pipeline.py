@@ -28,7 +28,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from systems.batch import Batch, StageStamp
+from suite.stage_trace import StageStamp, StageTraceStats
+from systems.batch import Batch
 
 StageWork = Callable[[Batch, int], None]
 _WAKE = object()  # put into the queues at the end so that idle workers see the stop at once
@@ -64,7 +65,7 @@ class Stage:
 
 
 @dataclass
-class PipelineTrace:
+class PipelineTrace(StageTraceStats):
     """What one run of a pipeline measured.
 
     Attributes:
@@ -84,25 +85,6 @@ class PipelineTrace:
     def wall_s(self) -> float:
         """Seconds from start to the completion of the last batch."""
         return self.finished - self.started
-
-    def busy_s(self) -> dict[str, float]:
-        """Busy seconds per stage, summed over its workers."""
-        busy: dict[str, float] = defaultdict(float)
-        for batch in self.batches:
-            for stage, stamp in batch.stamps.items():
-                busy[stage] += stamp.seconds
-        return {stage: busy.get(stage, 0.0) for stage in self.workers}
-
-    def bottleneck(self) -> tuple[str, float]:
-        """The stage with the most busy time per worker, and that time: no schedule can finish sooner."""
-        per_worker = {stage: busy / self.workers[stage] for stage, busy in self.busy_s().items()}
-        stage = max(per_worker, key=per_worker.get)
-        return stage, per_worker[stage]
-
-    def efficiency(self) -> float:
-        """Pipeline efficiency: wall time / the bottleneck stage's busy time per worker (1.0 is ideal)."""
-        _, busy = self.bottleneck()
-        return self.wall_s / busy if busy > 0 else float("nan")
 
 
 @dataclass
