@@ -17,6 +17,10 @@ Registered datasets:
 - ``ogbn-arxiv``, ``ogbn-products``, ``ogbn-papers100M``, ``ogbl-collab``, ``ogbl-ppa``, ``ogbl-ddi``,
   ``ogbl-citation2``, ``ogbl-wikikg2``: OGB datasets already on disk, read through the ``ogb`` package
   (:mod:`.ogb`).
+- ``freebase86m``: DGL-KE's ``Freebase.zip`` (``train.txt`` ... ``head<TAB>tail<TAB>relation``), as Marius
+  downloads it (:mod:`.freebase`).
+- ``wikikg90m-v2``, ``mag240m``: OGB-LSC's published ``processed/`` arrays, without the ``ogb`` package
+  (:mod:`.ogb_lsc`; MAG240M: the paper citation graph with features, labels and splits).
 
 Example::
 
@@ -79,6 +83,6 @@ def prepare(
 
 
 # Registration happens on import; the modules import their heavy dependencies (PyG, ogb) lazily.
-from suite.graph.loaders import ogb, openke, planetoid  # noqa: E402,F401
+from suite.graph.loaders import freebase, ogb, ogb_lsc, openke, planetoid  # noqa: E402,F401
 
 __all__ = ["LOADERS", "prepare"]

@@ -68,6 +68,7 @@ class EdgeListFormat:
         id_type: type of the id columns: ``auto`` (inferred by pyarrow from the first block), ``int`` or
             ``string``.
         comment: leading lines starting with it are skipped (CSV/TSV).
+        skip_lines: lines skipped at the top of the file after the comments (e.g. a count line), CSV/TSV only.
     """
 
     source: Column = 0
@@ -79,6 +80,7 @@ class EdgeListFormat:
     file_format: Literal["csv", "parquet"] | None = None
     id_type: Literal["auto", "int", "string"] = "auto"
     comment: str = "#"
+    skip_lines: int = 0
 
     def kind(self, path: Path) -> str:
         """``csv`` or ``parquet`` for ``path``."""
@@ -237,7 +239,7 @@ def _csv_batches(path: Path, fmt: EdgeListFormat, chunk_bytes: int) -> Iterator[
     delimiter = fmt.separator(path)
     if len(delimiter) != 1:
         raise ConfigError(f"--delimiter: must be one character, got {delimiter!r}")
-    skip = _leading_comments(path, fmt.comment)
+    skip = _leading_comments(path, fmt.comment) + fmt.skip_lines
     header = _header_names(path, skip, delimiter)
     if header == [""]:
         raise DataError(f"{path}: line {skip + 1}: no edges (empty file)")
@@ -355,8 +357,10 @@ class _Ids:
     relations: IdMap = field(default_factory=IdMap)
     num_nodes: int = 0
     num_relations: int = 0
+    node_limit: int | None = None
+    relation_limit: int | None = None
 
-    def _plain(self, values: np.ndarray, path: Path, first: int, role: str) -> np.ndarray:
+    def _plain(self, values: np.ndarray, path: Path, first: int, role: str, limit: int | None) -> np.ndarray:
         if values.dtype.kind not in "iu":
             numeric = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy()
             bad = np.isnan(numeric) | (numeric != np.round(numeric)) if numeric.dtype.kind == "f" else \
@@ -368,6 +372,10 @@ class _Ids:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise DataError(f"{path}: line {first + row}: {role} id {int(values[row])} is negative")
+        if limit is not None and len(values) and values.max() >= limit:
+            row = int(np.flatnonzero(values >= limit)[0])
+            raise DataError(f"{path}: line {first + row}: {role} id {int(values[row])} is out of range "
+                            f"[0, {limit})")
         return values.astype(np.int64, copy=False)
 
     def edges(self, batch: EdgeBatch, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -377,14 +385,16 @@ class _Ids:
             rel = self.relations.map(batch.relation) if batch.relation is not None else np.zeros(len(src), np.int64)
             self.num_nodes, self.num_relations = self.nodes.size, max(1, self.relations.size)
             return src, rel, dst
-        src = self._plain(batch.source, path, batch.first, "source")
-        dst = self._plain(batch.destination, path, batch.first, "destination")
-        rel = (self._plain(batch.relation, path, batch.first, "relation") if batch.relation is not None
+        src = self._plain(batch.source, path, batch.first, "source", self.node_limit)
+        dst = self._plain(batch.destination, path, batch.first, "destination", self.node_limit)
+        rel = (self._plain(batch.relation, path, batch.first, "relation", self.relation_limit)
+               if batch.relation is not None
                else np.zeros(len(src), np.int64))
         if len(src):
             self.num_nodes = max(self.num_nodes, int(src.max()) + 1, int(dst.max()) + 1)
             self.num_relations = max(self.num_relations, int(rel.max()) + 1)
-        self.num_relations = max(self.num_relations, 1)
+        self.num_relations = max(self.num_relations, 1, self.relation_limit or 0)
+        self.num_nodes = max(self.num_nodes, self.node_limit or 0)
         return src, rel, dst
 
 
@@ -460,6 +470,9 @@ def import_edge_list(
     overwrite: bool = False,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     max_bucket_edges: int = IMPORT_MAX_BUCKET_EDGES,
+    num_nodes: int | None = None,
+    num_relations: int | None = None,
+    source_fields: dict | None = None,
 ) -> GraphStore:
     """Build a store from an edge-list file (see the module docstring).
 
@@ -479,6 +492,10 @@ def import_edge_list(
         overwrite: replace an existing store.
         chunk_bytes: bytes of CSV per batch (Parquet: ``chunk_bytes / 32`` rows).
         max_bucket_edges: bucket size of the out-of-core CSR sort.
+        num_nodes, num_relations: known counts (only without ``remap``): ids must lie below them, and the store
+            has that many nodes / relations even when some have no edge.
+        source_fields: entries added to (or replacing) the provenance record ``metadata["source"]`` (loaders
+            built on this import name themselves there).
 
     Returns:
         The opened store.
@@ -488,7 +505,9 @@ def import_edge_list(
         raise ConfigError("--split: give split fractions or --valid/--test files, not both")
     if node_split is not None and labels is None:
         raise ConfigError("--node-split: needs --labels")
-    ids = _Ids(remap)
+    if remap and (num_nodes is not None or num_relations is not None):
+        raise ConfigError("num_nodes / num_relations: known counts need integer ids used as they are (remap=False)")
+    ids = _Ids(remap, node_limit=num_nodes, relation_limit=num_relations)
     inputs = [("train", path)] + [(s, Path(p)) for s, p in (("valid", valid), ("test", test)) if p is not None]
     counts = dict.fromkeys(_SPLITS, 0)
     with create_store(out, overwrite) as writer:
@@ -554,6 +573,7 @@ def import_edge_list(
             "split": list(split) if split is not None else None,
             "files": {str(p): record for file in [p for _, p in inputs] + [Path(x) for x in (features, labels) if x]
                       for p, record in file_records(file.parent, [file], checksum=False).items()}}
+        source.update(source_fields or {})
         if remap:
             _write_ids(writer.root / "node_ids.parquet", ids.nodes.originals())
             source["node_ids"] = "node_ids.parquet"
