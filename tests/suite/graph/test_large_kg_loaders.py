@@ -115,7 +115,8 @@ def test_wikikg90m_v2_counts_from_ids_without_features(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (lambda p: np.save(p / "train_hrt.npy", np.zeros((3, 2), np.int64)), "train_hrt.npy: shape (3, 2), expected (*, 3)"),
+    (lambda p: np.save(p / "train_hrt.npy", np.zeros((3, 2), np.int64)),
+     "train_hrt.npy: shape (3, 2), expected (*, 3)"),
     (lambda p: np.save(p / "train_hrt.npy", np.array([[0, 5, 1]])), "train_hrt.npy (column 1): relation id 5"),
     (lambda p: np.save(p / "val_t.npy", np.array([0])), "val_t.npy: shape (1,), expected (2,)"),
     (lambda p: (p / "val_hr.npy").unlink(), "val_hr.npy: missing (needed with val_t.npy)"),
