@@ -16,7 +16,8 @@ streaming CSV reader, no id remapping, ids checked against the counts), so memor
 and a chunk, not by the 338M triples. The store holds ``train_edges`` / ``valid_edges`` / ``test_edges``
 ``(k, 3)`` ``(src, rel, dst)`` and the CSRs of the training triples (directed, typed). PyTorch-BigGraph's
 Freebase files (string MIDs, ``head relation tail``) go through ``gnnsuite datasets import`` instead
-(``--relation 1 --destination 2 --id-type string``).
+(``--relation 1 --destination 2 --id-type string``). A folder that ``marius_preprocess --dataset freebase86m``
+already converted (``dataset.yaml``, ``edges/*.bin``) is read by :mod:`.marius_layout`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from suite.errors import DataError
 from suite.graph.loaders import LOADERS
 from suite.graph.loaders.base import require_files
 from suite.graph.loaders.edgelist import EdgeListFormat, import_edge_list
+from suite.graph.loaders.marius_layout import is_marius_folder, load_marius
 from suite.graph.store import GraphStore
 
 SPLIT_FILES = {"train": "train.txt", "valid": "valid.txt", "test": "test.txt"}
@@ -90,7 +92,8 @@ def load_freebase86m(root: Path, out: Path, *, overwrite: bool, progress: bool,
     """Build the store of Freebase86m from DGL-KE's files (see the module docstring).
 
     Args:
-        root: folder with ``train.txt``, ``valid.txt``, ``test.txt`` (or the folder holding ``Freebase/``).
+        root: folder with ``train.txt``, ``valid.txt``, ``test.txt`` (or the folder holding ``Freebase/``), or
+            Marius's preprocessed folder of Freebase86m.
         out: store folder to create.
         overwrite: replace an existing store.
         progress: unused.
@@ -102,6 +105,8 @@ def load_freebase86m(root: Path, out: Path, *, overwrite: bool, progress: bool,
     Raises:
         DataError: a file is missing or malformed (one line naming the file and line); no store is left.
     """
+    if is_marius_folder(root):  # already through marius_preprocess: dataset.yaml and edges/*.bin
+        return load_marius(root, out, overwrite=overwrite, progress=progress, name=name)
     del progress
     folder = locate_freebase(root)
     paths = {split: folder / file for split, file in SPLIT_FILES.items()}

@@ -212,3 +212,51 @@ def test_npy_blocks_cover_the_array_along_either_axis(tmp_path: Path) -> None:
 def test_every_large_dataset_is_registered() -> None:
     assert {"freebase86m", "wikikg90m-v2", "mag240m"} <= set(LOADERS.names())
     assert GraphStore  # the opened stores above are GraphStores
+
+
+# ---------------------------------------------------------------------------------------------- marius_preprocess
+def write_marius(root: Path, dtype=np.int32, num_relations: int = 3) -> Path:
+    """A ``marius_preprocess`` output folder: dataset.yaml and ``edges/*.bin`` rows ``(src, rel, dst)``."""
+    (root / "edges").mkdir(parents=True)
+    splits = {"train": [[0, 0, 1], [1, 2, 2], [2, 1, 0], [3, 0, 4]], "validation": [[4, 1, 0]], "test": [[1, 0, 3]]}
+    for split, rows in splits.items():
+        array = np.array(rows, dtype)
+        if num_relations == 1:
+            array = array[:, [0, 2]]
+        array.tofile(root / "edges" / f"{split}_edges.bin")
+    (root / "dataset.yaml").write_text(
+        f"dataset_dir: {root}/\nnum_edges: 4\nnum_nodes: 6\nnum_relations: {num_relations}\nnum_train: 4\n"
+        "num_valid: 1\nnum_test: 1\nnode_feature_dim: -1\nrel_feature_dim: -1\nnum_classes: -1\ninitialized: false\n")
+    return root
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_marius_preprocessed_folder(tmp_path: Path, dtype) -> None:
+    store = prepare("freebase86m", write_marius(tmp_path / "fb", dtype), tmp_path / "s")
+    assert (store.num_nodes, store.num_relations, store.num_edges) == (6, 3, 4)
+    assert store.edges("train").tolist() == [[0, 0, 1], [1, 2, 2], [2, 1, 0], [3, 0, 4]]
+    assert store.edges("valid").tolist() == [[4, 1, 0]] and store.edges("test").tolist() == [[1, 0, 3]]
+    assert store.metadata["source"]["loader"] == "marius"
+    store.verify()
+    untyped = prepare("marius", write_marius(tmp_path / "lj", num_relations=1), tmp_path / "u",
+                      dataset_name="livejournal")
+    assert untyped.name == "livejournal" and untyped.num_relations == 1
+    assert untyped.edges("train")[:, 1].tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda r: np.array([[0, 0, 9]], np.int32).tofile(r / "edges/test_edges.bin"),
+     "test_edges.bin: row 0: destination node id 9 is out of range [0, 6)"),
+    (lambda r: np.zeros(5, np.int32).tofile(r / "edges/train_edges.bin"),
+     "train_edges.bin: 20 bytes is not 4 rows (dataset.yaml num_train) of 3 int32 or int64 columns"),
+    (lambda r: (r / "edges/validation_edges.bin").unlink(), "validation_edges.bin: missing (dataset.yaml says num_valid"),
+    (lambda r: (r / "dataset.yaml").write_text("num_nodes: many\n"), "dataset.yaml: num_nodes must be a non-negative"),
+])
+def test_marius_errors_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture, edit, message: str) -> None:
+    raw = write_marius(tmp_path / "raw")
+    edit(raw)
+    out = tmp_path / "s"
+    assert main(["datasets", "prepare", "marius", "--root", str(raw), "--out", str(out), "--quiet"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and len(error.splitlines()) == 1
+    assert not out.exists()
