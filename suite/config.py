@@ -125,13 +125,17 @@ class NegativeSamplingSpec(_Spec):
     are drawn proportionally to degree (endpoints of random training edges) and the rest uniformly.
     """
 
-    mode: Literal["chunked", "all"] = Field("chunked", description="'chunked': sampled negatives as below; 'all': "
-                                                                  "every entity is a candidate (1vsAll, LibKGE's "
-                                                                  "and PyKEEN's LCWA-style softmax over all "
-                                                                  "entities); shorthand training.negatives: all")
+    mode: Literal["chunked", "all", "kvsall"] = Field(
+        "chunked", description="'chunked': sampled negatives as below; 'all': every entity is a candidate (1vsAll, "
+                               "LibKGE's and PyKEEN's LCWA-style softmax over all entities); 'kvsall': the distinct "
+                               "(h, r, ?) and (?, r, t) queries, binary cross-entropy against all entities with "
+                               "every known answer as target (LibKGE's KvsAll); shorthand training.negatives: "
+                               "all / kvsall")
     num_chunks: int = Field(10, gt=0, description="chunks per batch; the positives of a chunk share negatives")
     negatives_per_positive: int = Field(1000, gt=0, description="negatives scored against every positive (per side)")
     degree_fraction: float = Field(0.5, ge=0.0, le=1.0, description="fraction of negatives drawn by degree")
+    label_smoothing: float = Field(0.0, ge=0.0, lt=1.0, description="kvsall: targets (1 - eps) * y + eps / "
+                                                                    "num_entities")
 
 
 class TrainingSpec(_Spec):
@@ -213,13 +217,15 @@ class RunSpec(_Spec):
     @model_validator(mode="before")
     @classmethod
     def _negatives_shorthand(cls, data: Any) -> Any:
-        """``training.negatives: all`` (or ``1vsAll``) is ``training.negatives: {mode: all}``."""
+        """``training.negatives: all`` (or ``1vsAll``) is ``training.negatives: {mode: all}``; ``kvsall`` (any
+        case) is ``{mode: kvsall}``."""
         training = data.get("training") if isinstance(data, dict) else None
         if isinstance(training, dict) and isinstance(training.get("negatives"), str):
             value = training["negatives"]
-            if value.lower() not in ("all", "1vsall"):
-                raise ValueError(f"training.negatives: expected 'all', '1vsAll' or a mapping, got {value!r}")
-            data = {**data, "training": {**training, "negatives": {"mode": "all"}}}
+            if value.lower() not in ("all", "1vsall", "kvsall"):
+                raise ValueError(f"training.negatives: expected 'all', '1vsAll', 'KvsAll' or a mapping, got {value!r}")
+            mode = "kvsall" if value.lower() == "kvsall" else "all"
+            data = {**data, "training": {**training, "negatives": {"mode": mode}}}
         return data
 
     @model_validator(mode="after")
@@ -274,7 +280,7 @@ NOT_IDENTITY: tuple[tuple[str, ...], ...] = (("training", "checkpoint_every"),)
 
 
 _ADDED_FIELDS = {("model", "heads"): 4, ("model", "num_bases"): None, ("training", "negatives", "mode"): "chunked",
-                 ("training", "regularizer"): "l2"}
+                 ("training", "regularizer"): "l2", ("training", "negatives", "label_smoothing"): 0.0}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
 earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
 

@@ -290,8 +290,9 @@ class DiskSystem(System):
         if getattr(MODELS.get(spec.model.encoder), "needs_relations", False):
             raise ConfigError(f"model.encoder: {spec.model.encoder} reads relation types, which the disk system's "
                               f"in-buffer graph does not carry (use system in_memory or pipelined)")
-        if spec.training.task == "link_prediction" and spec.training.negatives.mode == "all":
-            raise ConfigError("training.negatives.mode: 'all' scores every entity, which the disk system holds "
+        if spec.training.task == "link_prediction" and spec.training.negatives.mode != "chunked":
+            raise ConfigError(f"training.negatives.mode: {spec.training.negatives.mode!r} scores every entity, "
+                              "which the disk system holds "
                               "only a buffer of (use chunked negatives)")
         if options.buffer_capacity > options.num_partitions:
             raise ConfigError(f"system.options.buffer_capacity: {options.buffer_capacity} exceeds num_partitions "

@@ -11,7 +11,10 @@ Per batch of training edges (``batch.roots`` are positions into the ``train_edge
   positives and negatives become the roots of the encoder's sample (no hops for ``shallow``); the positives and
   negatives are kept as local row ids in ``batch.extra`` (``src``, ``rel``, ``dst``, ``tail_neg``, ``head_neg``).
   With ``training.negatives: all`` (1vsAll) every entity is a root and a candidate of every positive (empty
-  ``tail_neg``/``head_neg``, ``chunk_size`` 0; :func:`all_entities_loss`);
+  ``tail_neg``/``head_neg``, ``chunk_size`` 0; :func:`all_entities_loss`). With ``training.negatives: kvsall``
+  the examples are the distinct ``(h, r, ?)`` / ``(?, r, t)`` queries of the training split instead of its triples,
+  every entity is a root, and each query's true answers are kept as ``(row, entity)`` pairs
+  (:mod:`systems.tasks.kvsall`);
 - ``gather``: the rows of the sample's input nodes, from the embedding table (read *now*: the table's version is
   kept in ``batch.extra["embedding_version"]``) or from the features;
 - ``transfer``: ``x``, the sample and the local ids to the device;
@@ -56,6 +59,7 @@ from systems.models.rgcn import attach_relations, build_encoder
 from systems.models.row_kernels import gather_rows
 from systems.sampling.base import SampledSubgraph, Sampler, SamplingGraph
 from systems.tasks.base import Task, check_loss
+from systems.tasks.kvsall import QueryAnswers, build_query_answers, kvsall_loss
 from systems.tasks.negatives import NegativeSampler
 from systems.tasks.scoring import chunked_softmax_loss, distmult_softmax_loss
 from systems.tasks.node_classification import make_optimizer
@@ -64,6 +68,7 @@ _EVAL_SEED_OFFSET = 0x5EED
 _EMBEDDING_SEED_OFFSET = 0xE3B
 _EDGE_COLUMNS = ("source node", "relation", "destination node")
 _DEVICE_KEYS = ("src", "rel", "dst", "tail_neg", "head_neg")
+_KVSALL_KEYS = ("side", "answer_rows", "answer_entities")  # KvsAll batches: queries' sides and true answers
 # Scores materialized at once during evaluation (rows x candidates); bounds its memory to 128 MiB of float32.
 _EVAL_SCORE_ELEMENTS = 1 << 25
 
@@ -96,6 +101,11 @@ def check_edge_split(store, split: str, required: bool) -> torch.Tensor | None:
             raise DataError(f"{path}: row {row}: {what} id {int(edges[row, column])} is out of range "
                             f"[0, {high}) ({count} in metadata.json)")
     return edges
+
+
+def _batch_keys(batch: Batch) -> list[str]:
+    """The ``batch.extra`` tensors that go to the device: the positives' and negatives' ids (and KvsAll's)."""
+    return [key for key in _DEVICE_KEYS + _KVSALL_KEYS if key in batch.extra]
 
 
 def rows(z: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -348,6 +358,7 @@ class LinkPredictionTask(Task):
         self.train_sampler: Sampler | None = None
         self.eval_sampler: Sampler | None = None
         self._filter: TripleFilter | None = None
+        self.query_answers: QueryAnswers | None = None
 
     # ------------------------------------------------------------------ setup
     @classmethod
@@ -387,7 +398,12 @@ class LinkPredictionTask(Task):
             in_dim = self.features.shape[1]
         encoder = self.build_model(in_dim)
         negatives = spec.training.negatives
-        self.negative_sampler = None if negatives.mode == "all" else NegativeSampler(
+        if negatives.mode == "kvsall":
+            if spec.training.loss != "softmax":
+                raise ConfigError(f"training.loss: {spec.training.loss!r} does not apply to "
+                                  "training.negatives: kvsall (its loss is binary cross-entropy; leave the default)")
+            self.query_answers = build_query_answers(self.train_edges, store.num_relations)
+        self.negative_sampler = None if negatives.mode != "chunked" else NegativeSampler(
             store.num_nodes, self.train_edges[:, 0], self.train_edges[:, 2], negatives.num_chunks,
             negatives.negatives_per_positive, negatives.degree_fraction)
         if getattr(encoder, "uses_neighbours", True):
@@ -420,15 +436,18 @@ class LinkPredictionTask(Task):
 
     # ------------------------------------------------------------------ stages
     def plan_epoch(self, epoch: int) -> list[Batch]:
-        """Shuffled training edge positions in batches of ``training.batch_size`` (the first
-        ``training.limit_batches`` when set)."""
-        examples = torch.arange(len(self.train_edges))
+        """Shuffled training edge positions (KvsAll: query positions) in batches of ``training.batch_size`` (the
+        first ``training.limit_batches`` when set)."""
+        examples = torch.arange(len(self.query_answers or self.train_edges))
         batches = plan_epoch(examples, self.spec.training.batch_size, epoch, self.spec.seed)
         return batches[: self.spec.training.limit_batches]
 
     def sample(self, batch: Batch) -> None:
         """Negatives, then the encoder's sample around the unique nodes of positives and negatives."""
         generator = batch_generator(self.spec.seed, batch.epoch, batch.index)
+        if self.query_answers is not None:
+            self._sample_queries(batch, generator)
+            return
         edges = self.train_edges[batch.roots]
         if self.spec.training.negatives.mode == "all":
             self._sample_all_entities(batch, edges, generator)
@@ -456,6 +475,15 @@ class LinkPredictionTask(Task):
         batch.extra.update(src=edges[:, 0].clone(), rel=edges[:, 1].clone(), dst=edges[:, 2].clone(),
                            tail_neg=empty, head_neg=empty, chunk_size=0)
 
+    def _sample_queries(self, batch: Batch, generator: torch.Generator) -> None:
+        """KvsAll: every entity is a root; the batch's queries and their true answers as ``(row, entity)``."""
+        queries = self.query_answers.queries[batch.roots]
+        self._sample_all_entities(batch, torch.empty(0, 3, dtype=torch.int64), generator)
+        answer_rows, answer_entities = self.query_answers.answer_pairs(batch.roots)
+        entity, rel, side = queries.unbind(1)
+        batch.extra.update(src=entity.clone(), rel=rel.clone(), dst=entity.clone(), side=side.clone(),
+                           answer_rows=answer_rows, answer_entities=answer_entities)
+
     def shard_sampled(self, batch: Batch, rank: int, world_size: int) -> None:
         """Cut a sampled global batch to rank ``rank``'s share, in place (data-parallel training,
         :mod:`systems.distributed`): whole chunks of positives with the negatives the global batch drew for them,
@@ -463,9 +491,9 @@ class LinkPredictionTask(Task):
         encoders with neighbours, sampled again for the share alone. ``extra["global_examples"]`` is the global
         batch's size (the share's gradient weight); an empty share keeps no sample."""
         extra = batch.extra
-        if self.spec.training.negatives.mode == "all":
-            raise ConfigError("training.negatives.mode: 'all' is not sharded across ranks yet (data-parallel "
-                              "training takes chunked negatives)")
+        if self.spec.training.negatives.mode != "chunked":
+            raise ConfigError(f"training.negatives.mode: {self.spec.training.negatives.mode!r} is not sharded "
+                              "across ranks yet (data-parallel training takes chunked negatives)")
         chunk_size, chunks = extra["chunk_size"], len(extra["tail_neg"])
         mine = torch.arange(chunks).tensor_split(world_size)[rank]
         first, last = (int(mine[0]), int(mine[-1]) + 1) if len(mine) else (chunks, chunks)
@@ -508,10 +536,10 @@ class LinkPredictionTask(Task):
         """Move ``x``, the sample and the positives' and negatives' local ids to the device."""
         if self.device.type == "cuda" and stream is not None:
             with torch.cuda.stream(stream):  # queued before the base class records ``batch.ready`` on this stream
-                for key in _DEVICE_KEYS:
+                for key in _batch_keys(batch):
                     batch.extra[key] = batch.extra[key].to(self.device, non_blocking=True)
         else:
-            for key in _DEVICE_KEYS:
+            for key in _batch_keys(batch):
                 batch.extra[key] = batch.extra[key].to(self.device)
         super().transfer(batch, stream)
 
@@ -526,10 +554,14 @@ class LinkPredictionTask(Task):
             x.requires_grad_(True)
         z = self.model(x, batch.sample)
         all_entities = extra["chunk_size"] == 0
-        loss = link_prediction_loss(self.model.decoder, z, extra["src"], extra["rel"], extra["dst"],
-                                    None if all_entities else extra["tail_neg"],
-                                    None if all_entities else extra["head_neg"], extra["chunk_size"],
-                                    training.loss, training.margin, training.gradient_precision)
+        if "side" in extra:  # KvsAll (the penalty below then weighs the queries' entities)
+            loss = kvsall_loss(self.model.decoder, z, extra["src"], extra["rel"], extra["side"], extra["answer_rows"],
+                               extra["answer_entities"], training.negatives.label_smoothing)
+        else:
+            loss = link_prediction_loss(self.model.decoder, z, extra["src"], extra["rel"], extra["dst"],
+                                        None if all_entities else extra["tail_neg"],
+                                        None if all_entities else extra["head_neg"], extra["chunk_size"],
+                                        training.loss, training.margin, training.gradient_precision)
         if training.regularization > 0:
             loss = loss + training.regularization * embedding_penalty(self.model.decoder, z, extra["src"],
                                                                       extra["rel"], extra["dst"],
@@ -549,7 +581,7 @@ class LinkPredictionTask(Task):
         if self.embeddings is not None:
             extra["grad"] = x_grad.detach() if x_grad is not None else torch.zeros_like(x)
             extra["embedding_staleness"] = batch.version_applied - extra["embedding_version"]
-        for key in _DEVICE_KEYS:
+        for key in _DEVICE_KEYS + _KVSALL_KEYS:
             extra.pop(key, None)
         batch.x = batch.y = batch.ready = None
 

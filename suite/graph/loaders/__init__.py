@@ -17,6 +17,12 @@ Registered datasets:
 - ``ogbn-arxiv``, ``ogbn-products``, ``ogbn-papers100M``, ``ogbl-collab``, ``ogbl-ppa``, ``ogbl-ddi``,
   ``ogbl-citation2``, ``ogbl-wikikg2``: OGB datasets already on disk, read through the ``ogb`` package
   (:mod:`.ogb`).
+- ``freebase86m``: DGL-KE's ``Freebase.zip`` (``train.txt`` ... ``head<TAB>tail<TAB>relation``), as Marius
+  downloads it (:mod:`.freebase`), or Marius's preprocessed folder of it.
+- ``marius``: any ``marius_preprocess`` link-prediction output (``dataset.yaml``, ``edges/*.bin``;
+  :mod:`.marius_layout`).
+- ``wikikg90m-v2``, ``mag240m``: OGB-LSC's published ``processed/`` arrays, without the ``ogb`` package
+  (:mod:`.ogb_lsc`; MAG240M: the paper citation graph with features, labels and splits).
 
 Example::
 
@@ -34,6 +40,8 @@ from suite.graph.store import GraphStore
 from suite.registry import Registry
 
 LOADERS = Registry[Callable[..., GraphStore]]("dataset loader")
+ANY_NAME_LOADERS = ("openke", "marius")
+"""Loaders of a layout rather than of one dataset: ``--name`` (``dataset_name``) names what they read."""
 
 
 def prepare(
@@ -63,11 +71,11 @@ def prepare(
         DataError: a raw file is missing or malformed, or ``out`` exists without ``overwrite``.
     """
     loader = LOADERS.get(name)
-    if dataset_name not in (None, name) and name != "openke":
+    if dataset_name not in (None, name) and name not in ANY_NAME_LOADERS:
         from suite.errors import ConfigError
 
-        raise ConfigError(f"--name: only the 'openke' loader takes another dataset name ({name!r} reads the files "
-                          f"of {name!r})")
+        raise ConfigError(f"--name: only the 'openke' loader and the 'marius' loader take another dataset name "
+                          f"({name!r} reads the files of {name!r})")
     try:
         return loader(Path(root), Path(out), overwrite=overwrite, progress=progress, name=dataset_name or name)
     except OSError as err:  # a raw file (or the output folder) that cannot be read or written
@@ -79,6 +87,6 @@ def prepare(
 
 
 # Registration happens on import; the modules import their heavy dependencies (PyG, ogb) lazily.
-from suite.graph.loaders import ogb, openke, planetoid  # noqa: E402,F401
+from suite.graph.loaders import freebase, marius_layout, ogb, ogb_lsc, openke, planetoid  # noqa: E402,F401
 
 __all__ = ["LOADERS", "prepare"]

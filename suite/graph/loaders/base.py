@@ -84,3 +84,32 @@ def check_ids(values: np.ndarray, high: int, where: str, what: str) -> None:
         position = int(np.flatnonzero(bad.reshape(-1))[0])
         value = int(values.reshape(-1)[position])
         raise DataError(f"{where}: {what} {value} at position {position} is out of range [0, {high})")
+
+
+def npy_array(path: Path, what: str) -> np.ndarray:
+    """``path`` as a read-only memory map (nothing is read yet); DataError naming it when it is not a ``.npy``.
+
+    Args:
+        path: the file.
+        what: what it holds, for the message when it is missing.
+    """
+    if not path.is_file():
+        raise DataError(f"{path}: missing ({what})")
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise DataError(f"{path}: not a readable .npy file ({' '.join(str(err).split())[:160]})") from None
+
+
+def npy_blocks(path: Path, rows: int, axis: int = 0) -> Iterator[np.ndarray]:
+    """Copies of consecutive blocks of at most ``rows`` entries along ``axis`` of the ``.npy`` file ``path``.
+
+    Each block is read through a memory map opened for that block alone and closed after it, so the pages read
+    leave the process with it: the resident memory stays at about one block, however large the file.
+    """
+    length = npy_array(path, "array").shape[axis]
+    for start in range(0, length, rows):
+        mapped = np.load(path, mmap_mode="r", allow_pickle=False)
+        block = np.array(mapped[(slice(None),) * axis + (slice(start, start + rows),)])
+        del mapped
+        yield block

@@ -17,9 +17,10 @@
   no edge become isolated nodes) and labels (``.npy`` in the same row order, or a text file ``node label`` per
   line), with node split fractions over the labelled nodes.
 
-Memory: the input is read in record batches of ``chunk_bytes`` (pyarrow's streaming CSV reader, or Parquet row
-batches); each batch is remapped and appended to the store's split files; the CSRs are then built out of core by
-:func:`suite.graph.csr.write_csrs` (sorted in buckets of at most ``max_bucket_edges``). Peak memory is the id
+Memory: the input is read in blocks of ``chunk_bytes`` cut at line ends, each parsed by pyarrow's CSV reader in
+turn (its streaming reader read ahead of its consumer: the whole 1 GB test file by the first batch), or in Parquet
+row batches; each batch is remapped and appended to the store's split files; the CSRs are then built out of core
+by :func:`suite.graph.csr.write_csrs` (sorted in buckets of at most ``max_bucket_edges``). Peak memory is the id
 map and degree counts (O(n)) plus a few batches and one bucket, whatever the number of edges.
 
 Errors are one line naming the file and the line (CSV/TSV; a row number for Parquet): a row with the wrong
@@ -68,6 +69,7 @@ class EdgeListFormat:
         id_type: type of the id columns: ``auto`` (inferred by pyarrow from the first block), ``int`` or
             ``string``.
         comment: leading lines starting with it are skipped (CSV/TSV).
+        skip_lines: lines skipped at the top of the file after the comments (e.g. a count line), CSV/TSV only.
     """
 
     source: Column = 0
@@ -79,6 +81,7 @@ class EdgeListFormat:
     file_format: Literal["csv", "parquet"] | None = None
     id_type: Literal["auto", "int", "string"] = "auto"
     comment: str = "#"
+    skip_lines: int = 0
 
     def kind(self, path: Path) -> str:
         """``csv`` or ``parquet`` for ``path``."""
@@ -237,7 +240,7 @@ def _csv_batches(path: Path, fmt: EdgeListFormat, chunk_bytes: int) -> Iterator[
     delimiter = fmt.separator(path)
     if len(delimiter) != 1:
         raise ConfigError(f"--delimiter: must be one character, got {delimiter!r}")
-    skip = _leading_comments(path, fmt.comment)
+    skip = _leading_comments(path, fmt.comment) + fmt.skip_lines
     header = _header_names(path, skip, delimiter)
     if header == [""]:
         raise DataError(f"{path}: line {skip + 1}: no edges (empty file)")
@@ -260,32 +263,51 @@ def _csv_batches(path: Path, fmt: EdgeListFormat, chunk_bytes: int) -> Iterator[
             return DataError(f"{path}: {where}")
         return DataError(f"{path}: cannot parse ({' '.join(str(err).split())[:200]})")
 
-    try:
-        reader = pacsv.open_csv(
-            path,
-            read_options=pacsv.ReadOptions(skip_rows=skip + (1 if fmt.header else 0), column_names=names,
-                                           block_size=chunk_bytes),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False),
-            convert_options=pacsv.ConvertOptions(include_columns=list(roles.values()), column_types=types,
-                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
-        )
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-        raise failed(err, 0, declared) from None
-    schema = reader.schema
-    checks = {position[name]: (_arrow_kind(schema.field(name).type), role) for role, name in roles.items()}
-    rows_done = 0
-    while True:
+    read_options = pacsv.ReadOptions(column_names=names, block_size=chunk_bytes + 1)
+    parse_options = pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False)
+    checks, rows_done = declared, 0
+    for block in _line_blocks(path, skip + (1 if fmt.header else 0), chunk_bytes):
+        convert_options = pacsv.ConvertOptions(include_columns=list(roles.values()), column_types=types,
+                                               strings_can_be_null=False, quoted_strings_can_be_null=False)
         try:
-            batch = reader.read_next_batch()
-        except StopIteration:
-            return
+            table = pacsv.read_csv(pa.py_buffer(block), read_options=read_options, parse_options=parse_options,
+                                   convert_options=convert_options)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
             raise failed(err, rows_done, checks) from None
+        del block
+        if not types.keys() >= set(roles.values()):  # the first block's types hold for the whole file
+            types = {name: table.schema.field(name).type for name in roles.values()}
+            checks = {position[name]: (_arrow_kind(types[name]), role) for role, name in roles.items()}
         first = first_data_line + rows_done
-        columns = {role: _column_numpy(batch.column(name), role, path, first, "line") for role, name in roles.items()}
-        rows_done += batch.num_rows
+        columns = {role: _column_numpy(table.column(name), role, path, first, "line") for role, name in roles.items()}
+        rows_done += table.num_rows
+        del table
         yield EdgeBatch(first, columns["source"], columns["destination"], columns.get("relation"),
                         columns.get("weight"))
+
+
+def _line_blocks(path: Path, skip_lines: int, chunk_bytes: int) -> Iterator[bytes]:
+    """The lines of ``path`` after its first ``skip_lines``, in blocks of about ``chunk_bytes`` that end at a line
+    end (a line longer than that makes its block longer).
+
+    The blocks are read here, one at a time, and parsed by the caller: pyarrow's streaming CSV reader read ahead
+    of its consumer in a background thread, so its memory grew with the file (measured: the whole 1 GB file of
+    50M edges was in arrow's pool by the first batch).
+    """
+    with open(path, "rb") as handle:
+        for _ in range(skip_lines):
+            handle.readline()
+        rest = b""
+        while data := handle.read(chunk_bytes):
+            data = rest + data if rest else data
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            rest = data[cut:]
+            yield data[:cut] if cut < len(data) else data
+        if rest:
+            yield rest
 
 
 def _parquet_batches(path: Path, fmt: EdgeListFormat, chunk_rows: int) -> Iterator[EdgeBatch]:
@@ -355,8 +377,10 @@ class _Ids:
     relations: IdMap = field(default_factory=IdMap)
     num_nodes: int = 0
     num_relations: int = 0
+    node_limit: int | None = None
+    relation_limit: int | None = None
 
-    def _plain(self, values: np.ndarray, path: Path, first: int, role: str) -> np.ndarray:
+    def _plain(self, values: np.ndarray, path: Path, first: int, role: str, limit: int | None) -> np.ndarray:
         if values.dtype.kind not in "iu":
             numeric = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy()
             bad = np.isnan(numeric) | (numeric != np.round(numeric)) if numeric.dtype.kind == "f" else \
@@ -368,6 +392,10 @@ class _Ids:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise DataError(f"{path}: line {first + row}: {role} id {int(values[row])} is negative")
+        if limit is not None and len(values) and values.max() >= limit:
+            row = int(np.flatnonzero(values >= limit)[0])
+            raise DataError(f"{path}: line {first + row}: {role} id {int(values[row])} is out of range "
+                            f"[0, {limit})")
         return values.astype(np.int64, copy=False)
 
     def edges(self, batch: EdgeBatch, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -377,14 +405,16 @@ class _Ids:
             rel = self.relations.map(batch.relation) if batch.relation is not None else np.zeros(len(src), np.int64)
             self.num_nodes, self.num_relations = self.nodes.size, max(1, self.relations.size)
             return src, rel, dst
-        src = self._plain(batch.source, path, batch.first, "source")
-        dst = self._plain(batch.destination, path, batch.first, "destination")
-        rel = (self._plain(batch.relation, path, batch.first, "relation") if batch.relation is not None
+        src = self._plain(batch.source, path, batch.first, "source", self.node_limit)
+        dst = self._plain(batch.destination, path, batch.first, "destination", self.node_limit)
+        rel = (self._plain(batch.relation, path, batch.first, "relation", self.relation_limit)
+               if batch.relation is not None
                else np.zeros(len(src), np.int64))
         if len(src):
             self.num_nodes = max(self.num_nodes, int(src.max()) + 1, int(dst.max()) + 1)
             self.num_relations = max(self.num_relations, int(rel.max()) + 1)
-        self.num_relations = max(self.num_relations, 1)
+        self.num_relations = max(self.num_relations, 1, self.relation_limit or 0)
+        self.num_nodes = max(self.num_nodes, self.node_limit or 0)
         return src, rel, dst
 
 
@@ -460,6 +490,9 @@ def import_edge_list(
     overwrite: bool = False,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     max_bucket_edges: int = IMPORT_MAX_BUCKET_EDGES,
+    num_nodes: int | None = None,
+    num_relations: int | None = None,
+    source_fields: dict | None = None,
 ) -> GraphStore:
     """Build a store from an edge-list file (see the module docstring).
 
@@ -479,6 +512,10 @@ def import_edge_list(
         overwrite: replace an existing store.
         chunk_bytes: bytes of CSV per batch (Parquet: ``chunk_bytes / 32`` rows).
         max_bucket_edges: bucket size of the out-of-core CSR sort.
+        num_nodes, num_relations: known counts (only without ``remap``): ids must lie below them, and the store
+            has that many nodes / relations even when some have no edge.
+        source_fields: entries added to (or replacing) the provenance record ``metadata["source"]`` (loaders
+            built on this import name themselves there).
 
     Returns:
         The opened store.
@@ -488,7 +525,9 @@ def import_edge_list(
         raise ConfigError("--split: give split fractions or --valid/--test files, not both")
     if node_split is not None and labels is None:
         raise ConfigError("--node-split: needs --labels")
-    ids = _Ids(remap)
+    if remap and (num_nodes is not None or num_relations is not None):
+        raise ConfigError("num_nodes / num_relations: known counts need integer ids used as they are (remap=False)")
+    ids = _Ids(remap, node_limit=num_nodes, relation_limit=num_relations)
     inputs = [("train", path)] + [(s, Path(p)) for s, p in (("valid", valid), ("test", test)) if p is not None]
     counts = dict.fromkeys(_SPLITS, 0)
     with create_store(out, overwrite) as writer:
@@ -554,6 +593,7 @@ def import_edge_list(
             "split": list(split) if split is not None else None,
             "files": {str(p): record for file in [p for _, p in inputs] + [Path(x) for x in (features, labels) if x]
                       for p, record in file_records(file.parent, [file], checksum=False).items()}}
+        source.update(source_fields or {})
         if remap:
             _write_ids(writer.root / "node_ids.parquet", ids.nodes.originals())
             source["node_ids"] = "node_ids.parquet"

@@ -103,7 +103,7 @@ def _meta_files(value: str) -> list[str]:
     return [] if value == "None" else value.split(",")
 
 
-def _numpy_safe_globals() -> list[Any]:
+def numpy_safe_globals() -> list[Any]:
     """What ``torch.load(weights_only=True)`` needs to rebuild plain numpy arrays and scalars."""
     multiarray = np._core.multiarray if hasattr(np, "_core") else np.core.multiarray  # numpy 2 / 1
     dtypes = [type(np.dtype(code)) for code in ("?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8",
@@ -126,7 +126,7 @@ def _ogb_call(folder: Path, name: str, progress: bool) -> Iterator[None]:
             stack.enter_context(contextlib.redirect_stderr(sink))
         safe_globals = getattr(torch.serialization, "safe_globals", None)
         if safe_globals is not None:
-            stack.enter_context(safe_globals(_numpy_safe_globals()))
+            stack.enter_context(safe_globals(numpy_safe_globals()))
         try:
             yield
         except DataError:

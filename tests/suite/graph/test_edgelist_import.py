@@ -189,3 +189,23 @@ def test_import_command(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert "bad.txt: line 2: expected 2 fields" in capsys.readouterr().err
     assert main(["datasets", "import", str(tmp_path / "lj.txt"), "--out", str(tmp_path / "c"), "--source",
                  "from", "--header"]) == 2
+
+
+def test_line_blocks_end_at_line_ends_and_skip_leading_lines(tmp_path: Path) -> None:
+    from suite.graph.loaders.edgelist import _line_blocks
+
+    path = tmp_path / "e.tsv"
+    path.write_bytes(b"# comment\n1\t2\n3\t4\n55555\t6\n7\t8")  # no newline after the last line
+    blocks = list(_line_blocks(path, 1, 5))
+    assert all(block.endswith(b"\n") for block in blocks[:-1])
+    assert b"".join(blocks) == b"1\t2\n3\t4\n55555\t6\n7\t8"
+    assert b"55555\t6\n" in blocks  # a line longer than the block size makes its block longer
+
+
+def test_import_reads_small_blocks_like_one(tmp_path: Path) -> None:
+    path = tmp_path / "e.tsv"
+    path.write_text("# snap\n" + "".join(f"{i * 7 % 13}\t{i * 5 % 11}\n" for i in range(200)))
+    small = import_edge_list(path, tmp_path / "small", chunk_bytes=16)
+    whole = import_edge_list(path, tmp_path / "whole")
+    assert small.edges("train").tolist() == whole.edges("train").tolist()
+    assert small.num_nodes == whole.num_nodes

@@ -115,7 +115,7 @@ def test_negatives_all_shorthand_and_run_ids() -> None:
     base = {"dataset": {"name": "store"}, "training": {"task": "link_prediction"}}
     spec = spec_from_dict({**base, "training": {"task": "link_prediction", "negatives": "1vsAll"}})
     assert spec.training.negatives.mode == "all"
-    with pytest.raises(ConfigError, match="training.negatives: expected 'all', '1vsAll' or a mapping"):
+    with pytest.raises(ConfigError, match="training.negatives: expected 'all', '1vsAll', 'KvsAll' or a mapping"):
         spec_from_dict({**base, "training": {"task": "link_prediction", "negatives": "some"}})
     # fields added by this issue, left at their defaults, do not change run ids
     plain = spec_from_dict(base)
