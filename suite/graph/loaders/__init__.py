@@ -33,15 +33,10 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
+from suite.graph.loaders.base import ANY_NAME_LOADERS, LOADERS
 from suite.graph.store import GraphStore
-from suite.registry import Registry
-
-LOADERS = Registry[Callable[..., GraphStore]]("dataset loader")
-ANY_NAME_LOADERS = ("openke", "marius")
-"""Loaders of a layout rather than of one dataset: ``--name`` (``dataset_name``) names what they read."""
 
 
 def prepare(
@@ -89,4 +84,4 @@ def prepare(
 # Registration happens on import; the modules import their heavy dependencies (PyG, ogb) lazily.
 from suite.graph.loaders import freebase, marius_layout, ogb, ogb_lsc, openke, planetoid  # noqa: E402,F401
 
-__all__ = ["LOADERS", "prepare"]
+__all__ = ["ANY_NAME_LOADERS", "LOADERS", "prepare"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +10,14 @@ import numpy as np
 
 from suite.errors import DataError
 from suite.graph.csr import DEFAULT_CHUNK_EDGES, EdgeChunk
+from suite.graph.store import GraphStore
 from suite.io import file_checksum
+from suite.registry import Registry
+
+# The loaders by dataset name (the modules of this package register themselves; see the package docstring).
+LOADERS = Registry[Callable[..., GraphStore]]("dataset loader")
+ANY_NAME_LOADERS = ("openke", "marius")
+"""Loaders of a layout rather than of one dataset: ``--name`` (``dataset_name``) names what they read."""
 
 
 def require_files(root: Path, names: Iterable[str], what: str) -> list[Path]:

@@ -25,8 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from suite.errors import DataError
-from suite.graph.loaders import LOADERS
-from suite.graph.loaders.base import require_files
+from suite.graph.loaders.base import LOADERS, require_files
 from suite.graph.loaders.edgelist import EdgeListFormat, import_edge_list
 from suite.graph.loaders.marius_layout import is_marius_folder, load_marius
 from suite.graph.store import GraphStore

@@ -25,8 +25,7 @@ import yaml
 
 from suite.errors import DataError
 from suite.graph.csr import EdgeChunk, write_csrs
-from suite.graph.loaders import LOADERS
-from suite.graph.loaders.base import file_records
+from suite.graph.loaders.base import LOADERS, file_records
 from suite.graph.store import GraphStore, create_store
 
 DATASET_FILE = "dataset.yaml"

@@ -51,8 +51,7 @@ import torch
 
 from suite.errors import DataError
 from suite.graph.csr import write_csrs
-from suite.graph.loaders import LOADERS
-from suite.graph.loaders.base import check_ids, edge_chunks, file_records
+from suite.graph.loaders.base import LOADERS, check_ids, edge_chunks, file_records
 from suite.graph.store import GraphStore, StoreWriter, create_store
 
 NODE_DATASETS = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")

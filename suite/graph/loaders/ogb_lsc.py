@@ -47,8 +47,7 @@ import torch
 
 from suite.errors import DataError
 from suite.graph.csr import DEFAULT_CHUNK_EDGES, EdgeChunk, write_csrs
-from suite.graph.loaders import LOADERS
-from suite.graph.loaders.base import check_ids, file_records, npy_array, npy_blocks
+from suite.graph.loaders.base import LOADERS, check_ids, file_records, npy_array, npy_blocks
 from suite.graph.loaders.ogb import labels_to_int64, numpy_safe_globals
 from suite.graph.store import GraphStore, StoreWriter, create_store
 

@@ -27,8 +27,7 @@ import pandas as pd
 
 from suite.errors import DataError
 from suite.graph.csr import EdgeChunk, write_csrs
-from suite.graph.loaders import LOADERS
-from suite.graph.loaders.base import file_records, read_raw_bytes, require_files
+from suite.graph.loaders.base import LOADERS, file_records, read_raw_bytes, require_files
 from suite.graph.store import GraphStore, create_store
 
 ENTITY_FILE = "entity2id.txt"

@@ -15,8 +15,7 @@ import torch
 
 from suite.errors import DataError
 from suite.graph.csr import EdgeChunk, write_csrs
-from suite.graph.loaders import LOADERS
-from suite.graph.loaders.base import file_records, require_files
+from suite.graph.loaders.base import LOADERS, file_records, require_files
 from suite.graph.store import GraphStore, create_store
 
 PLANETOID_SUFFIXES = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
