@@ -11,7 +11,6 @@ from torch.nn import functional as F
 from suite.config import RunSpec, spec_from_dict
 from suite.errors import ConfigError
 from suite.graph import GraphStore
-from suite.graph.synthetic import PRESETS, generate
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS
 import systems.disk.system  # noqa: F401  (registers the systems)
@@ -19,6 +18,7 @@ import systems.in_memory  # noqa: F401
 import systems.pipelined  # noqa: F401
 from systems.models.decoders import DistMult, build_decoder
 from systems.tasks.kvsall import build_query_answers, kvsall_loss, kvsall_targets
+from tests.support.systems import run_system
 
 # (src, rel, dst); (0, 0, 1) twice: a repeated triple is one answer
 EDGES = torch.tensor([[0, 0, 1], [0, 0, 2], [1, 0, 2], [0, 1, 2], [0, 0, 1], [2, 1, 0]])
@@ -88,26 +88,13 @@ def _spec(system: str, **training) -> RunSpec:
     })
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> GraphStore:
-    return generate(PRESETS.get("tiny"), tmp_path_factory.mktemp("kvsall") / "tiny")
-
-
-def _run(spec: RunSpec, store: GraphStore, out: Path):
-    recorder = Recorder(out, spec)
-    try:
-        return SYSTEMS.get(spec.system.name)(spec, store, torch.device("cpu"), recorder).run()
-    finally:
-        recorder.close()
-
-
 @pytest.mark.parametrize("system", ["in_memory", "pipelined"])
 def test_kvsall_training_beats_the_untrained_model(tiny: GraphStore, tmp_path: Path, system: str) -> None:
     # Adagrad at 0.5: every query starts at a loss of N ln 2 (all scores near 0); at 0.1 the scores of the N - k
     # false answers take about 10 epochs to fall, after which the ranking improves (measured: MRR 0.06 after 12)
-    trained = _run(_spec(system, negatives={"mode": "kvsall", "label_smoothing": 0.1}, epochs=8,
+    trained = run_system(_spec(system, negatives={"mode": "kvsall", "label_smoothing": 0.1}, epochs=8,
                          evaluation={"every": 8, "batch_size": 128}), tiny, tmp_path / "t")
-    untrained = _run(_spec(system, learning_rate=1e-9, embedding_learning_rate=1e-9), tiny, tmp_path / "u")
+    untrained = run_system(_spec(system, learning_rate=1e-9, embedding_learning_rate=1e-9), tiny, tmp_path / "u")
     losses = [epoch.loss for epoch in trained.epochs]
     assert losses[-1] < losses[0], losses
     # the untrained model ranks at random among 300 entities (filtered MRR about 0.026; measured after 8 epochs:
@@ -118,7 +105,7 @@ def test_kvsall_training_beats_the_untrained_model(tiny: GraphStore, tmp_path: P
 
 def test_kvsall_refuses_margin_loss_and_the_disk_system(tiny: GraphStore, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="training.loss: 'margin' does not apply to training.negatives: kvsall"):
-        _run(_spec("in_memory", loss="margin"), tiny, tmp_path / "m")
+        run_system(_spec("in_memory", loss="margin"), tiny, tmp_path / "m")
     spec = RunSpec.model_validate({**_spec("disk").resolved(), "system": {"name": "disk", "options": {
         "num_partitions": 2, "buffer_capacity": 2}}})
     with pytest.raises(ConfigError, match="training.negatives.mode: 'kvsall'"):

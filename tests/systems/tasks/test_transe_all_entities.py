@@ -12,7 +12,6 @@ from torch.nn import functional as F
 from suite.config import RunSpec, spec_from_dict
 from suite.errors import ConfigError
 from suite.graph import GraphStore
-from suite.graph.synthetic import PRESETS, generate
 from suite.recorder import Recorder
 from suite.registry import DECODERS, SYSTEMS
 import systems.disk.system  # noqa: F401  (registers the systems)
@@ -21,6 +20,7 @@ import systems.pipelined  # noqa: F401
 from systems.models.decoders import DistMult, TransE, TransEL2, build_decoder
 from systems.tasks.link_prediction import (all_entities_loss, embedding_penalty, link_prediction_loss,
                                            rank_triples)
+from tests.support.systems import run_system
 
 
 def test_transe_scores_by_hand() -> None:
@@ -138,23 +138,10 @@ def _lp_spec(system: str, **training) -> RunSpec:
     })
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> GraphStore:
-    return generate(PRESETS.get("tiny"), tmp_path_factory.mktemp("lp") / "tiny")
-
-
-def _run(spec: RunSpec, store: GraphStore, out: Path):
-    recorder = Recorder(out, spec)
-    try:
-        return SYSTEMS.get(spec.system.name)(spec, store, torch.device("cpu"), recorder).run()
-    finally:
-        recorder.close()
-
-
 @pytest.mark.parametrize("system", ["in_memory", "pipelined"])
 @pytest.mark.parametrize("decoder", ["distmult", "transe"])
 def test_all_entity_training_learns(tiny: GraphStore, tmp_path: Path, system: str, decoder: str) -> None:
-    outcome = _run(_lp_spec(system, negatives="all", regularizer="n3", regularization=0.001, decoder=decoder),
+    outcome = run_system(_lp_spec(system, negatives="all", regularizer="n3", regularization=0.001, decoder=decoder),
                    tiny, tmp_path)
     losses = [epoch.loss for epoch in outcome.epochs]
     assert losses[-1] < losses[0], losses
@@ -164,7 +151,7 @@ def test_all_entity_training_learns(tiny: GraphStore, tmp_path: Path, system: st
 
 
 def test_transe_with_sampled_negatives_learns(tiny: GraphStore, tmp_path: Path) -> None:
-    outcome = _run(_lp_spec("in_memory", decoder="transe_l2", loss="margin",
+    outcome = run_system(_lp_spec("in_memory", decoder="transe_l2", loss="margin",
                             negatives={"num_chunks": 2, "negatives_per_positive": 20}), tiny, tmp_path)
     losses = [epoch.loss for epoch in outcome.epochs]
     assert losses[-1] < losses[0] and outcome.test_metrics["filtered_mrr"] > 0.03
