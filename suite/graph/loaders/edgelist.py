@@ -45,7 +45,7 @@ import pandas as pd
 from suite.errors import ConfigError, DataError
 from suite.graph.csr import EdgeChunk, write_csrs
 from suite.graph.loaders.base import file_records
-from suite.graph.store import NODE_SPLITS, GraphStore, create_store
+from suite.graph.store import NODE_SPLITS, GraphStore, StoreWriter, create_store
 
 DEFAULT_CHUNK_BYTES = 64 << 20
 IMPORT_MAX_BUCKET_EDGES = 1 << 23
@@ -521,79 +521,21 @@ def import_edge_list(
         The opened store.
     """
     path = Path(path)
-    if split is not None and (valid is not None or test is not None):
-        raise ConfigError("--split: give split fractions or --valid/--test files, not both")
-    if node_split is not None and labels is None:
-        raise ConfigError("--node-split: needs --labels")
-    if remap and (num_nodes is not None or num_relations is not None):
-        raise ConfigError("num_nodes / num_relations: known counts need integer ids used as they are (remap=False)")
+    _check_import_options(split, valid, test, node_split, labels, remap, num_nodes, num_relations)
     ids = _Ids(remap, node_limit=num_nodes, relation_limit=num_relations)
     inputs = [("train", path)] + [(s, Path(p)) for s, p in (("valid", valid), ("test", test)) if p is not None]
-    counts = dict.fromkeys(_SPLITS, 0)
     with create_store(out, overwrite) as writer:
-        with (writer.appender("train_edges", np.int64, (3,)) as train_out,
-              writer.appender("valid_edges", np.int64, (3,)) as valid_out,
-              writer.appender("test_edges", np.int64, (3,)) as test_out):
-            outputs = {"train": train_out, "valid": valid_out, "test": test_out}
-            weights = {}
-            if fmt.weight is not None:
-                weights = {s: writer.path_for(f"{s}_edge_weights") for s in _SPLITS}
-                weight_files = {s: open(p.with_suffix(".raw"), "wb") for s, p in weights.items()}
-            row = 0
-            for origin, file in inputs:
-                for batch in read_edge_batches(file, fmt, chunk_bytes):
-                    src, rel, dst = ids.edges(batch, file)
-                    triples = np.stack([src, rel, dst], axis=1)
-                    if origin == "train" and split is not None:
-                        assigned = _assign(np.arange(row, row + len(src)), split, seed)
-                        parts = {s: assigned == i for i, s in enumerate(_SPLITS)}
-                    else:
-                        parts = {origin: slice(None)}
-                    row += len(src)
-                    for target, selector in parts.items():
-                        chosen = triples[selector]
-                        outputs[target].append(chosen)
-                        counts[target] += len(chosen)
-                        if weights:
-                            weight_files[target].write(np.asarray(batch.weight[selector], np.float32).tobytes())
-            for handle in (weight_files.values() if weights else ()):
-                handle.close()
-        if counts["train"] == 0:
-            raise DataError(f"{path}: no training edges (empty file, or a train fraction of 0)")
-        for split_name, count in counts.items():
-            if count == 0 and split_name != "train":
-                writer.discard(f"{split_name}_edges")
-        for split_name, raw in ((s, p.with_suffix(".raw")) for s, p in weights.items()):
-            if counts[split_name]:
-                writer.write_array(f"{split_name}_edge_weights", np.fromfile(raw, np.float32))
-            raw.unlink()
-        feature_dim = num_classes = 0
-        if features is not None:
-            feature_path = Path(features)
-            table = _load_npy(feature_path)
-            if table.ndim != 2 or table.dtype.kind != "f":
-                raise DataError(f"{feature_path}: expected a 2-D float array (nodes x features), got "
-                                f"{table.dtype} {table.shape}")
-            rows = _original_rows(ids, len(table), feature_path, "feature")
-            with writer.appender("features", np.float32, (table.shape[1],)) as feature_out:
-                for part in np.array_split(rows, max(1, len(rows) // (1 << 20))):
-                    feature_out.append(np.asarray(table[part], dtype=np.float32))
-            feature_dim = table.shape[1]
-        if labels is not None:
-            num_classes = _write_labels(writer, ids, Path(labels), node_split, seed)
+        _write_edge_splits(writer, inputs, fmt, ids, split, seed, chunk_bytes)
+        feature_dim = _write_features(writer, ids, Path(features)) if features is not None else 0
+        num_classes = _write_labels(writer, ids, Path(labels), node_split, seed) if labels is not None else 0
         if ids.num_nodes == 0:
             raise DataError(f"{path}: no nodes")
         chunks = _read_triples(writer.path_for("train_edges"), max(1, chunk_bytes // 24), ids.num_relations > 1)
         num_edges = write_csrs(writer, chunks, ids.num_nodes, num_relations=ids.num_relations,
                                symmetrize=not directed, max_bucket_edges=max_bucket_edges,
                                chunk_edges=max(1, chunk_bytes // 16))
-        source = {"loader": "edge_list", "format": fmt.kind(path), "columns": {
-            role: getattr(fmt, role) for role in ("source", "destination", "relation", "weight")
-            if getattr(fmt, role) is not None}, "remapped": remap, "seed": seed,
-            "split": list(split) if split is not None else None,
-            "files": {str(p): record for file in [p for _, p in inputs] + [Path(x) for x in (features, labels) if x]
-                      for p, record in file_records(file.parent, [file], checksum=False).items()}}
-        source.update(source_fields or {})
+        files = [p for _, p in inputs] + [Path(x) for x in (features, labels) if x]
+        source = {**_import_source(path, fmt, remap, seed, split, files), **(source_fields or {})}
         if remap:
             _write_ids(writer.root / "node_ids.parquet", ids.nodes.originals())
             source["node_ids"] = "node_ids.parquet"
@@ -604,6 +546,84 @@ def import_edge_list(
                         num_relations=ids.num_relations, num_classes=num_classes, feature_dim=feature_dim,
                         source=source)
     return GraphStore.open(out)
+
+
+def _check_import_options(split, valid, test, node_split, labels, remap: bool, num_nodes: int | None,
+                          num_relations: int | None) -> None:
+    """Options of :func:`import_edge_list` that exclude or need each other."""
+    if split is not None and (valid is not None or test is not None):
+        raise ConfigError("--split: give split fractions or --valid/--test files, not both")
+    if node_split is not None and labels is None:
+        raise ConfigError("--node-split: needs --labels")
+    if remap and (num_nodes is not None or num_relations is not None):
+        raise ConfigError("num_nodes / num_relations: known counts need integer ids used as they are (remap=False)")
+
+
+def _write_edge_splits(writer: StoreWriter, inputs: list[tuple[str, Path]], fmt: EdgeListFormat, ids: "_Ids",
+                       split: tuple[float, float, float] | None, seed: int, chunk_bytes: int) -> None:
+    """Read every input file in batches, number its ids, and append its triples (and weights) to the split they
+    belong to: the file's own split, or a seeded draw by row over ``split`` for the training file."""
+    counts = dict.fromkeys(_SPLITS, 0)
+    with (writer.appender("train_edges", np.int64, (3,)) as train_out,
+          writer.appender("valid_edges", np.int64, (3,)) as valid_out,
+          writer.appender("test_edges", np.int64, (3,)) as test_out):
+        outputs = {"train": train_out, "valid": valid_out, "test": test_out}
+        weights = {}
+        if fmt.weight is not None:
+            weights = {s: writer.path_for(f"{s}_edge_weights") for s in _SPLITS}
+            weight_files = {s: open(p.with_suffix(".raw"), "wb") for s, p in weights.items()}
+        row = 0
+        for origin, file in inputs:
+            for batch in read_edge_batches(file, fmt, chunk_bytes):
+                src, rel, dst = ids.edges(batch, file)
+                triples = np.stack([src, rel, dst], axis=1)
+                if origin == "train" and split is not None:
+                    assigned = _assign(np.arange(row, row + len(src)), split, seed)
+                    parts = {s: assigned == i for i, s in enumerate(_SPLITS)}
+                else:
+                    parts = {origin: slice(None)}
+                row += len(src)
+                for target, selector in parts.items():
+                    chosen = triples[selector]
+                    outputs[target].append(chosen)
+                    counts[target] += len(chosen)
+                    if weights:
+                        weight_files[target].write(np.asarray(batch.weight[selector], np.float32).tobytes())
+        for handle in (weight_files.values() if weights else ()):
+            handle.close()
+    if counts["train"] == 0:
+        raise DataError(f"{inputs[0][1]}: no training edges (empty file, or a train fraction of 0)")
+    for split_name, count in counts.items():
+        if count == 0 and split_name != "train":
+            writer.discard(f"{split_name}_edges")
+    for split_name, raw in ((s, p.with_suffix(".raw")) for s, p in weights.items()):
+        if counts[split_name]:
+            writer.write_array(f"{split_name}_edge_weights", np.fromfile(raw, np.float32))
+        raw.unlink()
+
+
+def _write_features(writer: StoreWriter, ids: "_Ids", feature_path: Path) -> int:
+    """The ``.npy`` feature table's rows of the stored nodes (row = original id), in row blocks; its width."""
+    table = _load_npy(feature_path)
+    if table.ndim != 2 or table.dtype.kind != "f":
+        raise DataError(f"{feature_path}: expected a 2-D float array (nodes x features), got "
+                        f"{table.dtype} {table.shape}")
+    rows = _original_rows(ids, len(table), feature_path, "feature")
+    with writer.appender("features", np.float32, (table.shape[1],)) as feature_out:
+        for part in np.array_split(rows, max(1, len(rows) // (1 << 20))):
+            feature_out.append(np.asarray(table[part], dtype=np.float32))
+    return table.shape[1]
+
+
+def _import_source(path: Path, fmt: EdgeListFormat, remap: bool, seed: int,
+                   split: tuple[float, float, float] | None, files: list[Path]) -> dict:
+    """The provenance record ``metadata["source"]`` of an import: format, columns, options and the files read."""
+    return {"loader": "edge_list", "format": fmt.kind(path), "columns": {
+        role: getattr(fmt, role) for role in ("source", "destination", "relation", "weight")
+        if getattr(fmt, role) is not None}, "remapped": remap, "seed": seed,
+        "split": list(split) if split is not None else None,
+        "files": {str(p): record for file in files
+                  for p, record in file_records(file.parent, [file], checksum=False).items()}}
 
 
 def _read_triples(path: Path, rows: int, typed: bool) -> Iterator[EdgeChunk]:
