@@ -492,8 +492,8 @@ class LinkPredictionTask(Task):
         batch's size (the share's gradient weight); an empty share keeps no sample."""
         extra = batch.extra
         if self.spec.training.negatives.mode != "chunked":
-            raise ConfigError(f"training.negatives.mode: {self.spec.training.negatives.mode!r} is not sharded "
-                              "across ranks yet (data-parallel training takes chunked negatives)")
+            self._shard_all_entities(batch, rank, world_size)
+            return
         chunk_size, chunks = extra["chunk_size"], len(extra["tail_neg"])
         mine = torch.arange(chunks).tensor_split(world_size)[rank]
         first, last = (int(mine[0]), int(mine[-1]) + 1) if len(mine) else (chunks, chunks)
@@ -517,6 +517,28 @@ class LinkPredictionTask(Task):
         else:
             batch.sample = SampledSubgraph(roots=nodes, blocks=(), num_sampled_edges=0)
         extra.update(src=src, rel=extra["rel"][low:high], dst=dst, tail_neg=tail_neg, head_neg=head_neg)
+
+    def _shard_all_entities(self, batch: Batch, rank: int, world_size: int) -> None:
+        """1vsAll / KvsAll: every entity is a candidate of every example, so each rank keeps the whole sample (all
+        entities) and a contiguous share of the examples (KvsAll: of the queries, with their true answers); the
+        ranks' mean losses weighted by their shares are the global batch's mean loss."""
+        extra, count = batch.extra, batch.num_examples
+        mine = torch.arange(count).tensor_split(world_size)[rank]
+        low, high = (int(mine[0]), int(mine[-1]) + 1) if len(mine) else (count, count)
+        extra["global_examples"] = count
+        batch.roots = batch.roots[low:high]
+        if high == low:
+            batch.sample = None
+            for key in _DEVICE_KEYS + _KVSALL_KEYS:
+                extra.pop(key, None)
+            return
+        for key in ("src", "rel", "dst", "side"):
+            if key in extra:
+                extra[key] = extra[key][low:high]
+        if "answer_rows" in extra:
+            keep = (extra["answer_rows"] >= low) & (extra["answer_rows"] < high)
+            extra["answer_rows"] = extra["answer_rows"][keep] - low
+            extra["answer_entities"] = extra["answer_entities"][keep]
 
     def gather(self, batch: Batch, pin: bool | None = None) -> None:
         """Rows of the sample's input nodes: a copy of the embedding rows as they are now, or the features."""

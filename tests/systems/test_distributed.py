@@ -149,7 +149,7 @@ def test_a_killed_rank_fails_the_run_quickly(tmp_path: Path, cache_dir: Path):
 
 
 def _lp_spec(cache_dir: Path, world_size: int = 1, system: str = "in_memory", decoder: str = "distmult",
-             encoder: str = "shallow") -> dict:
+             encoder: str = "shallow", negatives: str = "chunked") -> dict:
     # Learnable embeddings (sparse Adagrad), chunked negatives: 4 chunks of 25 per global batch of 100, so each of
     # 2 ranks takes 2 whole chunks with the negatives the global batch drew for them.
     model = {"encoder": encoder, "num_layers": 0, "fanouts": [], "decoder": decoder, "embedding_dim": 16,
@@ -162,7 +162,9 @@ def _lp_spec(cache_dir: Path, world_size: int = 1, system: str = "in_memory", de
             "training": {"task": "link_prediction", "batch_size": 100, "epochs": 3, "optimizer": "adagrad",
                          "learning_rate": 0.1, "negatives": {"num_chunks": 4, "negatives_per_positive": 20,
                                                              "degree_fraction": 0.5}},
-            "evaluation": {"batch_size": 256}, "seed": 0}
+            "evaluation": {"batch_size": 256}, "seed": 0} | ({} if negatives == "chunked" else {
+                "training": {"task": "link_prediction", "batch_size": 100, "epochs": 3, "optimizer": "adagrad",
+                             "learning_rate": 0.1, "negatives": negatives}})
 
 
 def _compare_link_prediction(tmp_path: Path, cache_dir: Path, **options) -> tuple[dict, dict]:
@@ -208,6 +210,12 @@ def test_link_prediction_two_ranks_match_one_rank(tmp_path: Path, cache_dir: Pat
                          ids=["dot-no-dense-parameters", "graphsage-full-neighbourhoods", "pipelined"])
 def test_link_prediction_two_ranks_match_one_rank_variants(tmp_path: Path, cache_dir: Path, options: dict):
     _compare_link_prediction(tmp_path, cache_dir, **options)
+
+
+@pytest.mark.parametrize("negatives", ["all", "kvsall"])
+def test_all_entity_link_prediction_two_ranks_match_one_rank(tmp_path: Path, cache_dir: Path, negatives: str):
+    """1vsAll and KvsAll: each rank keeps every entity as a candidate and its share of the examples (queries)."""
+    _compare_link_prediction(tmp_path, cache_dir, negatives=negatives)
 
 
 def test_link_prediction_share_is_whole_chunks(tmp_path: Path, cache_dir: Path):
