@@ -218,6 +218,11 @@ def test_all_entity_link_prediction_two_ranks_match_one_rank(tmp_path: Path, cac
     _compare_link_prediction(tmp_path, cache_dir, negatives=negatives)
 
 
+def test_rgcn_link_prediction_two_ranks_match_one_rank(tmp_path: Path, cache_dir: Path):
+    """R-GCN (relation types of the sampled edges looked up on every rank) over full neighbourhoods."""
+    _compare_link_prediction(tmp_path, cache_dir, encoder="rgcn")
+
+
 def test_link_prediction_share_is_whole_chunks(tmp_path: Path, cache_dir: Path):
     """``shard_sampled``: the ranks' shares of one sampled global batch are its chunks, with their negatives, and
     together they are the global batch (the node ids map back to the same global ids)."""
