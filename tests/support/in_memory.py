@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from suite.config import RunSpec
 from suite.graph import GraphStore
 from suite.recorder import Recorder
 from systems.base import RunOutcome
 from systems.in_memory import InMemorySystem
+from tests.support.systems import run_class
 
 
 def make_spec(**sections: Any) -> RunSpec:
@@ -33,12 +32,8 @@ def make_spec(**sections: Any) -> RunSpec:
 
 
 def run(spec: RunSpec, store: GraphStore, out: Path, progress: bool = False) -> tuple[RunOutcome, Recorder]:
-    recorder = Recorder(out, spec)
-    try:
-        outcome = InMemorySystem(spec, store, torch.device("cpu"), recorder).run(progress=progress)
-    finally:
-        recorder.close()
-    return outcome, recorder
+    """A run of the in-memory system: its outcome and recorder."""
+    return run_class(InMemorySystem, spec, store, out, progress)
 
 
 __all__ = ["make_spec", "run"]

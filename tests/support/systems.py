@@ -13,13 +13,20 @@ from suite.registry import SYSTEMS
 from systems.base import RunOutcome
 
 
-def run_system(spec: RunSpec, store: GraphStore, out: Path) -> RunOutcome:
-    """Train ``spec.system.name`` on ``store`` on the CPU, recording into ``out``; the run's outcome."""
+def run_class(system_class: type, spec: RunSpec, store: GraphStore, out: Path,
+              progress: bool = False) -> tuple[RunOutcome, Recorder]:
+    """Train ``system_class`` on ``store`` on the CPU, recording into ``out``; the outcome and the recorder."""
     recorder = Recorder(out, spec)
     try:
-        return SYSTEMS.get(spec.system.name)(spec, store, torch.device("cpu"), recorder).run()
+        outcome = system_class(spec, store, torch.device("cpu"), recorder).run(progress=progress)
     finally:
         recorder.close()
+    return outcome, recorder
 
 
-__all__ = ["run_system"]
+def run_system(spec: RunSpec, store: GraphStore, out: Path) -> RunOutcome:
+    """Train the system the spec names (``system.name``) on ``store``; the run's outcome."""
+    return run_class(SYSTEMS.get(spec.system.name), spec, store, out)[0]
+
+
+__all__ = ["run_class", "run_system"]

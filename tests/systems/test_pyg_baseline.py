@@ -23,6 +23,7 @@ from systems import pyg_baseline
 from systems.base import RunOutcome
 from systems.pyg_baseline import PygSystem
 from systems.sampling.pyg import missing_reason
+from tests.support.systems import run_class
 
 MISSING = missing_reason()
 needs_pyg = pytest.mark.skipif(MISSING is not None, reason=f"pyg system: {MISSING}")
@@ -43,12 +44,7 @@ def make_spec(**sections: Any) -> RunSpec:
 
 
 def run(spec: RunSpec, store: GraphStore, out: Path) -> tuple[RunOutcome, Recorder]:
-    recorder = Recorder(out, spec)
-    try:
-        outcome = PygSystem(spec, store, torch.device("cpu"), recorder).run()
-    finally:
-        recorder.close()
-    return outcome, recorder
+    return run_class(PygSystem, spec, store, out)
 
 
 
