@@ -23,6 +23,7 @@ from systems import pyg_baseline
 from systems.base import RunOutcome
 from systems.pyg_baseline import PygSystem
 from systems.sampling.pyg import missing_reason
+from tests.support.in_memory import make_spec as in_memory_spec
 from tests.support.systems import run_class
 
 MISSING = missing_reason()
@@ -30,17 +31,8 @@ needs_pyg = pytest.mark.skipif(MISSING is not None, reason=f"pyg system: {MISSIN
 
 
 def make_spec(**sections: Any) -> RunSpec:
-    data: dict[str, Any] = {
-        "dataset": {"name": "store"},
-        "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 32, "fanouts": (10, 10), "dropout": 0.2},
-        "system": {"name": "pyg"},
-        "training": {"batch_size": 64, "epochs": 8, "learning_rate": 0.01},
-        "evaluation": {"every": 4, "batch_size": 256},
-        "seed": 0,
-    }
-    for key, value in sections.items():
-        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
-    return RunSpec.model_validate(data)
+    """The in-memory tests' spec (:func:`tests.support.in_memory.make_spec`) on the ``pyg`` system."""
+    return in_memory_spec(**{"system": {"name": "pyg"}, **sections})
 
 
 def run(spec: RunSpec, store: GraphStore, out: Path) -> tuple[RunOutcome, Recorder]:
