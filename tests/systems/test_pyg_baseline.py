@@ -32,7 +32,7 @@ needs_pyg = pytest.mark.skipif(MISSING is not None, reason=f"pyg system: {MISSIN
 
 def make_spec(**sections: Any) -> RunSpec:
     """The in-memory tests' spec (:func:`tests.support.in_memory.make_spec`) on the ``pyg`` system."""
-    return in_memory_spec(**{"system": {"name": "pyg"}, **sections})
+    return in_memory_spec(**{**sections, "system": {"name": "pyg", **sections.get("system", {})}})
 
 
 def run(spec: RunSpec, store: GraphStore, out: Path) -> tuple[RunOutcome, Recorder]:
