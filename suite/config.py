@@ -440,14 +440,20 @@ def _format_error(source: str, err: ValidationError) -> str:
     return f"{source}: {'.'.join(location) or '<root>'}: {message}"
 
 
-def spec_from_dict(data: Any, source: str = "<spec>") -> RunSpec:
-    """Validate plain data into a :class:`RunSpec`; errors name ``source`` and the field path."""
+def validated(model: type[BaseModel], data: Any, source: str = "<spec>") -> Any:
+    """Validate plain data (a mapping) into ``model``; any error is one :class:`ConfigError` line naming ``source``
+    and the field path (``spec.yaml: training.epochs: ...``). Shared by every typed config of the suite."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     try:
-        spec = RunSpec.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as err:
         raise ConfigError(_format_error(source, err)) from None
+
+
+def spec_from_dict(data: Any, source: str = "<spec>") -> RunSpec:
+    """Validate plain data into a :class:`RunSpec`; errors name ``source`` and the field path."""
+    spec = validated(RunSpec, data, source)
     _check_registered_names(spec, source)
     return spec
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from suite.config import DatasetSpec, _format_error, read_yaml
+from suite.config import DatasetSpec, read_yaml, validated
 from suite.errors import ConfigError
 
 STAGES = ("aggregate", "update", "activation")
@@ -153,12 +153,7 @@ class AsyncSpec(_Spec):
 
 def async_spec_from_dict(data: Any, source: str = "<spec>") -> AsyncSpec:
     """Validate plain data into an :class:`AsyncSpec`; errors name ``source`` and the field path on one line."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
-    try:
-        spec = AsyncSpec.model_validate(data)
-    except ValidationError as err:
-        raise ConfigError(_format_error(source, err)) from None
+    spec = validated(AsyncSpec, data, source)
     if isinstance(spec.durations, WorkDepthDurations):
         from simulators.work_depth import MODELS
 
