@@ -214,22 +214,32 @@ def test_ray_without_a_cluster_is_a_one_line_error(tmp_path: Path, cache_dir: Pa
 # ---------------------------------------------------------------------------------------------- submitit
 def _kill_run_when_started(out: Path, run_id: str, match: str) -> threading.Thread:
     """SIGKILL the process holding ``out/run_id/records.jsonl`` open, once its first epoch is recorded; ``match``
-    narrows the search to processes whose command line contains it."""
+    narrows the search to processes whose command line contains it.
+
+    The process is found while its run starts (a scan of every process is slow on a busy machine) and killed by
+    pid the moment the first epoch appears, so a short run cannot finish between the two."""
     records = str(out / run_id / "records.jsonl")
+
+    def holder() -> int | None:
+        for process in psutil.process_iter(["cmdline"]):
+            try:
+                if match in " ".join(process.info["cmdline"] or []) and any(
+                        f.path == records for f in process.open_files()):
+                    return process.pid
+            except (psutil.Error, OSError):
+                continue
+        return None
 
     def kill() -> None:
         deadline = time.monotonic() + 240
+        pid = None
         while time.monotonic() < deadline:
-            if (out / run_id).exists() and any(r["kind"] == "epoch" for r in read_records(out / run_id)):
-                for process in psutil.process_iter(["cmdline"]):
-                    try:
-                        if match in " ".join(process.info["cmdline"] or []) and any(
-                                f.path == records for f in process.open_files()):
-                            os.kill(process.pid, signal.SIGKILL)
-                            return
-                    except (psutil.Error, OSError):
-                        continue
-            time.sleep(0.1)
+            if pid is None and Path(records).exists():
+                pid = holder()
+            if pid is not None and any(r["kind"] == "epoch" for r in read_records(out / run_id)):
+                os.kill(pid, signal.SIGKILL)
+                return
+            time.sleep(0.02)
 
     thread = threading.Thread(target=kill, daemon=True)
     thread.start()
@@ -257,7 +267,7 @@ def test_submitit_local_grid_runs_resumes_and_records_placement(tmp_path: Path, 
 @pytest.mark.executor("slurm (submitit local)")
 def test_submitit_killed_job_is_retried_once_and_every_run_completes_once(tmp_path: Path, cache_dir: Path):
     require_engine("submitit")
-    epochs = 5
+    epochs = 20
     specs = _specs(write_grid(tmp_path / "grid.yaml", cache_dir, seeds=[0, 1], epochs=epochs, batch_size=8,
                               limit_batches=8))
     out = tmp_path / "out"
@@ -284,7 +294,7 @@ def test_submitit_killed_job_is_retried_once_and_every_run_completes_once(tmp_pa
 @pytest.mark.executor("slurm (submitit local)")
 def test_submitit_no_retries_fails_the_run_and_the_grid_resumes(tmp_path: Path, cache_dir: Path):
     require_engine("submitit")
-    specs = _specs(write_grid(tmp_path / "grid.yaml", cache_dir, seeds=[0, 1, 2], epochs=5, batch_size=8,
+    specs = _specs(write_grid(tmp_path / "grid.yaml", cache_dir, seeds=[0, 1, 2], epochs=20, batch_size=8,
                               limit_batches=8))
     out = tmp_path / "out"
     options = ExecutorOptions(submitit_cluster="local", timeout_min=10, retries=0)
