@@ -10,6 +10,11 @@ their neighbour partition, so a node's neighbour list does not depend on which f
 Nothing is sorted at a swap: a state reads only the buckets of the partitions it loads, and assembling is a copy
 of the in-buffer edges (``experiments``' and asv's ``edges/s``).
 
+Relation types. For an encoder that reads them (R-GCN), the pieces carry each neighbour's relation type beside it
+(``r`` for an in-neighbour, ``r + R`` for an out-neighbour: the reverse edge, R-GCN's inverse relation, as
+:class:`systems.models.rgcn.RelationLookup` numbers them) and the assembled graph has ``relations`` aligned with
+its ``indices``.
+
 The kernels are compiled with numba (``nogil``): the prefetch thread that builds the next state's CSR never holds
 the interpreter, and runs on one core (no thread pool of its own to compete with compute's).
 """
@@ -57,7 +62,7 @@ def _counting_order(keys: np.ndarray, rows: int) -> np.ndarray:
 
 
 @_jit
-def _assemble(total_rows, max_rows, row_frames, nbr_frames, counts_list, nbrs_list, order):
+def _assemble(total_rows, max_rows, row_frames, nbr_frames, counts_list, nbrs_list, types_list, typed, order):
     degrees = np.zeros(total_rows, dtype=np.int64)
     for p in range(len(row_frames)):
         base = row_frames[p] * max_rows
@@ -70,19 +75,23 @@ def _assemble(total_rows, max_rows, row_frames, nbr_frames, counts_list, nbrs_li
         indptr[r + 1] = indptr[r] + degrees[r]
     fill = indptr[:-1].copy()
     indices = np.empty(indptr[total_rows], dtype=np.int64)
+    relations = np.empty(indptr[total_rows] if typed else 0, dtype=np.int64)
     for p in order:
         base = row_frames[p] * max_rows
         shift = nbr_frames[p] * max_rows
         counts = counts_list[p]
         nbrs = nbrs_list[p]
+        types = types_list[p]
         k = 0
         for r in range(len(counts)):
             position = fill[base + r]
             for t in range(counts[r]):
                 indices[position + t] = nbrs[k + t] + shift
+                if typed:
+                    relations[position + t] = types[k + t]
             fill[base + r] = position + counts[r]
             k += counts[r]
-    return indptr, indices
+    return indptr, indices, relations
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,7 @@ class Piece:
         kind: 0 for in-neighbours, 1 for out-neighbours (``both`` lists a row's in-neighbours first).
         counts: ``(rows of row_partition,)`` neighbours per row.
         nbrs: the neighbours (local rows of ``nbr_partition``), row by row.
+        types: their relation types (``r + R`` for out-neighbours), or an empty array when not asked for.
     """
 
     row_partition: int
@@ -102,6 +112,7 @@ class Piece:
     kind: int
     counts: np.ndarray
     nbrs: np.ndarray
+    types: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 
 @dataclass
@@ -132,32 +143,45 @@ class ReadEvent:
     bytes: int
 
 
-def pieces_of(i: int, j: int, bucket: Bucket, sizes: np.ndarray, direction: str) -> list[Piece]:
-    """The CSR pieces of bucket ``(i, j)`` for ``direction`` (``in``, ``out`` or ``both``)."""
+def pieces_of(i: int, j: int, bucket: Bucket, sizes: np.ndarray, direction: str,
+              relations: int | None = None) -> list[Piece]:
+    """The CSR pieces of bucket ``(i, j)`` for ``direction`` (``in``, ``out`` or ``both``); with ``relations``
+    (the store's relation count ``R``) each carries its neighbours' relation types."""
+    untyped = np.empty(0, dtype=np.int64)
     pieces = []
     if direction in ("in", "both"):
-        pieces.append(Piece(j, i, 0, _row_counts(bucket.dst, int(sizes[j])), bucket.src))
+        types = bucket.rel.astype(np.int64) if relations is not None else untyped
+        pieces.append(Piece(j, i, 0, _row_counts(bucket.dst, int(sizes[j])), bucket.src, types))
     if direction in ("out", "both"):
         order = _counting_order(bucket.src, int(sizes[i]))
-        pieces.append(Piece(i, j, 1, _row_counts(bucket.src, int(sizes[i])), bucket.dst[order]))
+        types = bucket.rel[order].astype(np.int64) + relations if relations is not None else untyped
+        pieces.append(Piece(i, j, 1, _row_counts(bucket.src, int(sizes[i])), bucket.dst[order], types))
     return pieces
 
 
-def assemble_csr(pieces: list[Piece], frame_of: dict[int, int], frames: int, max_rows: int) -> SamplingGraph:
+def assemble_csr(pieces: list[Piece], frame_of: dict[int, int], frames: int, max_rows: int,
+                 typed: bool = False) -> SamplingGraph:
     """The CSR over ``frames * max_rows`` buffer rows (row ``frame * max_rows + local``) of ``pieces``, each
     partition in the frame ``frame_of`` gives; a row's neighbours ordered by (kind, neighbour partition, the
-    bucket's order)."""
+    bucket's order). ``typed``: with the pieces' relation types as the graph's ``relations``."""
     if not pieces:
-        return SamplingGraph(torch.zeros(frames * max_rows + 1, dtype=torch.int64), torch.empty(0, dtype=torch.int64))
+        empty = torch.empty(0, dtype=torch.int64)
+        return SamplingGraph(torch.zeros(frames * max_rows + 1, dtype=torch.int64), empty,
+                             relations=empty if typed else None)
     row_frames = np.array([frame_of[p.row_partition] for p in pieces], dtype=np.int64)
     nbr_frames = np.array([frame_of[p.nbr_partition] for p in pieces], dtype=np.int64)
     order = np.lexsort(([p.nbr_partition for p in pieces], [p.kind for p in pieces])).astype(np.int64)
-    counts, nbrs = numba.typed.List(), numba.typed.List()
+    counts, nbrs, types = numba.typed.List(), numba.typed.List(), numba.typed.List()
     for piece in pieces:
+        if typed and len(piece.types) != len(piece.nbrs):
+            raise ValueError("assemble_csr: typed=True needs pieces made with their relation types")
         counts.append(piece.counts)
         nbrs.append(piece.nbrs)
-    indptr, indices = _assemble(frames * max_rows, max_rows, row_frames, nbr_frames, counts, nbrs, order)
-    return SamplingGraph(torch.from_numpy(indptr), torch.from_numpy(indices))
+        types.append(piece.types)
+    indptr, indices, relations = _assemble(frames * max_rows, max_rows, row_frames, nbr_frames, counts, nbrs, types,
+                                           typed, order)
+    return SamplingGraph(torch.from_numpy(indptr), torch.from_numpy(indices),
+                         relations=torch.from_numpy(relations) if typed else None)
 
 
 class BufferedGraph:
@@ -169,12 +193,13 @@ class BufferedGraph:
         counters: where read bytes are counted.
         evict: drop read ranges from the page cache.
         pieces: build CSR pieces when a bucket is read (False: the edges only, e.g. for models without hops).
+        typed: the pieces and the built graphs carry relation types (for encoders that read them).
         verify: check every bucket read against its CRC-32 (stores partitioned before buckets carried them: not
             checked).
     """
 
     def __init__(self, store: GraphStore, direction: str, counters: IOCounters, evict: bool, pieces: bool = True,
-                 verify: bool = True):
+                 verify: bool = True, typed: bool = False):
         self.edges = PartitionArray(store.file("bucket_edges"), counters, evict=evict)
         self.bucket_crc32 = bucket_checksums(store) if verify else None
         self.bucket_offsets = store.array("bucket_offsets").astype(np.int64)
@@ -183,6 +208,7 @@ class BufferedGraph:
         self.p = len(self.partition_offsets) - 1
         self.direction = direction
         self.make_pieces = pieces
+        self.relations = int(store.num_relations) if typed else None
         self.cache: dict[tuple[int, int], Bucket] = {}
 
     def hold(self, partitions) -> list[ReadEvent]:
@@ -214,7 +240,7 @@ class BufferedGraph:
             bucket = Bucket(rows[:, 0] - self.partition_offsets[i], np.ascontiguousarray(rows[:, 1]),
                             rows[:, 2] - self.partition_offsets[j])
             if self.make_pieces:
-                bucket.pieces = pieces_of(i, j, bucket, self.sizes, self.direction)
+                bucket.pieces = pieces_of(i, j, bucket, self.sizes, self.direction, self.relations)
             self.cache[(i, j)] = bucket
         return ReadEvent("buckets", -1, began, ended, nbytes) if nbytes else None
 
@@ -223,7 +249,7 @@ class BufferedGraph:
         partition in frame ``f`` (-1: empty); every partition of a held bucket must be in the layout."""
         frame_of = {int(part): frame for frame, part in enumerate(layout) if part >= 0}
         pieces = [piece for bucket in self.cache.values() for piece in bucket.pieces]
-        return assemble_csr(pieces, frame_of, len(layout), max_rows)
+        return assemble_csr(pieces, frame_of, len(layout), max_rows, typed=self.relations is not None)
 
     @property
     def held_edges(self) -> int:

@@ -52,6 +52,7 @@ from systems.disk.policies import PolicySpec, make_plan
 from systems.disk.graph import BufferedGraph
 from systems.disk.system import DISK_TASKS, DiskSystem, PassKey, StateData, Step, partitioned_store, state_bar
 from systems.models.embeddings import EmbeddingTable
+from systems.models.rgcn import attach_lookup, attach_relations, relation_modules
 from systems.sampling.base import SamplingGraph
 from systems.stages import epoch_stats, run_stages
 from systems.tasks.link_prediction import LinkPredictionTask, check_edge_split
@@ -136,7 +137,8 @@ class DiskLinkPrediction(DiskSystem):
         encoder = task.build_model(dim)
         self.needs_graph = getattr(encoder, "uses_neighbours", True)
         self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, options.evict_page_cache,
-                                   pieces=self.needs_graph, verify=options.verify_checksums)
+                                   pieces=self.needs_graph, verify=options.verify_checksums,
+                                   typed=bool(relation_modules(encoder)))
         rows = self.buffer.rows
         task.embeddings = EmbeddingTable.wrap(rows[:, :dim], rows[:, dim:],
                                               spec.training.embedding_learning_rate or spec.training.learning_rate)
@@ -238,6 +240,7 @@ class DiskLinkPrediction(DiskSystem):
                                                 negatives.negatives_per_positive, negatives.degree_fraction,
                                                 nodes=resident)
         task.train_sampler = None
+        attach_lookup(task.model, data.relation_lookup)
         if data.graph is not None:
             task.train_sampler = SAMPLERS.get(spec.sampler.name)(data.graph, spec.model.fanouts,
                                                                  replace=spec.sampler.replace)
@@ -299,6 +302,7 @@ class DiskLinkPrediction(DiskSystem):
         in_buffer = task.embeddings
         task.embeddings = EmbeddingTable.wrap(rows[:, :dim], rows[:, dim:], in_buffer.learning_rate)
         if self.needs_graph:
+            attach_relations(task.model.encoder, self.pstore, spec.sampler.direction)  # global ids, not buffer rows
             graph = SamplingGraph.from_store(self.pstore, spec.sampler.direction)
             task.eval_sampler = SAMPLERS.get(spec.sampler.name)(graph, spec.evaluation.fanouts or spec.model.fanouts,
                                                                 replace=spec.sampler.replace)

@@ -35,6 +35,7 @@ from systems.disk.plan import BufferPlan
 from systems.disk.policies import PolicySpec, make_plan
 from systems.disk.system import (DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store, plan_steps,
                                  state_bar)
+from systems.models.rgcn import attach_lookup, relation_modules
 from systems.pipeline import Pipeline
 from systems.pipelined import pipeline_extra, record_trace, task_stages
 from systems.stages import epoch_stats, run_stages
@@ -77,7 +78,8 @@ class DiskNodeClassification(DiskSystem):
         self.task = task
         self.needs_graph = getattr(task.model, "uses_neighbours", True)
         self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, evict,
-                                   pieces=self.needs_graph, verify=options.verify_checksums)
+                                   pieces=self.needs_graph, verify=options.verify_checksums,
+                                   typed=bool(relation_modules(task.model)))
         self.node_partition = np.searchsorted(self.buffer.offsets, np.arange(self.pstore.num_nodes),
                                               side="right") - 1
         self.labels_by_row = torch.full((self.buffer.rows.shape[0],), -1, dtype=torch.int64)
@@ -126,6 +128,7 @@ class DiskNodeClassification(DiskSystem):
         if (rows < 0).any():
             raise RuntimeError("a node of the state is not in the buffer (the plan and the buffer disagree)")
         task.graph = data.graph
+        attach_lookup(task.model, data.relation_lookup)
         task.features = self.buffer.rows
         self.labels_by_row.fill_(-1)
         self.labels_by_row[rows] = self.labels[nodes]

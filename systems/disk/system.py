@@ -46,12 +46,13 @@ from suite.errors import ConfigError
 from suite.graph import GraphStore
 from suite.io import IOCounters
 from suite.recorder import Recorder
-from suite.registry import MODELS, POLICIES, SYSTEMS, Registry
+from suite.registry import POLICIES, SYSTEMS, Registry
 import systems.disk.policies  # noqa: F401  (registers the policies)
 from systems.base import PassKey, System, SystemOptions, pass_schedule
 from systems.disk.buffer import FeatureBuffer
 from systems.disk.graph import BufferedGraph, ReadEvent
 from systems.disk.plan import BufferPlan
+from systems.models.rgcn import RelationLookup
 from systems.pipelined import StageOptions
 from systems.sampling.base import SamplingGraph
 
@@ -199,6 +200,7 @@ class StateData:
     Attributes:
         step: the state's step.
         graph: its in-buffer CSR (None when the model reads no neighbours).
+        relation_lookup: the relation types of ``graph``'s edges, for an encoder that reads them (else None).
         examples: what the variant takes from the state's in-buffer data (link prediction: its edges).
         reads: the reads done while preparing (partitions read ahead, buckets).
         build: ``(start, end)`` of the CSR assembly (or of holding the buckets).
@@ -213,6 +215,7 @@ class StateData:
     build: tuple[float, float]
     ahead: bool
     in_buffer_edges: int = 0
+    relation_lookup: RelationLookup | None = None
 
 
 @dataclass
@@ -287,9 +290,6 @@ class DiskSystem(System):
         super().__init__(spec, store, device, recorder)
         self.options: DiskOptions = validate_system_options(spec)
         options = self.options
-        if getattr(MODELS.get(spec.model.encoder), "needs_relations", False):
-            raise ConfigError(f"model.encoder: {spec.model.encoder} reads relation types, which the disk system's "
-                              f"in-buffer graph does not carry (use system in_memory or pipelined)")
         if spec.training.task == "link_prediction" and spec.training.negatives.mode != "chunked":
             raise ConfigError(f"training.negatives.mode: {spec.training.negatives.mode!r} scores every entity, "
                               "which the disk system holds "
@@ -305,7 +305,7 @@ class DiskSystem(System):
         self._carried: list[_Carried] = []
         self._origin = time.perf_counter()
         self._schedule = pass_schedule(spec)
-        self._last_graph: tuple[tuple[int, ...], SamplingGraph] | None = None
+        self._last_graph: tuple[tuple[int, ...], SamplingGraph, RelationLookup | None] | None = None
 
     @property
     def model(self) -> torch.nn.Module | None:
@@ -386,16 +386,21 @@ class DiskSystem(System):
                     reads.append(self._read_partition(int(partition), int(frame)))
         reads.extend(self.edges.hold(step.layout))
         started = time.perf_counter()
-        graph = self._graph(step.layout) if self.needs_graph else None
+        graph, lookup = self._graph(step.layout) if self.needs_graph else (None, None)
         examples = self.state_examples(plan, step)
-        return StateData(step, graph, examples, reads, (started, time.perf_counter()), ahead, self.edges.held_edges)
+        return StateData(step, graph, examples, reads, (started, time.perf_counter()), ahead, self.edges.held_edges,
+                         lookup)
 
-    def _graph(self, layout: np.ndarray) -> SamplingGraph:
-        """The in-buffer CSR of ``layout`` (the last one again when the layout is the same)."""
+    def _graph(self, layout: np.ndarray) -> tuple[SamplingGraph, RelationLookup | None]:
+        """The in-buffer CSR of ``layout`` and, when it carries relation types, their lookup (the last ones again
+        when the layout is the same)."""
         key = tuple(int(p) for p in layout)
         if self._last_graph is None or self._last_graph[0] != key:
-            self._last_graph = (key, self.edges.build(layout, self.buffer.max_rows))
-        return self._last_graph[1]
+            graph = self.edges.build(layout, self.buffer.max_rows)
+            lookup = (RelationLookup.from_graph(graph, 2 * self.edges.relations) if graph.relations is not None
+                      else None)
+            self._last_graph = (key, graph, lookup)
+        return self._last_graph[1], self._last_graph[2]
 
     def _read_partition(self, partition: int, frame: int) -> ReadEvent:
         started = time.perf_counter()

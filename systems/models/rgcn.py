@@ -23,8 +23,9 @@ from the graph by :class:`RelationLookup`: the typed neighbour lists of the samp
 ``2R`` relation types). When ``(u, v)`` has ``c`` parallel edges, the ``k``-th sampled copy (in block order) takes
 the ``(k mod c)``-th of them, so a block with all neighbours gets exactly the graph's typed edges in both layouts
 (naive and DENSE); a sample that kept only some copies takes the first ones. The task attaches the lookup after
-building the model (:func:`attach_relations`); the disk system's buffer graph carries no relation types, so the
-encoder is refused there.
+building the model (:func:`attach_relations`). The disk system's in-buffer graph is over buffer rows, not global
+ids: it carries the relation types of its neighbour lists, and the system attaches that state's lookup
+(:meth:`RelationLookup.from_graph`) whenever it enters a state.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from suite.config import ModelSpec
 from suite.errors import ConfigError, DataError
 from suite.registry import MODELS
 from systems.models.base import BlockStack, check_layers, layer_dims
-from systems.sampling.base import LayerBlock
+from systems.sampling.base import LayerBlock, SamplingGraph
 
 _AGGREGATIONS = {"mean": "mean", "sum": "add", "max": "max"}
 
@@ -76,6 +77,15 @@ class RelationLookup:
             raise ValueError(f"direction must be 'in', 'out' or 'both', got {direction!r}")
         rows, cols, types = (torch.cat(column) for column in zip(*parts))
         return cls(rows, cols, types, store.num_nodes, 2 * relations)
+
+    @classmethod
+    def from_graph(cls, graph: SamplingGraph, num_types: int) -> "RelationLookup":
+        """The lookup of a typed sampling graph (``graph.relations`` aligned with its neighbour lists, already
+        shifted by ``R`` for out-neighbours), e.g. the disk system's in-buffer graph over buffer rows."""
+        if graph.relations is None:
+            raise ValueError("RelationLookup.from_graph: the graph carries no relation types")
+        rows = torch.repeat_interleave(torch.arange(graph.num_nodes), graph.indptr.diff())
+        return cls(rows, graph.indices, graph.relations, graph.num_nodes, num_types)
 
     def to(self, device: torch.device) -> "RelationLookup":
         """The lookup with its tables on ``device`` (a no-op when they are there)."""
@@ -208,6 +218,18 @@ def build_encoder(spec: ModelSpec, in_dim: int, out_dim: int, store) -> nn.Modul
     return builder(spec, in_dim, out_dim)
 
 
+def relation_modules(model: nn.Module | None) -> list[nn.Module]:
+    """The modules of ``model`` that read relation types (``uses_relations``), e.g. an R-GCN encoder inside a
+    link-prediction model."""
+    return [] if model is None else [m for m in model.modules() if getattr(m, "uses_relations", False)]
+
+
+def attach_lookup(model: nn.Module | None, lookup: RelationLookup | None) -> None:
+    """Give every module of ``model`` that reads relation types the lookup ``lookup``."""
+    for module in relation_modules(model):
+        module.relation_lookup = lookup
+
+
 def attach_relations(encoder: nn.Module, store, direction: str) -> None:
     """Give an encoder that reads relation types (``uses_relations``) the lookup of ``store`` for the sampling
     ``direction``; other encoders are left as they are."""
@@ -215,4 +237,5 @@ def attach_relations(encoder: nn.Module, store, direction: str) -> None:
         encoder.relation_lookup = RelationLookup.from_store(store, direction)
 
 
-__all__ = ["RGCN", "RelationLookup", "attach_relations", "build_encoder", "build_fast_rgcn", "build_rgcn"]
+__all__ = ["RGCN", "RelationLookup", "attach_lookup", "attach_relations", "build_encoder", "build_fast_rgcn",
+           "build_rgcn", "relation_modules"]

@@ -88,13 +88,17 @@ class SamplingGraph:
     """The neighbour lists samplers read: in-memory CSR tensors for one direction (``in``, ``out`` or ``both``).
 
     ``in``: a node's neighbours are the sources of its in-edges (messages flow along edges); ``out``: the
-    destinations of its out-edges; ``both``: the union (concatenated lists).
+    destinations of its out-edges; ``both``: the union (concatenated lists). ``relations``, when given, is the
+    relation type of each entry of ``indices`` (samplers ignore it; relation-aware encoders look types up in it).
     """
 
-    def __init__(self, indptr: torch.Tensor, indices: torch.Tensor):
+    def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, relations: torch.Tensor | None = None):
         self.indptr = indptr.to(torch.int64)
         self.indices = indices.to(torch.int64)
         self.num_nodes = len(indptr) - 1
+        if relations is not None and len(relations) != len(self.indices):
+            raise ValueError(f"relations: {len(relations)} types for {len(self.indices)} neighbours")
+        self.relations = relations.to(torch.int64) if relations is not None else None
 
     @classmethod
     def from_store(cls, store: GraphStore, direction: str = "in") -> "SamplingGraph":

@@ -33,3 +33,13 @@ def one_thread():
 def tiny(tmp_path_factory) -> GraphStore:
     """The synthetic ``tiny`` preset: 300 nodes, 3 relation types, held-out valid/test edges."""
     return generate(PRESETS.get("tiny"), tmp_path_factory.mktemp("lp") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def tiny_directed(tmp_path_factory) -> GraphStore:
+    """``tiny`` as a directed graph: its CSRs hold each edge once, as the disk system's edge buckets do (an
+    undirected store's CSRs hold each edge both ways, its buckets once)."""
+    import dataclasses
+
+    config = dataclasses.replace(PRESETS.get("tiny"), directed=True, name="tiny-directed")
+    return generate(config, tmp_path_factory.mktemp("lp") / "tiny-directed")

@@ -25,6 +25,9 @@ from suite.runner import run_spec
 from systems.disk.embeddings import MANIFEST, EmbeddingStore, crc32
 from systems.disk.link_prediction import EMBEDDINGS_FOLDER, DiskLinkPrediction, EmbeddingBuffer
 from systems.disk.system import DiskSystem
+from systems.models.rgcn import RelationLookup
+from systems.sampling.base import LayerBlock
+from systems.sampling.dense import DenseSampler
 from tests.support.disk import run
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # fixtures one_thread and tiny: tests/systems/conftest.py
@@ -297,3 +300,46 @@ def test_a_killed_run_resumes_to_the_metrics_of_an_uninterrupted_one(tiny, tmp_p
     assert summary["metrics"]["valid_curve"] == reference_summary["metrics"]["valid_curve"]
     replayed = [r for r in read_records(out / spec.run_id) if r["kind"] == "epoch" and r.get("resumed")]
     assert 1 <= len(replayed) < 5
+
+
+def test_rgcn_reads_each_states_relation_types_from_the_buffer(tiny_directed, tmp_path):
+    """R-GCN from disk: in every state the encoder holds that state's lookup, and the relation types it gives the
+    sampled edges (buffer rows) are the store's types of the same edges (node ids); evaluation, over the whole
+    graph in node ids, gets the store's lookup. Then a full run trains. (A directed store: its CSRs, which the
+    store's lookup reads, hold each edge once, as the buckets do.)"""
+    tiny = tiny_directed
+    spec = lp_spec(tiny, BETA, epochs=2, encoder="rgcn", num_layers=1, hidden_dim=16, fanouts=[-1], num_bases=2)
+    system = DiskSystem(spec, tiny, torch.device("cpu"), Recorder(tmp_path / "walk", spec))
+    system.setup()
+    store_lookup = RelationLookup.from_store(system.pstore, "both")
+    encoder = system.task.model.encoder
+    checked = []
+    use_state = system._use_state
+
+    def use_state_and_check(data, edges):  # the epoch's own walk enters each state through _use_state
+        use_state(data, edges)
+        assert encoder.relation_lookup is data.relation_lookup is not None
+        node_row = system.buffer.node_row
+        row_node = torch.full((len(data.graph.indptr) - 1,), -1, dtype=torch.int64)
+        row_node[node_row[node_row >= 0]] = torch.nonzero(node_row >= 0).flatten()
+        roots = system.buffer.resident_rows()[::7]
+        block = DenseSampler(data.graph, [-1]).sample(roots, torch.Generator().manual_seed(0)).blocks[0]
+        by_node = LayerBlock(row_node[block.src_nodes], block.num_dst, block.edge_index, block.dst_start)
+        assert bool((by_node.src_nodes >= 0).all())
+        src, dst = block.edge_index
+        typed = lambda b, lookup: sorted(zip(b.src_nodes[src].tolist(), lookup.edge_types(b).tolist(),  # noqa
+                                             b.src_nodes[dst + b.dst_start].tolist()))
+        in_buffer = [(int(row_node[s]), r, int(row_node[d])) for s, r, d in typed(block, data.relation_lookup)]
+        assert sorted(in_buffer) == typed(by_node, store_lookup)
+        checked.append(len(src))
+
+    system._use_state = use_state_and_check
+    try:
+        system.train_epoch(0)
+        system.evaluate("valid")
+        assert encoder.relation_lookup.num_nodes == system.pstore.num_nodes
+    finally:
+        system.teardown()
+    assert len(checked) > 1 and sum(checked) > 500
+    outcome, _, _ = run(spec, tiny, tmp_path / "run")
+    assert outcome.epochs[-1].loss < outcome.epochs[0].loss and outcome.test_metrics["mrr"] > 0.02

@@ -126,3 +126,53 @@ def test_plan_steps_keep_residents_and_read_into_free_frames():
     tight = plan_steps(plan, np.full(3, -1))  # no spare frame: each swap reuses the evicted frame
     assert all(not step.ahead.any() for step in tight[1:])
     assert all(set(step.frames.tolist()) <= set(step.evicts.tolist()) for step in tight[1:])
+
+
+def test_typed_pieces_by_hand():
+    """The bucket of test_pieces_by_hand with relations 0, 2, 1 of R = 3: in-neighbours keep ``r``, out-neighbours
+    (reverse edges) get ``r + 3``; the assembled graph's relations follow its neighbour lists."""
+    bucket = Bucket(np.array([2, 0, 1]), np.array([0, 2, 1]), np.array([0, 1, 1]))
+    into, out = pieces_of(0, 1, bucket, np.array([3, 2]), "both", relations=3)
+    assert into.types.tolist() == [0, 2, 1]
+    assert out.types.tolist() == [5, 4, 3]  # out-lists in source order: 0 -> 1 (r 2), 1 -> 1 (r 1), 2 -> 0 (r 0)
+    graph = assemble_csr([into, out], {1: 0, 0: 2}, frames=3, max_rows=4, typed=True)
+    types = {r: graph.relations[graph.indptr[r]:graph.indptr[r + 1]].tolist() for r in range(12)}
+    assert types[0] == [0] and types[1] == [2, 1]
+    assert types[8] == [5] and types[9] == [4] and types[10] == [3]
+    with pytest.raises(ValueError, match="relation types"):
+        assemble_csr(pieces_of(0, 1, bucket, np.array([3, 2]), "in"), {1: 0, 0: 2}, 3, 4, typed=True)
+
+
+@pytest.mark.parametrize("direction", ["in", "out", "both"])
+def test_typed_in_buffer_graph_has_the_stores_relation_types(tiny, direction):
+    """Every typed edge of the in-buffer graph, mapped back to node ids, is one of the store's typed training edges
+    (the buckets hold those) between resident partitions, and each of those is there once: a multiset of
+    (node, neighbour, type), ``type + R`` for out-neighbours."""
+    pstore = partitioned_store(tiny, 4, "random", 0)
+    relations = pstore.num_relations
+    assert relations == 3
+    graph = BufferedGraph(pstore, direction, IOCounters(), evict=False, typed=True)
+    offsets = pstore.array("partition_offsets")
+    max_rows = int(np.diff(offsets).max())
+    layout = np.array([3, -1, 0])
+    graph.hold(layout)
+    csr = graph.build(layout, max_rows)
+    frame_rows = np.full(len(layout) * max_rows, -1)
+    for frame, part in enumerate(layout):
+        if part >= 0:
+            size = int(offsets[part + 1] - offsets[part])
+            frame_rows[frame * max_rows:frame * max_rows + size] = np.arange(offsets[part], offsets[part] + size)
+    rows = np.repeat(np.arange(len(csr.indptr) - 1), np.diff(csr.indptr.numpy()))
+    got = sorted(zip(frame_rows[rows].tolist(), frame_rows[csr.indices.numpy()].tolist(), csr.relations.tolist()))
+    resident = np.zeros(pstore.num_nodes, dtype=bool)
+    for part in (3, 0):
+        resident[offsets[part]:offsets[part + 1]] = True
+    src, rel, dst = pstore.edges("train").numpy().T
+    keep = resident[src] & resident[dst]
+    expected = []
+    if direction in ("in", "both"):
+        expected += list(zip(dst[keep].tolist(), src[keep].tolist(), rel[keep].tolist()))
+    if direction in ("out", "both"):
+        expected += list(zip(src[keep].tolist(), dst[keep].tolist(), (rel[keep] + relations).tolist()))
+    assert len(set(rel[keep].tolist())) == 3 and len(expected) > 50 and got == sorted(expected)
+    graph.close()

@@ -128,7 +128,8 @@ def _spec(system: str, encoder: str = "rgcn", **training) -> RunSpec:
         "model": {"encoder": encoder, "num_layers": 1, "hidden_dim": 8, "fanouts": [3], "decoder": "distmult",
                   "embedding_dim": 8, "learnable_embeddings": True, "dropout": 0.0, "num_bases": 2},
         "sampler": {"name": "dense", "direction": "both"},
-        "system": {"name": system, "options": {"num_partitions": 2, "buffer_capacity": 2} if system == "disk"
+        "system": {"name": system, "options": {"policy": "beta", "num_partitions": 3, "buffer_capacity": 2}
+                   if system == "disk"
                    else {}},
         "training": {"task": "link_prediction", "batch_size": 4, "epochs": 2, "optimizer": "adagrad",
                      "learning_rate": 0.1, "negatives": {"num_chunks": 1, "negatives_per_positive": 3},
@@ -137,7 +138,7 @@ def _spec(system: str, encoder: str = "rgcn", **training) -> RunSpec:
     })
 
 
-@pytest.mark.parametrize("system", ["in_memory", "pipelined"])
+@pytest.mark.parametrize("system", ["in_memory", "pipelined", "disk"])
 @pytest.mark.parametrize("encoder", ["rgcn", "rgcn_fast"])
 def test_rgcn_distmult_link_prediction_runs(tmp_path: Path, system: str, encoder: str) -> None:
     store = typed_store(tmp_path / "s", features=False)
@@ -150,12 +151,6 @@ def test_rgcn_distmult_link_prediction_runs(tmp_path: Path, system: str, encoder
     assert len(outcome.epochs) == 2 and all(np.isfinite(e.loss) for e in outcome.epochs)
     assert 0.0 < outcome.test_metrics["filtered_mrr"] <= 1.0
     assert 0.0 <= outcome.test_metrics["self_rank_fraction"] <= 1.0
-
-
-def test_disk_system_refuses_relation_types(tmp_path: Path) -> None:
-    store = typed_store(tmp_path / "s", features=False)
-    with pytest.raises(ConfigError, match="model.encoder: rgcn reads relation types"):
-        SYSTEMS.get("disk")(_spec("disk"), store, torch.device("cpu"), Recorder(tmp_path / "r", _spec("disk")))
 
 
 def test_rgcn_node_classification_runs(tmp_path: Path) -> None:
