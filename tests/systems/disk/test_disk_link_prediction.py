@@ -272,7 +272,7 @@ def _final(run_dir: Path) -> tuple[dict, list[float]]:
 @pytest.mark.parametrize("after_generation", [1, 3])
 def test_a_killed_run_resumes_to_the_metrics_of_an_uninterrupted_one(tiny, tmp_path, after_generation):
     spec = lp_spec(tiny, BETA, epochs=5)
-    reference = run_spec(spec, tmp_path / "reference")
+    run_spec(spec, tmp_path / "reference")
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(spec.to_yaml())
     out = tmp_path / "killed"
