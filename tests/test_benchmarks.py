@@ -125,7 +125,7 @@ def test_disk_graph_benchmarks_run():
     from benchmarks import bench_disk_graph
 
     cls = bench_disk_graph.InBufferCsr
-    assert cls.param_names == ["capacity", "direction"]
+    assert cls.param_names == ["capacity", "direction", "typed"]
     cache = bench_disk_graph.make_buckets(num_nodes=2_000, avg_degree=5)
     for params in itertools.product(*cls.params):
         assert run_benchmark(cls, cache, params)["track_edges_per_s"] > 0
