@@ -51,8 +51,10 @@ def execute(name: str, workdir: Path, **parameters: Any) -> tuple[Any, dict[str,
     errors = [output for cell in notebook.cells for output in cell.get("outputs", [])
               if output.get("output_type") == "error"]
     assert not errors, errors
-    lines = [line for output in notebook.cells[-1].get("outputs", []) if output.get("output_type") == "stream"
-             for line in output["text"].splitlines() if line.startswith("SUMMARY ")]
+    # a long line can come back in several stream outputs (the kernel flushes stdout as it goes): join them first
+    printed = "".join(output["text"] for output in notebook.cells[-1].get("outputs", [])
+                      if output.get("output_type") == "stream" and output.get("name") == "stdout")
+    lines = [line for line in printed.splitlines() if line.startswith("SUMMARY ")]
     assert len(lines) == 1, notebook.cells[-1].get("outputs")
     return notebook, json.loads(lines[0].removeprefix("SUMMARY "))
 

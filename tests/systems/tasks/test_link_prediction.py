@@ -337,8 +337,14 @@ def test_pipelined_parallel_compute_workers_train(tiny, baseline, tmp_path) -> N
     assert len(batches) == 14 * 12 and system.task.optimizer_steps == 14 * 12
     assert sorted(r["version_applied"] for r in batches) == list(range(14 * 12))
     assert {r["compute_worker"] for r in batches} == {"compute-0", "compute-1"}
-    # out of admission order, a batch overtaken by others can miss more updates than the bound (in_order_compute)
-    assert all(0 <= r["embedding_staleness"] < 2 * 4 for r in batches)
+    # out of admission order the bound is no guarantee (in_order_compute makes it one): a batch misses the updates
+    # of at most 3 batches in flight when it was admitted, plus those of the later batches that overtook it
+    for epoch in {r["epoch"] for r in batches}:
+        steps = {r["index"]: r["version_applied"] for r in batches if r["epoch"] == epoch}
+        for r in (r for r in batches if r["epoch"] == epoch):
+            overtaken_by = sum(1 for index, applied in steps.items()
+                               if index > r["index"] and applied < r["version_applied"])
+            assert 0 <= r["embedding_staleness"] <= 4 - 1 + overtaken_by, (r["index"], overtaken_by)
     assert abs(outcome.test_metrics["filtered_mrr"] - baseline.test_metrics["filtered_mrr"]) < 0.02
 
 
