@@ -12,7 +12,8 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import importlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import Generic, TypeVar
 
 from suite.errors import ConfigError
@@ -21,15 +22,24 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """A name -> object map with decorator registration and one-line errors for unknown names.
+    """A name -> object map with one-line errors for unknown names, filled eagerly or lazily.
+
+    Eager: ``register(name, obj)`` (or as a decorator). Lazy: ``declare(name, "package.module:attribute")`` or a
+    whole table with ``declare_table``; the module is imported the first time ``get(name)`` asks for it, so that
+    knowing a name (``names()``, ``in``) imports nothing.
 
     Args:
         kind: what the registry holds (``"system"``, ``"preset"``...), used in error messages.
+        table: lazy entries ``{name: "module:attribute"}`` to declare at construction.
     """
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, table: Mapping[str, str] | None = None):
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._targets: dict[str, str] = {}
+        self._order: list[str] = []
+        if table:
+            self.declare_table(table)
 
     def register(self, name: str, item: T | None = None) -> Callable[[T], T] | T:
         """Register ``item`` under ``name``; without ``item``, return a decorator that does."""
@@ -43,35 +53,67 @@ class Registry(Generic[T]):
 
         return decorator
 
-    def _add(self, name: str, item: T) -> None:
-        if name in self._items:
+    def declare(self, name: str, target: str) -> None:
+        """Declare ``name`` as the attribute ``target`` (``"package.module:attribute"``), imported on first use."""
+        module, _, attribute = target.partition(":")
+        if not module or not attribute:
+            raise ValueError(f"{self.kind} {name!r}: target {target!r} is not 'package.module:attribute'")
+        self._check_new(name)
+        self._targets[name] = target
+        self._order.append(name)
+
+    def declare_table(self, table: Mapping[str, str]) -> None:
+        """Declare every ``name: target`` of ``table`` (see :meth:`declare`)."""
+        for name, target in table.items():
+            self.declare(name, target)
+
+    def _check_new(self, name: str) -> None:
+        if name in self._items or name in self._targets:
             raise ValueError(f"{self.kind} {name!r} is already registered")
+
+    def _add(self, name: str, item: T) -> None:
+        self._check_new(name)
         self._items[name] = item
+        self._order.append(name)
+
+    def target(self, name: str) -> str | None:
+        """Where a lazily declared ``name`` lives (``"module:attribute"``); None for an eager registration."""
+        return self._targets.get(name)
 
     def get(self, name: str) -> T:
-        """The object registered as ``name``; raises :class:`ConfigError` naming the known ones."""
-        try:
+        """The object registered as ``name`` (importing its module if it was declared lazily); raises
+        :class:`ConfigError` naming the known ones."""
+        if name in self._items:
             return self._items[name]
-        except KeyError:
-            known = ", ".join(sorted(self._items)) or "none"
-            raise ConfigError(f"unknown {self.kind} {name!r} (known: {known})") from None
+        if name in self._targets:
+            return self._resolve(name)
+        known = ", ".join(self.names()) or "none"
+        raise ConfigError(f"unknown {self.kind} {name!r} (known: {known})")
+
+    def _resolve(self, name: str) -> T:
+        module, _, attribute = self._targets[name].partition(":")
+        item = importlib.import_module(module)
+        for part in attribute.split("."):
+            item = getattr(item, part)
+        self._items[name] = item
+        return item
 
     def in_order(self) -> list[T]:
-        """The registered objects in registration order."""
-        return list(self._items.values())
+        """The registered objects in registration (declaration) order; imports what is still lazy."""
+        return [self.get(name) for name in self._order]
 
     def names(self) -> list[str]:
-        """Registered names, sorted."""
-        return sorted(self._items)
+        """Registered names, sorted (imports nothing)."""
+        return sorted(self._order)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items
+        return name in self._items or name in self._targets
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._order)
 
 
 # The suite's plugin registries. Plugins register themselves when their module is imported; importing
