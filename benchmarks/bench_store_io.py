@@ -9,7 +9,7 @@
   partition once first, so the timed read is a copy from the page cache. ``track_read_mb_per_s`` reports the
   bandwidth of one such read (MB = 10**6 bytes). On a filesystem without a page cache to evict (tmpfs) both
   give memory bandwidth.
-- :class:`StoreOpen`: :meth:`suite.graph.GraphStore.open` (parses ``metadata.json``, checks every file's size
+- :class:`StoreOpen`: :meth:`suite.data.GraphStore.open` (parses ``metadata.json``, checks every file's size
   and ``.npy`` header, maps nothing eagerly) and ``verify()`` (re-reads every file and recomputes its checksum)
   on a generated store of :data:`STORE_GRAPH`.
 """
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from suite.graph import GraphStore
-from suite.graph.synthetic import SyntheticConfig, generate
+from suite.data import GraphStore
+from suite.data.synthetic import SyntheticConfig, generate
 from suite.io import evict_page_cache, pread_into, pwrite_all
 
 PARTITION_MIB = (1, 8, 32)

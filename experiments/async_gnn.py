@@ -75,7 +75,7 @@ def run_accuracy(names: Sequence[str], staleness: Sequence[int], seeds: Sequence
     """Train every (dataset, s, seed); one row each."""
     from suite.config import DatasetSpec
     from suite.datasets import open_dataset
-    from suite.graph.pyg import to_pyg_data
+    from suite.data.pyg_export import to_pyg_data
 
     rows = []
     for name in names:

@@ -269,7 +269,7 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
             ignore_index=True)
     disk_runs = recorded[recorded["system"] == "disk"]
     if len(disk_runs):
-        from suite.graph import GraphStore
+        from suite.data import GraphStore
 
         store = GraphStore.open(_store_path(disk_runs.iloc[0]))
         result["features_bytes"] = store.metadata["files"]["features"]["bytes"]

@@ -36,7 +36,7 @@ ARXIV_SIZES = {"n": 169343, "m": 1166243, "k": 128, "L": 3, "d": 13155}
 
 def reference_sizes(data_dir: Path) -> dict:
     """n, m, d of the cached arxiv-like store (k = 128, L = 3), or ogbn-arxiv's sizes without it."""
-    from suite.graph.store import GraphStore
+    from suite.data.store import GraphStore
 
     for path in sorted(data_dir.glob("arxiv-like-*")):
         if (path / "metadata.json").exists():

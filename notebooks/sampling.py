@@ -50,7 +50,7 @@ from IPython.display import display
 
 import suite.plugins  # noqa: F401  (registers the samplers)
 from experiments.sampling import dense_stats, naive_stats
-from suite.graph.synthetic import SyntheticConfig, generate
+from suite.data.synthetic import SyntheticConfig, generate
 from suite.registry import SAMPLERS
 from systems.sampling.base import SamplingGraph
 

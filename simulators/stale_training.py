@@ -170,7 +170,7 @@ def train_stale(data: Any, config: StaleTrainingConfig) -> dict[str, Any]:
     """Train a GCN with a staleness bound on a PyG ``Data`` (``x``, ``y``, ``edge_index``, split masks).
 
     Args:
-        data: the graph (``suite.graph.pyg.to_pyg_data``).
+        data: the graph (``suite.data.pyg_export.to_pyg_data``).
         config: the run.
 
     Returns:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from suite.config import RunSpec
-    from suite.graph import GraphStore
+    from suite.data import GraphStore
     from suite.model import TrainedModel
 
 from suite.version import __version__
@@ -182,7 +182,7 @@ def open_dataset(dataset: Any, **fields: Any) -> "GraphStore":
     """
     from suite.config import DatasetSpec, spec_from_dict
     from suite.datasets import open_dataset as _open_dataset
-    from suite.graph import GraphStore
+    from suite.data import GraphStore
 
     if isinstance(dataset, DatasetSpec):
         return _open_dataset(dataset)
@@ -210,5 +210,28 @@ def load_model(run_dir: str | os.PathLike, which: str = "last", *, device: str =
     return _load_model(run_dir, which, device=device, overrides=overrides)
 
 
-__all__ = ["Run", "__version__", "load_batches", "load_epochs", "load_evals", "load_model", "load_runs",
+def import_marius(path: str | os.PathLike, out: str | os.PathLike, *, dataset: str | None = None,
+                  root: str | None = None, overwrite: bool = False) -> "RunSpec":
+    """Translate the Marius config ``path`` into the run spec ``out`` (YAML, validated, written atomically);
+    ``gnnsuite import-marius``. The translation itself is :func:`suite.data.marius.translate`.
+
+    Returns:
+        The validated :class:`~suite.config.RunSpec`.
+    """
+    from suite.config import read_yaml, spec_from_dict
+    from suite.data.marius import translate
+    from suite.errors import ConfigError
+    from suite.io import atomic_write_bytes
+
+    path, out = Path(path), Path(out)
+    if out.exists() and not overwrite:
+        raise ConfigError(f"{out}: exists (use --overwrite)")
+    data = translate(read_yaml(path), str(path), dataset, root)
+    spec = spec_from_dict(data, source=f"{path} (translated)")
+    header = f"# Translated from the Marius config {path} by gnnsuite import-marius (see docs/datasets.md).\n"
+    atomic_write_bytes(out, (header + spec.to_yaml()).encode())
+    return spec
+
+
+__all__ = ["Run", "__version__", "import_marius", "load_batches", "load_epochs", "load_evals", "load_model", "load_runs",
            "open_dataset", "run", "run_grid"]

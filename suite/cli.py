@@ -45,7 +45,7 @@ def _synthetic_overrides(args: argparse.Namespace, fields: Sequence[dataclasses.
 
 def _add_synthetic_options(parser: argparse.ArgumentParser) -> Sequence[dataclasses.Field]:
     """One ``--field-name`` option per SyntheticConfig field, so every generator parameter is settable."""
-    from suite.graph.synthetic import SyntheticConfig, parse_field_value
+    from suite.data.synthetic import SyntheticConfig, parse_field_value
 
     fields = [f for f in dataclasses.fields(SyntheticConfig) if f.name != "name"]
     group = parser.add_argument_group("generator parameters (override the preset)")
@@ -57,7 +57,7 @@ def _add_synthetic_options(parser: argparse.ArgumentParser) -> Sequence[dataclas
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from suite.graph.synthetic import PRESETS, SyntheticConfig, generate
+    from suite.data.synthetic import PRESETS, SyntheticConfig, generate
 
     config = PRESETS.get(args.preset)
     overrides = _synthetic_overrides(args, dataclasses.fields(SyntheticConfig))
@@ -73,7 +73,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_prepare(args: argparse.Namespace) -> int:
-    from suite.graph.loaders import prepare
+    from suite.data.loaders import prepare
 
     name = args.dataset_name or args.name
     out = Path(args.out) if args.out else Path("data") / name
@@ -89,7 +89,7 @@ def _column(text: str | None) -> str | int | None:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from suite.graph.loaders.edgelist import EdgeListFormat, import_edge_list, parse_fractions
+    from suite.data.loaders.edgelist import EdgeListFormat, import_edge_list, parse_fractions
 
     fmt = EdgeListFormat(source=_column(args.source), destination=_column(args.destination),
                          relation=_column(args.relation), weight=_column(args.weight), header=args.header,
@@ -108,7 +108,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from suite.graph.store import GraphStore
+    from suite.data.store import GraphStore
 
     started = time.perf_counter()
     store = GraphStore.open(args.store)
@@ -125,8 +125,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_partition(args: argparse.Namespace) -> int:
-    from suite.graph.partition import partition_store
-    from suite.graph.store import GraphStore
+    from suite.data.partition import partition_store
+    from suite.data.store import GraphStore
 
     store = GraphStore.open(args.store)
     out = Path(args.out) if args.out else Path(args.store).with_name(
@@ -147,9 +147,9 @@ def _add_common(parser: argparse.ArgumentParser, *, writes: bool) -> None:
 
 
 def _datasets_parser(commands: argparse._SubParsersAction) -> None:
-    from suite.graph.loaders import LOADERS
-    from suite.graph.partition import ORDERINGS
-    from suite.graph.synthetic import PRESETS
+    from suite.data.loaders import LOADERS
+    from suite.data.partition import ORDERINGS
+    from suite.data.synthetic import PRESETS
 
     datasets = commands.add_parser("datasets", help="generate, prepare, inspect and partition graph stores")
     sub = datasets.add_subparsers(dest="datasets_command", required=True, metavar="COMMAND")
@@ -461,7 +461,7 @@ def _models_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _cmd_import_marius(args: argparse.Namespace) -> int:
-    from suite.marius import import_marius
+    from suite import import_marius
 
     spec = import_marius(args.config, args.out, dataset=args.dataset, root=args.root, overwrite=args.overwrite)
     print(f"wrote {args.out}: {spec.training.task}, {spec.model.encoder}"

@@ -320,7 +320,7 @@ def dataset_identity(dataset: DatasetSpec) -> dict[str, Any]:
         try:
             import dataclasses
 
-            from suite.graph.synthetic import PRESETS
+            from suite.data.synthetic import PRESETS
 
             config = dataclasses.replace(PRESETS.get(dataset.preset or "tiny"), **dataset.params)
             identity.update(preset=dataset.preset or "tiny", params=json.loads(json.dumps(

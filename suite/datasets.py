@@ -1,11 +1,11 @@
-"""Resolve a run spec's ``dataset`` section to an opened :class:`~suite.graph.GraphStore`.
+"""Resolve a run spec's ``dataset`` section to an opened :class:`~suite.data.GraphStore`.
 
 Registered dataset names (``DATASETS``):
 
 - ``synthetic``: a generator preset (``preset``) with parameter overrides (``params``), generated once into
   ``cache_dir/<preset>-<hash of the generator config>`` and reused;
 - ``store``: an existing store folder given as ``root``;
-- every raw-data loader of :mod:`suite.graph.loaders` (``cora``, ``fb15k237``, ``ogbn-arxiv``...): prepared once
+- every raw-data loader of :mod:`suite.data.loaders` (``cora``, ``fb15k237``, ``ogbn-arxiv``...): prepared once
   from ``root`` into ``cache_dir/<name>-<hash of root>`` and reused.
 
 Preparation waits for and holds a lock on the cache entry (removed afterwards), so concurrent runs of a grid
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from suite.config import DatasetSpec
 from suite.errors import ConfigError, DataError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.io import exclusive_lock
 from suite.registry import DATASETS
 
@@ -83,7 +83,7 @@ _cached = cached_store
 @DATASETS.register("synthetic")
 def synthetic_dataset(spec: DatasetSpec, progress: bool = False) -> GraphStore:
     """Generate (once) and open the synthetic graph of ``spec.preset`` with ``spec.params`` overrides."""
-    from suite.graph.synthetic import PRESETS, generate
+    from suite.data.synthetic import PRESETS, generate
 
     preset = spec.preset or "tiny"
     try:
@@ -114,7 +114,7 @@ def existing_store(spec: DatasetSpec, progress: bool = False) -> GraphStore:
 
 def _loader_dataset(name: str) -> Callable[[DatasetSpec, bool], GraphStore]:
     def resolve(spec: DatasetSpec, progress: bool = False) -> GraphStore:
-        from suite.graph.loaders import prepare
+        from suite.data.loaders import prepare
 
         if spec.root is None:
             raise ConfigError(f"dataset.root: required for dataset {name!r} (the folder of its raw files)")
@@ -132,7 +132,7 @@ def _loader_dataset(name: str) -> Callable[[DatasetSpec, bool], GraphStore]:
 
 
 def _register_loaders() -> None:
-    from suite.graph.loaders import LOADERS
+    from suite.data.loaders import LOADERS
 
     for name in LOADERS.names():
         if name not in DATASETS:

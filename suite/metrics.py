@@ -44,7 +44,7 @@ class StageTimer:
 
 def accuracy(logits_or_predictions: torch.Tensor, labels: torch.Tensor) -> float:
     """Fraction of correct predictions through the OGB node-property Evaluator (multiclass accuracy)."""
-    from suite.graph.loaders.ogb import import_ogb
+    from suite.data.loaders.ogb import import_ogb
 
     Evaluator = import_ogb().nodeproppred.Evaluator
     predictions = logits_or_predictions
@@ -118,7 +118,7 @@ def ogb_ranking_metrics(positive: torch.Tensor, negative: torch.Tensor, prefix: 
         negative: ``(B, K)`` scores of their negatives (``-inf`` for filtered-out candidates).
         prefix: prepended to every key.
     """
-    from suite.graph.loaders.ogb import import_ogb
+    from suite.data.loaders.ogb import import_ogb
 
     if positive.numel() == 0:
         return ranking_metrics(torch.empty(0), prefix=prefix)

@@ -18,7 +18,7 @@ import torch
 
 from suite.config import RunSpec
 from suite.errors import ConfigError, DivergedError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
 from suite.recorder import Recorder, completed_run, read_summary

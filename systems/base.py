@@ -1,7 +1,7 @@
 """The System contract: ``run()`` is a template calling ``setup`` / ``train_epoch`` / ``evaluate`` / ``teardown``.
 
 A system is registered by name (``@SYSTEMS.register("in_memory")``) and constructed by the runner with the run's
-spec, the opened :class:`~suite.graph.GraphStore`, the torch device and the :class:`~suite.recorder.Recorder`.
+spec, the opened :class:`~suite.data.GraphStore`, the torch device and the :class:`~suite.recorder.Recorder`.
 It returns plain measurements; the runner turns them into ``summary.json`` (throughput, utilization, cost,
 provenance), so every system is summarized the same way.
 
@@ -32,7 +32,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from suite.config import RunSpec
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.metrics import StageTimer
 from suite.recorder import Recorder
 from suite.load import LoadMonitor, MachineLoad

@@ -15,7 +15,7 @@ from pydantic import ConfigDict
 
 from suite.config import RunSpec, validate_system_options
 from suite.errors import ConfigError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.metrics import StageTimer
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS, TASKS

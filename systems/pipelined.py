@@ -51,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from suite.config import RunSpec, validate_system_options
 from suite.errors import ConfigError
 from suite.metrics import GpuUtilizationSampler
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS
 from systems.base import EpochStats, SystemOptions

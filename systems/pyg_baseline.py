@@ -39,7 +39,7 @@ from torch.nn import functional as F
 
 from suite.config import RunSpec
 from suite.errors import ConfigError, DataError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.metrics import StageTimer, accuracy
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS

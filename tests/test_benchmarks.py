@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import bench_sampling
-from suite.graph.synthetic import PRESETS
+from suite.data.synthetic import PRESETS
 
 
 @pytest.fixture(scope="module")

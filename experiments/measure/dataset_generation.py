@@ -5,12 +5,12 @@ Usage::
     python experiments/measure/dataset_generation.py [SPEC ...] [--workdir /tmp/gnnsuite-gen] [--repeats 1]
         [--csv out/results/dataset_generation.csv] [--append] [--keep] [--verify]
 
-Each SPEC is ``PRESET[,field=value...]`` (see :func:`suite.graph.synthetic.config_from_spec`), e.g.
+Each SPEC is ``PRESET[,field=value...]`` (see :func:`suite.data.synthetic.config_from_spec`), e.g.
 ``livejournal-like`` or ``arxiv-like,num_nodes=1000000,avg_degree=20``. Every run generates the store in a fresh
 child process (so imports and earlier runs do not pollute the numbers) under ``--workdir``, which should be
 outside the repository; the parent reads the child's own peak resident set size from ``os.wait4`` (the kernel's
 ``ru_maxrss`` of that child alone, not the maximum over all children). ``gen_s`` is the time of
-:func:`~suite.graph.synthetic.generate` inside the child (what a user waits for, minus interpreter start-up);
+:func:`~suite.data.synthetic.generate` inside the child (what a user waits for, minus interpreter start-up);
 ``process_s`` is the whole child. Stores are deleted after measuring unless ``--keep``. The table is printed and
 written atomically as CSV.
 """
@@ -38,7 +38,7 @@ DEFAULT_CSV = RESULTS / "dataset_generation.csv"
 
 _CHILD = r"""
 import json, sys, time
-from suite.graph.synthetic import config_from_spec, generate
+from suite.data.synthetic import config_from_spec, generate
 config = config_from_spec(sys.argv[1])
 sizes = {k: int(v) for k, v in json.loads(sys.argv[4]).items() if v}
 started = time.perf_counter()
@@ -83,7 +83,7 @@ def run_child(spec: str, out: Path, verify: bool, sizes: dict[str, int]) -> dict
 def measure(spec: str, workdir: Path, repeats: int, keep: bool, verify: bool,
             sizes: dict[str, int]) -> dict:
     """Median numbers of ``repeats`` generations of ``spec``; ``sizes`` are chunk size arguments of
-    :func:`~suite.graph.synthetic.generate`."""
+    :func:`~suite.data.synthetic.generate`."""
     from suite.load import LoadMonitor, load_columns
 
     out = workdir / spec.split(",")[0]
@@ -138,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
 
-    from suite.graph import csr, synthetic
-    from suite.graph.synthetic import config_from_spec
+    from suite.data import csr, synthetic
+    from suite.data.synthetic import config_from_spec
     from suite.io import strict_json_dumps
 
     sizes = {"chunk_edges": args.chunk_edges or csr.DEFAULT_CHUNK_EDGES,

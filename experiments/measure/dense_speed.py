@@ -7,7 +7,7 @@ Usage::
         [--layers-spec livejournal-like] [--layers-roots 10000] [--layers-fanout 20] [--max-layers 5]
         [--backends auto torch] [--repeats 15] [--layer-repeats 5] [--warmup 2] [--replace] [--seed 0]
 
-Graphs are synthetic stores (``PRESET[,field=value...]``, see :func:`suite.graph.synthetic.config_from_spec`),
+Graphs are synthetic stores (``PRESET[,field=value...]``, see :func:`suite.data.synthetic.config_from_spec`),
 generated under ``--workdir`` (outside the repository) on first use and reused afterwards.
 
 Part ``gather`` (the papers setting): ``--gather-roots`` uniformly random roots, fanouts ``15, 10, 5``, incoming
@@ -37,8 +37,8 @@ from pathlib import Path
 import torch
 
 
-from suite.graph import GraphStore
-from suite.graph.synthetic import config_from_spec, generate
+from suite.data import GraphStore
+from suite.data.synthetic import config_from_spec, generate
 from systems.sampling import DenseSampler, NaiveSampler, SamplingGraph
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 _PROBE = r"""
 import json, sys, time, psutil
-from suite.graph import GraphStore
+from suite.data import GraphStore
 process = psutil.Process()
 rss_before = process.memory_info().rss
 started = time.perf_counter()

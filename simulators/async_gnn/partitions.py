@@ -85,7 +85,7 @@ def build_partitions(spec: AsyncSpec) -> PartitionedGraph:
     if isinstance(spec.graph, UniformGraphSpec):
         return uniform_partitions(spec.graph)
     from suite.datasets import open_dataset
-    from suite.graph.pyg import to_pyg_data
+    from suite.data.pyg_export import to_pyg_data
 
     data = to_pyg_data(open_dataset(spec.graph.dataset))
     return partition_graph(data.edge_index.numpy(), int(data.num_nodes), spec.graph.num_partitions,

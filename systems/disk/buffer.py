@@ -1,6 +1,6 @@
 """The partition buffer: preallocated frames in memory, filled with whole partitions by positional reads.
 
-A partitioned store (:mod:`suite.graph.partition`) keeps every node array partition-contiguous: partition ``i``
+A partitioned store (:mod:`suite.data.partition`) keeps every node array partition-contiguous: partition ``i``
 is rows ``partition_offsets[i]:partition_offsets[i+1]``. :class:`PartitionArray` reads such a row range of a
 ``.npy`` file with one large positional read (:func:`suite.io.pread_into`, looping on short reads) straight into a
 buffer slot, then drops the range from the page cache (``evict=True``) so that the next read of it comes from the

@@ -1,7 +1,7 @@
 """The in-buffer graph: edge buckets held while both their partitions are resident, and their CSR over buffer rows.
 
 A partitioned store keeps every bucket ``(i, j)`` (edges from partition ``i`` to partition ``j``) sorted by
-destination (:mod:`suite.graph.partition`, layout version 2). Reading a bucket once gives a *piece* of the
+destination (:mod:`suite.data.partition`, layout version 2). Reading a bucket once gives a *piece* of the
 in-buffer CSR: for direction ``in``, the rows of partition ``j`` with, per row, its neighbours in partition ``i``
 (the bucket's sources, already in row order); for ``out`` the bucket is put in source order once, by a counting
 sort. The CSR of a buffer state is assembled from the pieces of the held buckets (:func:`assemble_csr`): row
@@ -28,8 +28,8 @@ import numba
 import numpy as np
 import torch
 
-from suite.graph import GraphStore
-from suite.graph.partition import bucket_checksums, check_bucket_crc
+from suite.data import GraphStore
+from suite.data.partition import bucket_checksums, check_bucket_crc
 from suite.io import IOCounters
 from systems.disk.buffer import PartitionArray
 from systems.sampling.base import SamplingGraph

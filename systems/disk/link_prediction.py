@@ -38,7 +38,7 @@ import torch
 
 from suite.config import RunSpec
 from suite.errors import ConfigError, DataError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.io import evict_page_cache, process_io_bytes
 from suite.metrics import StageTimer
 from suite.recorder import Recorder

@@ -43,7 +43,7 @@ from pydantic import Field, field_validator, model_validator
 
 from suite.config import RunSpec, validate_system_options
 from suite.errors import ConfigError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.io import IOCounters
 from suite.recorder import Recorder
 from suite.registry import POLICIES, SYSTEMS, Registry
@@ -120,7 +120,7 @@ def partitioned_store(store: GraphStore, num_partitions: int, order: str, seed: 
     """The store partitioned into ``num_partitions`` (cached next to it, created once, atomically: runs needing it
     at once wait for one build; a cached store of an older layout version is rebuilt)."""
     from suite.datasets import cache_lock, cached_store
-    from suite.graph.partition import LAYOUT_VERSION, partition_store
+    from suite.data.partition import LAYOUT_VERSION, partition_store
 
     path = partitioned_store_path(store, num_partitions, order, seed)
     build = lambda out, overwrite=False: partition_store(store, out, num_partitions, order=order,  # noqa: E731

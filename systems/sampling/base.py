@@ -21,7 +21,7 @@ from typing import Protocol
 import torch
 
 from suite.config import ALL_NEIGHBOURS
-from suite.graph import CSR, GraphStore
+from suite.data import CSR, GraphStore
 
 
 @dataclass(frozen=True)

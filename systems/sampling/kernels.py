@@ -29,7 +29,7 @@ samplers alike (fresh pages cost more to fault in than to sample into, and the c
 memory state).
 
 **Bounds.** The kernels do not check indices (``boundscheck=False``): every id they see was checked when its store
-was opened for the run (:mod:`suite.graph.checks`), and roots by the samplers' callers. In the debug mode that the
+was opened for the run (:mod:`suite.data.store_checks`), and roots by the samplers' callers. In the debug mode that the
 tests turn on (environment variable ``GNNSUITE_KERNEL_BOUNDSCHECK=1``, read at import: :data:`BOUNDSCHECK`) they
 are compiled with numba's ``boundscheck=True`` and raise ``IndexError`` instead of reading or writing out of
 bounds; that build is cached in its own folder (numba's cache key ignores the flag).

@@ -21,7 +21,7 @@ import torch
 
 from suite.config import RunSpec
 from suite.errors import DivergedError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from systems.batch import Batch
 
 

@@ -85,7 +85,7 @@ class Inputs:
     """Builds each case's inputs under ``base`` from a few templates made once."""
 
     def __init__(self, base: Path):
-        from suite.graph.synthetic import PRESETS, generate
+        from suite.data.synthetic import PRESETS, generate
 
         self.base = base
         self.templates = base / "_templates"
@@ -353,7 +353,7 @@ def build_cases(inputs: Inputs) -> list[Case]:  # noqa: C901, PLR0915 - one flat
                                  "--quiet"], "taken: output already exists")
 
     # ---- 6. the disk system (issue items 4 and 5)
-    from suite.graph import GraphStore
+    from suite.data import GraphStore
     from systems.disk.system import partitioned_store
 
     disk = {"system": {"name": "disk", "device": "cpu",

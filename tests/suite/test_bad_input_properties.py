@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from suite.cli import main
 from suite.config import spec_from_dict
 from suite.errors import SuiteError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.recorder import read_summary
 
 EXAMPLES = {"stores": 100, "raw": 150, "specs": 150}
@@ -56,7 +56,7 @@ def examples(kind: str) -> settings:
 def templates(tmp_path_factory) -> dict[str, Path]:
     """A small valid store (every kind of file: CSRs, relations, features, labels, node and edge splits) and a
     valid OpenKE folder."""
-    from suite.graph.synthetic import PRESETS, generate
+    from suite.data.synthetic import PRESETS, generate
 
     root = tmp_path_factory.mktemp("templates")
     store = generate(dataclasses.replace(PRESETS.get("tiny"), num_nodes=60), root / "store").path

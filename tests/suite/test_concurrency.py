@@ -16,7 +16,7 @@ import yaml
 from suite.cli import main
 from suite.config import load_spec
 from suite.datasets import open_dataset
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.recorder import read_records, read_summary
 from suite.results import load_epochs
 from tests.support.paths import REPO_ROOT

@@ -103,7 +103,7 @@ def test_run_id_comes_from_the_data_not_from_how_its_paths_are_written(tmp_path,
     assert relative.run_id == absolute.run_id == dotted.run_id
     assert relative.legacy_run_id != absolute.legacy_run_id  # folders recorded before: hashed as written
 
-    from suite.graph.synthetic import PRESETS, generate
+    from suite.data.synthetic import PRESETS, generate
 
     generate(PRESETS.get("tiny"), tmp_path / "store-a")
     import shutil

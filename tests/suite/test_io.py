@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from suite.errors import DataError, LockedError
-from suite.graph.npy import NpyAppender, read_npy_header
+from suite.data.npy import NpyAppender, read_npy_header
 from suite.io import (
     atomic_write_json,
     exclusive_lock,

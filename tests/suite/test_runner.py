@@ -96,7 +96,7 @@ def _store_with(tmp_path, **arrays):
     import numpy as np
 
     from suite.datasets import open_dataset
-    from suite.graph import GraphStore, create_store
+    from suite.data import GraphStore, create_store
 
     source = open_dataset(_spec(tmp_path).dataset)
     with create_store(tmp_path / "store") as writer:

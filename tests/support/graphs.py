@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from suite.graph import GraphStore, create_store
-from suite.graph.csr import EdgeChunk, write_csrs
+from suite.data import GraphStore, create_store
+from suite.data.csr import EdgeChunk, write_csrs
 from systems.sampling import SamplingGraph
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.config import RunSpec
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.recorder import Recorder
 from systems.base import RunOutcome
 from systems.in_memory import InMemorySystem

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from suite.graph import create_store
-from suite.graph.csr import EdgeChunk, write_csrs
-from suite.graph.store import GraphStore
+from suite.data import create_store
+from suite.data.csr import EdgeChunk, write_csrs
+from suite.data.store import GraphStore
 from systems.sampling import SamplingGraph
 from systems.sampling.base import LayerBlock, SampledSubgraph
 from tests.support.graphs import graph_from_lists

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from suite.config import RunSpec
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS
 from systems.base import RunOutcome

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from suite.graph import GraphStore
-from suite.graph.synthetic import PRESETS, generate
+from suite.data import GraphStore
+from suite.data.synthetic import PRESETS, generate
 from tests.support.graphs import planted_partition, write_node_store
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from suite.config import RunSpec
 from suite.errors import ConfigError, DataError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.recorder import read_records
 from suite.registry import SYSTEMS
 from systems.in_memory import InMemorySystem
@@ -107,8 +107,8 @@ def test_link_prediction_needs_edge_splits(easy_store, tmp_path):
 
 
 def test_store_without_labels_rejected(tmp_path):
-    from suite.graph import create_store
-    from suite.graph.csr import EdgeChunk, write_csrs
+    from suite.data import create_store
+    from suite.data.csr import EdgeChunk, write_csrs
 
     with create_store(tmp_path / "bare") as writer:
         edges = write_csrs(writer, [EdgeChunk(np.array([0, 1]), np.array([1, 0]))], 2)
@@ -131,7 +131,7 @@ CORA_SETTINGS = {
 @pytest.fixture(scope="module")
 def cora_store(shared_datasets, tmp_path_factory) -> GraphStore:
     """Cora (public split, undirected) from the raw Planetoid files, through the suite's loader."""
-    from suite.graph.loaders import prepare
+    from suite.data.loaders import prepare
 
     return prepare("cora", shared_datasets / "planetoid", tmp_path_factory.mktemp("cora") / "store")
 

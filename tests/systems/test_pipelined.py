@@ -12,7 +12,7 @@ import torch
 
 from suite.config import RunSpec, spec_from_dict
 from suite.errors import ConfigError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.recorder import Recorder, read_records
 from suite.registry import SYSTEMS
 from systems.base import RunOutcome

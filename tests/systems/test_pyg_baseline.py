@@ -16,7 +16,7 @@ import torch
 
 from suite.config import RunSpec, validate_system_options
 from suite.errors import ConfigError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.recorder import Recorder, read_records
 from suite.registry import SYSTEMS
 from systems import pyg_baseline
@@ -132,7 +132,7 @@ CORA_SETTINGS = {  # the in-memory system's Cora settings (tests/systems/test_in
 
 @needs_pyg
 def test_pyg_graphsage_on_cora_reaches_published_accuracy(shared_datasets, tmp_path):
-    from suite.graph.loaders import prepare
+    from suite.data.loaders import prepare
 
     store = prepare("cora", shared_datasets / "planetoid", tmp_path / "cora")
     accuracies = []

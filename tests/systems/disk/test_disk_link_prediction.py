@@ -18,7 +18,7 @@ import torch
 
 from suite.config import spec_from_dict
 from suite.errors import ConfigError, DataError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.io import IOCounters
 from suite.recorder import Recorder, read_records, read_summary
 from suite.runner import run_spec

@@ -11,7 +11,7 @@ import torch
 
 from suite.config import spec_from_dict
 from suite.errors import ConfigError, DataError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.io import resident_pages
 from suite.recorder import Recorder, read_records
 from systems.disk.system import DiskSystem, partitioned_store
@@ -174,7 +174,7 @@ def test_a_corrupted_feature_partition_fails_its_checksum(store, tmp_path):
 def test_a_corrupted_edge_bucket_fails_its_checksum_naming_the_bucket(store, tmp_path):
     import shutil
 
-    from suite.graph.partition import verify_partitioning
+    from suite.data.partition import verify_partitioning
 
     copy = tmp_path / "store"
     shutil.copytree(store.path, copy)
@@ -206,7 +206,7 @@ def test_runs_needing_the_same_partitioned_store_at_once_build_it_once(store, tm
     import shutil
     import threading
 
-    import suite.graph.partition as partition
+    import suite.data.partition as partition
 
     copy = tmp_path / "store"
     shutil.copytree(store.path, copy)

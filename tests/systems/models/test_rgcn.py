@@ -11,8 +11,8 @@ from torch_geometric.nn import RGCNConv
 
 from suite.config import ModelSpec, RunSpec
 from suite.errors import ConfigError
-from suite.graph import GraphStore, create_store
-from suite.graph.csr import EdgeChunk, write_csrs
+from suite.data import GraphStore, create_store
+from suite.data.csr import EdgeChunk, write_csrs
 from suite.recorder import Recorder
 from suite.registry import MODELS, SYSTEMS
 import systems.disk.system  # noqa: F401  (registers the systems)

@@ -14,8 +14,8 @@ from scipy import stats
 
 from suite.config import RunSpec, spec_from_dict
 from suite.errors import ConfigError, DataError
-from suite.graph import GraphStore, create_store
-from suite.graph.csr import EdgeChunk, write_csrs
+from suite.data import GraphStore, create_store
+from suite.data.csr import EdgeChunk, write_csrs
 from suite.recorder import Recorder, read_records
 from suite.registry import DECODERS, SYSTEMS, TASKS
 from systems.base import RunOutcome

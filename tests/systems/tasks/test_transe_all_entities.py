@@ -11,7 +11,7 @@ from torch.nn import functional as F
 
 from suite.config import RunSpec, spec_from_dict
 from suite.errors import ConfigError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.recorder import Recorder
 from suite.registry import DECODERS, SYSTEMS
 import systems.disk.system  # noqa: F401  (registers the systems)
