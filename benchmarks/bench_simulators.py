@@ -1,12 +1,12 @@
 """The simulators' own speed: the pipeline DES over 10,000 batches and the buffer/IO simulator at large ``p``.
 
-- :class:`PipelineSimulation`: :func:`simulators.pipeline.simulate` of a Marius-style pipeline (4 loaders, 2
+- :class:`PipelineSimulation`: :func:`simulators.pipeline_model.simulate` of a Marius-style pipeline (4 loaders, 2
   transfer workers, one in-order compute worker, queues of 4) for :data:`NUM_BATCHES` batches with log-normal
   service times, loaders and compute on the CPU, the cores shared by processor sharing (``cpu_cores = 4``: four
   cores for up to five jobs; with a staleness bound of 4 at most four run at once) or without contention
   (``None``), at two staleness bounds. ``time_simulate`` is the wall time of the simulation; ``track_simulated_epoch_s`` the
   epoch time it predicts (simulated seconds: a change there is a change of the model, not of its speed).
-- :class:`BufferSimulation`: :func:`simulators.buffer.simulate` of one epoch of a BETA or COMET plan for
+- :class:`BufferSimulation`: :func:`simulators.buffer_model.simulate` of one epoch of a BETA or COMET plan for
   Hyperlink-2012-sized link prediction (learnable embeddings, every bucket read once), ``c = p / 8``. The plan is
   generated in ``setup``; the timed call prices it (per-state bucket counts, bytes, serial and prefetch epoch
   times). ``track_bytes_read_tb`` is the predicted terabytes read per epoch.
@@ -14,8 +14,8 @@
 
 from __future__ import annotations
 
-from simulators.buffer import HYPERLINK_2012, simulate as simulate_buffer
-from simulators.pipeline import Fixed, LogNormal, PipelineModel, StageModel, simulate as simulate_pipeline
+from simulators.buffer_model import HYPERLINK_2012, simulate as simulate_buffer
+from simulators.pipeline_model import Fixed, LogNormal, PipelineModel, StageModel, simulate as simulate_pipeline
 from systems.disk.policies import PolicySpec, make_plan
 
 NUM_BATCHES = 10_000

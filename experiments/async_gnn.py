@@ -29,7 +29,7 @@ import torch
 
 from experiments.common import RESULTS, SPECS, Mode, add_common_options, cli, provenance, write_csv
 
-from simulators.async_gnn import (async_spec_from_dict, simulate, simulate_modes,
+from simulators.async_gnn_model import (async_spec_from_dict, simulate, simulate_modes,
                                   summary_table, tasks_table)
 from simulators.stale_training import StaleTrainingConfig, train_stale
 from suite.datasets import shared_datasets_dir

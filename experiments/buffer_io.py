@@ -1,7 +1,7 @@
 """BETA vs COMET vs random partition-buffer IO per epoch at Hyperlink-2012 scale (simulated).
 
 Every row prices one epoch of one policy's plan (the same plan objects the disk system executes:
-:mod:`systems.disk.policies`) with :mod:`simulators.buffer`: link prediction with learnable embeddings on
+:mod:`systems.disk.policies`) with :mod:`simulators.buffer_model`: link prediction with learnable embeddings on
 Hyperlink-2012 (3.5B nodes, 128B edges; 100-d float32 embeddings + Adagrad state = 800 bytes per node; edges
 on disk as int64 ``(src, rel, dst)``, 24 bytes, each bucket read once per epoch by the state it is assigned
 to). Assumed machine (columns ``read_bw``, ``write_bw``, ``edges_per_s``, ``shared_disk``): one NVMe SSD at
@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.common import RESULTS, Mode, add_common_options, cli, write_csv
-from simulators.buffer import HYPERLINK_2012, compare_policies
+from simulators.buffer_model import HYPERLINK_2012, compare_policies
 
 DEFAULT_CSV = RESULTS / "buffer_io.csv"
 DEFAULT_PNG = RESULTS / "buffer_io.png"

@@ -264,7 +264,7 @@ def project(calibration, feature_dim: int, run: Run, hardware, batches: int) -> 
     """Simulated epoch times of ``run``'s configuration on one GPU of ``hardware``, ``batches`` per epoch, as many
     epochs as the run recorded (seed: the run's, plus the epoch, as ``gnnsuite simulate``)."""
     from simulators.calibrate import model_for, summary_of
-    from simulators.pipeline import simulate
+    from simulators.pipeline_model import simulate
     from suite.config import validate_system_options
 
     spec = _projection_spec(run)

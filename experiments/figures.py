@@ -666,7 +666,7 @@ def plot_work_depth_check(csv_path: str | Path, out_png: str | Path, fit_csv: st
     Reads only ``csv_path`` (``work_depth_check.csv``) and ``fit_csv`` (default: ``work_depth_fit.csv`` beside
     it); the constants are refitted from the counts.
     """
-    from simulators.work_depth import _term_matrix, fit_constants, fit_terms
+    from simulators.work_depth_model import _term_matrix, fit_constants, fit_terms
 
     check = pd.read_csv(csv_path)
     fit = pd.read_csv(fit_csv or Path(csv_path).with_name("work_depth_fit.csv"))
@@ -885,7 +885,7 @@ def _gantt_figure(tasks: pd.DataFrame):
     """Gantt charts of simulated asynchronous-pipeline modes, one panel per mode: rows are workers
     (``L<layer>/<stage>/<index>``), colour the stage, hatching the backward pass, labels the partition; the red
     line is the makespan."""
-    from simulators.async_gnn.spec import STAGES
+    from simulators.async_gnn_model.spec import STAGES
 
     modes = list(dict.fromkeys(tasks["mode"]))
     workers = sorted(tasks["worker"].unique(), key=lambda w: (int(w.split("/")[0][1:]),
@@ -928,7 +928,7 @@ def _draw_gantt_mode(ax, rows: pd.DataFrame, workers: Sequence[str], colors: dic
 def plot_simulated_gantt(csv_path: str | Path, out_png: str | Path, title: str = "") -> Path:
     """Gantt charts of the modes of any asynchronous-pipeline simulation (``gnnsuite simulate-async --gantt``),
     one panel per mode (see :func:`_gantt_figure`), titled ``title``. Reads only ``csv_path`` (a ``tasks.csv``
-    of :func:`simulators.async_gnn.tables.tasks_table`)."""
+    of :func:`simulators.async_gnn_model.tables.tasks_table`)."""
     with styled():
         fig = _gantt_figure(pd.read_csv(csv_path))
         if title:

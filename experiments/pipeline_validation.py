@@ -14,7 +14,7 @@ sampler (worker counts, queue sizes, staleness bounds, loader threads or process
 the machine's cores shared by loaders and compute, over as many batches as its measured warm epoch, averaged over
 ``--seeds`` draws, and compared with its measurement. No run is ever predicted from its own calibration.
 
-Contention (what oversubscribing the cores costs beyond sharing them, :mod:`simulators.contention`): with
+Contention (what oversubscribing the cores costs beyond sharing them, :mod:`simulators.contention_model`): with
 ``--contention measure`` (the default) a microbenchmark measures it on this machine for each calibration run's
 workload (its sampler, model and batch shape on a synthetic graph of its dataset's shape; loaders as threads and as
 processes), before any prediction and without reading any predicted run; ``--contention FILE`` reuses the tables of
@@ -56,8 +56,8 @@ from experiments.common import REPO_ROOT, RESULTS, JobFailed, Mode, add_common_o
 from experiments.measure.contention import measure_for_run
 from experiments.pipeline import speed_table
 from simulators.calibrate import calibrate, model_for, summary_of
-from simulators.contention import Contention, UniformSlowdown
-from simulators.pipeline import simulate
+from simulators.contention_model import Contention, UniformSlowdown
+from simulators.pipeline_model import simulate
 from suite.config import read_yaml, spec_from_dict
 from suite.io import atomic_write_json, strict_json_dumps
 from suite.results import export
@@ -289,7 +289,7 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
     elif contention_option != "none":
         stored = json.loads(Path(contention_option).read_text())
         tables = {name: Contention.from_dict(data) for name, data in stored["tables"].items()}
-        source = stored.get("source") or "stored microbenchmark tables (simulators.contention)"
+        source = stored.get("source") or "stored microbenchmark tables (simulators.contention_model)"
         source = source.split(" [read from ")[0] + f" [read from {contention_option}]"
     else:
         source = "none (max-min sharing only)"
@@ -316,7 +316,7 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         "contention": {
             "source": source,
             "how": ("per calibration run, measured by a microbenchmark of that run's sampler, model and batch "
-                    "shape on the machine (simulators.contention): slowdown factors beyond max-min sharing of "
+                    "shape on the machine (simulators.contention_model): slowdown factors beyond max-min sharing of "
                     "compute and load beside k busy loaders (threads or processes), and the time a loader process "
                     "spends per batch over a load in a thread; no parameter is fitted on any predicted run")
                    if tables else source,

@@ -5,7 +5,7 @@
   runs the contention microbenchmark here (:func:`experiments.measure.contention.measure_for_run`), ``FILE`` reads
   a stored measurement.
 - ``gnnsuite simulate-async SPEC [--out DIR] [--gantt PNG]``: the asynchronous GNN pipeline modes
-  (:mod:`simulators.async_gnn`); a spec whose durations are ``measured`` gets them timed here
+  (:mod:`simulators.async_gnn_model`); a spec whose durations are ``measured`` gets them timed here
   (:mod:`experiments.measure.kernels`); the Gantt chart is :func:`experiments.figures.plot_simulated_gantt`.
 
 They live here, not in :mod:`simulators`, because the simulators never measure nor draw. :func:`add_commands`
@@ -57,7 +57,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 def _write_async_tables(out: Path, spec, results) -> Path:
     """``summary.csv``, ``tasks.csv`` and ``summary.json`` of the simulated modes under ``out``; the tasks' path."""
-    from simulators.async_gnn.tables import summary_table, tasks_table
+    from simulators.async_gnn_model.tables import summary_table, tasks_table
     from suite.io import atomic_write_bytes, atomic_write_json
 
     out.mkdir(parents=True, exist_ok=True)
@@ -72,10 +72,10 @@ def _cmd_simulate_async(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from experiments.measure.kernels import durations_for
-    from simulators.async_gnn.partitions import build_partitions
-    from simulators.async_gnn.simulation import simulate_modes
-    from simulators.async_gnn.spec import async_spec_from_dict
-    from simulators.async_gnn.tables import summary_table
+    from simulators.async_gnn_model.partitions import build_partitions
+    from simulators.async_gnn_model.simulation import simulate_modes
+    from simulators.async_gnn_model.spec import async_spec_from_dict
+    from simulators.async_gnn_model.tables import summary_table
     from suite.config import apply_overrides, read_yaml
 
     data = read_yaml(args.spec)

@@ -13,7 +13,7 @@ Writes (atomically, tidy CSV with provenance columns):
   along sweeps of n, m, k, d and L on random graphs, beside the formulas;
 - ``work_depth_fit.csv``: per model, variable and quantity, the log-log slopes of the counts and of the fitted
   formula (one set of constants per model fitted to all its counts), the formula's exponent, the worst relative
-  error and pass/fail (:func:`simulators.work_depth.fit_scaling`);
+  error and pass/fail (:func:`simulators.work_depth_model.fit_scaling`);
 - ``work_depth_check.png``: counted vs fitted formula along every sweep (drawn from the CSVs alone).
 
 ``--quick``: smaller sweeps (seconds), for tests.
@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.common import DATA, RESULTS, Mode, add_common_options, cli, provenance, write_csv
-from simulators.work_depth import MODELS, default_sweeps, fit_scaling, scaling_sweep, work_depth_table
+from simulators.work_depth_model import MODELS, default_sweeps, fit_scaling, scaling_sweep, work_depth_table
 
 ARXIV_SIZES = {"n": 169343, "m": 1166243, "k": 128, "L": 3, "d": 13155}
 """ogbn-arxiv's published sizes (fallback when the arxiv-like store is not generated)."""

@@ -20,7 +20,7 @@
 #
 # 1. **swaps** (partitions read after the initial fill) of BETA's plans against its closed form and the lower bound
 #    of any ordering, over `p` and `c`; COMET's swaps at a fine-to-coarse ratio `r`;
-# 2. **IO per epoch** from the buffer simulator (`simulators/buffer.py`) for `beta`, `comet`, `random`, `sequential`
+# 2. **IO per epoch** from the buffer simulator (`simulators/buffer_model.py`) for `beta`, `comet`, `random`, `sequential`
 #    and `dispersed` on a graph of the size set below (node classification, features read from disk);
 # 3. **a small real run per policy** with the disk system on the `tiny` synthetic graph: test accuracy and the IO it
 #    measured (bytes the suite read, bytes `/proc/self/io` says came from storage, time waiting for the buffer).
@@ -71,7 +71,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from simulators.buffer import DiskModel, simulate
+from simulators.buffer_model import DiskModel, simulate
 from suite.errors import ConfigError
 from systems.disk.policies import PolicySpec, beta_swaps, make_plan, swap_lower_bound
 

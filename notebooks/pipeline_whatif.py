@@ -15,7 +15,7 @@
 # %% [markdown]
 # # Pipeline what-if with the simulator
 #
-# Calibrate the pipeline simulator (`simulators/pipeline.py`, `simulators/calibrate.py`) on a recorded *sync*
+# Calibrate the pipeline simulator (`simulators/pipeline_model.py`, `simulators/calibrate.py`) on a recorded *sync*
 # pipelined run (stages never overlap, so every measured service time is the stage's own work), check that it
 # reproduces that run, then predict epoch time, compute utilization and staleness
 #
@@ -50,7 +50,7 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 from simulators.calibrate import HARDWARE, calibrate, model_for, summary_of
-from simulators.pipeline import simulate
+from simulators.pipeline_model import simulate
 from systems.pipelined import PipelineOptions
 
 CACHE_DIR = Path(CACHE_DIR) if CACHE_DIR else ROOT / "data"

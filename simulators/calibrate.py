@@ -1,10 +1,10 @@
 """Calibrate the pipeline simulator on a recorded run, and scale it to other machines (what-if).
 
 Calibration (:func:`calibrate`) reads the ``batch`` records of one pipelined run's warm (last) epoch: per stage,
-the measured service time of every batch becomes an :class:`~simulators.pipeline.Empirical` distribution. These
+the measured service time of every batch becomes an :class:`~simulators.pipeline_model.Empirical` distribution. These
 are the stage's *work*, its duration when it runs alone, only if nothing overlapped in the calibration run: so
 calibrate on a ``sync: true`` run (or on an async run whose stages did not contend), and predict the others.
-The CPU the stages share (:class:`~simulators.pipeline.SharedCpu`) has the recorded machine's cores; a load job
+The CPU the stages share (:class:`~simulators.pipeline_model.SharedCpu`) has the recorded machine's cores; a load job
 uses one core (the samplers' kernels are single-threaded), a compute job on the CPU uses torch's intra-op threads
 (recorded as ``machine.torch_threads``), a transfer takes no CPU core.
 
@@ -40,8 +40,8 @@ import numpy as np
 from suite.config import RunSpec, spec_from_dict
 from suite.errors import DataError
 from suite.recorder import read_records, read_summary
-from simulators.contention import Contention
-from simulators.pipeline import Empirical, Fixed, PipelineModel, StageModel
+from simulators.contention_model import Contention
+from simulators.pipeline_model import Empirical, Fixed, PipelineModel, StageModel
 
 STAGES = ("load", "transfer", "compute")
 
@@ -95,7 +95,7 @@ class Calibration:
         sampled_edges / input_nodes: per batch, for what-if compute and transfer costs.
         spec: the run's resolved spec.
         contention: slowdown factors of oversubscribed stages measured on the machine (None: max-min sharing
-            only); see :mod:`simulators.contention`.
+            only); see :mod:`simulators.contention_model`.
     """
 
     source: str

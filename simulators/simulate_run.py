@@ -1,6 +1,6 @@
 """A simulated run, recorded like a real one (what ``gnnsuite simulate SPEC --calibrate-from RUN_DIR|RUNS`` does).
 
-The spec is an ordinary run spec of the ``pipelined`` system; the simulator (:mod:`simulators.pipeline`) runs its
+The spec is an ordinary run spec of the ``pipelined`` system; the simulator (:mod:`simulators.pipeline_model`) runs its
 epochs with the service times calibrated on the recorded run ``RUN_DIR`` (:mod:`simulators.calibrate`; or the
 sync pipelined run of the same workload in the results folder ``RUNS``; a run of another workload, see
 :func:`workload_difference`, is refused with a one-line error), on the
@@ -12,7 +12,7 @@ Its run id is the spec's with ``-sim`` (and the profile) appended to the label, 
 measured run, and what-ifs on different hardware never overwrite each other.
 
 A contention measurement (what oversubscribing the recorded machine's cores costs beyond sharing them,
-:mod:`simulators.contention`) is passed in: read from a file (:func:`stored_contention`, ``--contention FILE``) or
+:mod:`simulators.contention_model`) is passed in: read from a file (:func:`stored_contention`, ``--contention FILE``) or
 measured by the experiments layer (``--contention measure``, :mod:`experiments.measure.contention`); without one
 the cores are shared max-min fairly. The summary says which (``contention``). What-ifs on other hardware never
 use it. The command itself is :mod:`experiments.simulator_commands` (it may measure).
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from simulators.calibrate import HARDWARE, Calibration, Hardware, calibrate, model_for, summary_of
-from simulators.contention import Contention, load_contention
-from simulators.pipeline import simulate
+from simulators.contention_model import Contention, load_contention
+from simulators.pipeline_model import simulate
 from simulators.trace import SimulatedTrace
 from suite.config import RunSpec, validate_system_options
 from suite.errors import ConfigError
@@ -180,7 +180,7 @@ def simulate_run(spec: RunSpec, calibrate_from: str | Path, out: str | Path, *, 
                  batches: int | None = None, seed: int | None = None,
                  contention: Contention | None = None) -> dict[str, Any]:
     """Simulate ``spec``'s epochs and record them under ``out``; return the summary. ``contention``: a measurement
-    of the machine (:class:`~simulators.contention.Contention`, e.g. :func:`stored_contention`, or measured by
+    of the machine (:class:`~simulators.contention_model.Contention`, e.g. :func:`stored_contention`, or measured by
     :func:`experiments.measure.contention.measure_for_run`), or None (max-min sharing only)."""
     options = pipeline_options(spec)
     hardware = hardware_profile(profile)

@@ -115,7 +115,7 @@ def test_upper_layers_plug_in_through_entry_points() -> None:
     plugins = {entry.value for entry in entry_points(group="gnnsuite.plugins")}
     commands = {entry.value.split(":")[0] for entry in entry_points(group="gnnsuite.commands")}
     assert "systems.plugins" in plugins
-    assert {"simulators.cli", "experiments.reproduce", "experiments.simulator_commands"} <= commands
+    assert {"simulators.commands", "experiments.reproduce", "experiments.simulator_commands"} <= commands
 
 
 def test_every_layer_s_command_is_on_the_command_line() -> None:

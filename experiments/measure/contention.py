@@ -1,7 +1,7 @@
 """The contention microbenchmark: what co-running stages cost on this machine's CPU beyond sharing its cores.
 
-The simulator's side (the factors, how they apply, their storage) is :mod:`simulators.contention`; this module
-measures them, for the workload of a calibration run, and returns a :class:`~simulators.contention.Contention`.
+The simulator's side (the factors, how they apply, their storage) is :mod:`simulators.contention_model`; this module
+measures them, for the workload of a calibration run, and returns a :class:`~simulators.contention_model.Contention`.
 
 How it is measured (:func:`measure_contention`): a microbenchmark of the calibration run's own kinds of work, on
 a synthetic random graph with the dataset's mean degree and feature width (``max_nodes`` nodes at most), whose
@@ -18,7 +18,7 @@ Each kind is timed alone, then in every state that oversubscribes the cores: com
 loaders, and ``k`` busy loaders without compute for ``k`` over the cores. Compute's rate = time of a fixed number of
 steps alone / the same steps in the state; load's rate = median load alone / median load in the state (loads
 entirely inside the timed window). Factor = rate / max-min rate of that kind in that state; the table keeps the
-median over ``repeats``. A second measured figure, :attr:`~simulators.contention.Contention.load_scale`: a
+median over ``repeats``. A second measured figure, :attr:`~simulators.contention_model.Contention.load_scale`: a
 calibration run records its loads in a thread, but a loader *process* spends longer per batch (one torch thread,
 then handing the batch over through shared memory); the scale is the time from one load's start to the next in
 one busy loader process, alone, over the median load in a loader thread, alone. The machine may be shared: before
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulators.contention import COMPUTE, LOAD, LOADER_KINDS, Contention, ContentionTable, max_min_rates
+from simulators.contention_model import COMPUTE, LOAD, LOADER_KINDS, Contention, ContentionTable, max_min_rates
 
 METHOD = "experiments.measure.contention.measure_contention"
 """How the factors were obtained, as the provenance names it."""
@@ -457,7 +457,7 @@ def measure_contention(spec, *, num_nodes: int, num_edges: int, feature_dim: int
             attempt's background load is in the provenance.
 
     Returns:
-        The :class:`~simulators.contention.Contention` with one table per loader kind and the raw measurements in
+        The :class:`~simulators.contention_model.Contention` with one table per loader kind and the raw measurements in
         its provenance.
     """
     import warnings

@@ -1,6 +1,6 @@
 """Kernel timing for the asynchronous pipeline simulator: stage durations measured on this machine.
 
-A spec with ``durations.source: measured`` (:class:`simulators.async_gnn.spec.MeasuredDurations`) asks for the
+A spec with ``durations.source: measured`` (:class:`simulators.async_gnn_model.spec.MeasuredDurations`) asks for the
 real kernels of every stage timed per partition of the real graph; :func:`measured_durations` times them and
 returns the table the simulation takes as its ``durations`` (``{stage: (P,) seconds}``).
 """
@@ -13,8 +13,8 @@ import time
 import numpy as np
 import torch
 
-from simulators.async_gnn.partitions import PartitionedGraph
-from simulators.async_gnn.spec import STAGES, AsyncSpec, MeasuredDurations
+from simulators.async_gnn_model.partitions import PartitionedGraph
+from simulators.async_gnn_model.spec import STAGES, AsyncSpec, MeasuredDurations
 from suite.errors import ConfigError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simulators.contention import Contention, ContentionTable
+from simulators.contention_model import Contention, ContentionTable
 
 SLOW = ContentionTable({(True, 1): {"compute": 0.5, "load": 0.8}, (True, 2): {"compute": 0.25, "load": 0.5},
                         (False, 3): {"load": 0.9}})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simulators.contention import Contention, ContentionTable
+from simulators.contention_model import Contention, ContentionTable
 from suite.cli import main
 
 SLOW = ContentionTable({(True, 1): {"compute": 0.5, "load": 0.8}, (True, 2): {"compute": 0.25, "load": 0.5},

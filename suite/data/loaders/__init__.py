@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from suite.data.loaders.common import ANY_NAME_LOADERS, LOADERS
+from suite.data.loaders.raw_files import ANY_NAME_LOADERS, LOADERS
 from suite.data.store import GraphStore
 
 

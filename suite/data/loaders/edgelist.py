@@ -44,7 +44,7 @@ import pandas as pd
 
 from suite.errors import ConfigError, DataError
 from suite.data.csr import EdgeChunk, write_csrs
-from suite.data.loaders.common import file_records
+from suite.data.loaders.raw_files import file_records
 from suite.data.store import NODE_SPLITS, GraphStore, StoreWriter, create_store
 
 DEFAULT_CHUNK_BYTES = 64 << 20

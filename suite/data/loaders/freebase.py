@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from suite.errors import DataError
-from suite.data.loaders.common import LOADERS, require_files
+from suite.data.loaders.raw_files import LOADERS, require_files
 from suite.data.loaders.edgelist import EdgeListFormat, import_edge_list
 from suite.data.loaders.marius_layout import is_marius_folder, load_marius
 from suite.data.store import GraphStore

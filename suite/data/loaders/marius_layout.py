@@ -25,7 +25,7 @@ import yaml
 
 from suite.errors import DataError
 from suite.data.csr import EdgeChunk, write_csrs
-from suite.data.loaders.common import LOADERS, file_records
+from suite.data.loaders.raw_files import LOADERS, file_records
 from suite.data.store import GraphStore, create_store
 
 DATASET_FILE = "dataset.yaml"

@@ -51,7 +51,7 @@ import torch
 
 from suite.errors import DataError
 from suite.data.csr import write_csrs
-from suite.data.loaders.common import LOADERS, check_ids, edge_chunks, file_records
+from suite.data.loaders.raw_files import LOADERS, check_ids, edge_chunks, file_records
 from suite.data.store import GraphStore, StoreWriter, create_store
 
 NODE_DATASETS = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")

@@ -47,7 +47,7 @@ import torch
 
 from suite.errors import DataError
 from suite.data.csr import DEFAULT_CHUNK_EDGES, EdgeChunk, write_csrs
-from suite.data.loaders.common import LOADERS, check_ids, file_records, npy_array, npy_blocks
+from suite.data.loaders.raw_files import LOADERS, check_ids, file_records, npy_array, npy_blocks
 from suite.data.loaders.ogb import labels_to_int64, numpy_safe_globals
 from suite.data.store import GraphStore, StoreWriter, create_store
 

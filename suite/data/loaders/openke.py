@@ -27,7 +27,7 @@ import pandas as pd
 
 from suite.errors import DataError
 from suite.data.csr import EdgeChunk, write_csrs
-from suite.data.loaders.common import LOADERS, file_records, read_raw_bytes, require_files
+from suite.data.loaders.raw_files import LOADERS, file_records, read_raw_bytes, require_files
 from suite.data.store import GraphStore, create_store
 
 ENTITY_FILE = "entity2id.txt"

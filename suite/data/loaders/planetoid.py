@@ -15,7 +15,7 @@ import torch
 
 from suite.errors import DataError
 from suite.data.csr import EdgeChunk, write_csrs
-from suite.data.loaders.common import LOADERS, file_records, require_files
+from suite.data.loaders.raw_files import LOADERS, file_records, require_files
 from suite.data.store import GraphStore, create_store
 
 PLANETOID_SUFFIXES = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")

@@ -16,7 +16,7 @@ from suite.cli import main
 from suite.errors import DataError
 from suite.data import GraphStore
 from suite.data.loaders import LOADERS, prepare
-from suite.data.loaders import common as loader_common
+from suite.data.loaders import raw_files as loader_raw_files
 
 TRIPLES = {"train": [(0, 1, 0), (1, 2, 1), (2, 0, 0), (3, 4, 2), (0, 2, 1)], "valid": [(4, 0, 2)],
            "test": [(1, 3, 0), (2, 4, 1)]}
@@ -205,8 +205,8 @@ def test_mag240m_errors_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_npy_blocks_cover_the_array_along_either_axis(tmp_path: Path) -> None:
     array = np.arange(14).reshape(2, 7)
     np.save(tmp_path / "a.npy", array)
-    assert np.array_equal(np.concatenate(list(loader_common.npy_blocks(tmp_path / "a.npy", 3, axis=1)), axis=1), array)
-    assert [b.shape for b in loader_common.npy_blocks(tmp_path / "a.npy", 1)] == [(1, 7), (1, 7)]
+    assert np.array_equal(np.concatenate(list(loader_raw_files.npy_blocks(tmp_path / "a.npy", 3, axis=1)), axis=1), array)
+    assert [b.shape for b in loader_raw_files.npy_blocks(tmp_path / "a.npy", 1)] == [(1, 7), (1, 7)]
 
 
 def test_every_large_dataset_is_registered() -> None:

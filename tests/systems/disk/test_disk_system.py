@@ -245,8 +245,8 @@ def test_bad_options_name_the_field(store):
 
 
 def test_the_buffer_simulator_prices_the_same_plan_to_the_byte(store, tmp_path):
-    """Issue 8: simulators.buffer on the plan the disk system executed gives its swaps and bytes exactly."""
-    from simulators.buffer import DiskModel, simulate
+    """Issue 8: simulators.buffer_model on the plan the disk system executed gives its swaps and bytes exactly."""
+    from simulators.buffer_model import DiskModel, simulate
 
     for policy, options in (("beta", {}), ("comet", {"fine_to_coarse_ratio": 2}), ("dispersed", {})):
         spec_options = {"policy": policy, "num_partitions": 8, "buffer_capacity": 4, **options}

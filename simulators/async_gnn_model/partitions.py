@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from simulators.async_gnn.spec import AsyncSpec, UniformGraphSpec
+from simulators.async_gnn_model.spec import AsyncSpec, UniformGraphSpec
 from suite.errors import ConfigError
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from simulators.async_gnn.simulation import SimulationResult
+from simulators.async_gnn_model.simulation import SimulationResult
 
 
 def summary_table(results: Sequence[SimulationResult]) -> pd.DataFrame:

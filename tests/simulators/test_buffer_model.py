@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from simulators.buffer import (
+from simulators.buffer_model import (
     HYPERLINK_2012,
     DiskModel,
     StateCosts,

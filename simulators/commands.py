@@ -28,7 +28,7 @@ def _positive_int(text: str) -> int:
 def _cmd_workdepth(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from simulators.work_depth import MODELS, count_forward, work_depth_table
+    from simulators.work_depth_model import MODELS, count_forward, work_depth_table
 
     models = [MODELS.get(args.model).name] if args.model else None
     given = {name: getattr(args, f"size_{name}") for name in _SIZES}

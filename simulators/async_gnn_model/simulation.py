@@ -1,4 +1,4 @@
-"""The SimPy model of the asynchronous GNN pipeline (see :mod:`simulators.async_gnn`): one mode of a spec.
+"""The SimPy model of the asynchronous GNN pipeline (see :mod:`simulators.async_gnn_model`): one mode of a spec.
 
 :func:`simulate` runs one mode over a partitioned graph with given forward durations (by default from the spec);
 the result holds every task's interval, every read's staleness and the summary (:func:`summarize`).
@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from simulators.async_gnn.durations import stage_durations
-from simulators.async_gnn.partitions import PartitionedGraph, build_partitions
-from simulators.async_gnn.spec import MODE_NAMES, STAGES, AsyncSpec, PipelineSpec
+from simulators.async_gnn_model.durations import stage_durations
+from simulators.async_gnn_model.partitions import PartitionedGraph, build_partitions
+from simulators.async_gnn_model.spec import MODE_NAMES, STAGES, AsyncSpec, PipelineSpec
 from suite.errors import ConfigError
 
 INITIAL_VERSION = -1

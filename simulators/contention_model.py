@@ -1,6 +1,6 @@
 """What co-running stages cost on a shared CPU beyond sharing its cores: the measured factors, applied in the simulator.
 
-Why. :class:`simulators.pipeline.SharedCpu` shares the cores max-min fairly: jobs that want more cores than the
+Why. :class:`simulators.pipeline_model.SharedCpu` shares the cores max-min fairly: jobs that want more cores than the
 machine has lose exactly the cores they do not get, and no more. Pipelined runs on a CPU lose more than that: the
 compute stage's torch intra-op (OpenMP) threads meet at a barrier after every operator, so one of them preempted
 to let a loader run stalls all of them; loader threads and the compute thread take turns holding the GIL; the
@@ -50,7 +50,7 @@ LOADER_KINDS = ("thread", "process")
 # ---------------------------------------------------------------------------------------------- the model
 def max_min_rates(demands: Sequence[float], cores: float) -> list[float]:
     """Progress rates (1.0 = as fast as alone) of jobs wanting ``demands`` cores on ``cores`` cores, shared max-min
-    fairly (water-filling), in the order given: the allocation :class:`simulators.pipeline.SharedCpu` makes."""
+    fairly (water-filling), in the order given: the allocation :class:`simulators.pipeline_model.SharedCpu` makes."""
     rates = [0.0] * len(demands)
     left = float(cores)
     pending = sorted(range(len(demands)), key=lambda i: demands[i])

@@ -1,4 +1,4 @@
-"""``gnnsuite workdepth`` (simulators/cli.py) and the shipped asynchronous-pipeline spec."""
+"""``gnnsuite workdepth`` (simulators/commands.py) and the shipped asynchronous-pipeline spec."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_workdepth_errors(capsys, argv, fragments):
 
 
 def test_shipped_spec_validates():
-    from simulators.async_gnn import load_async_spec
+    from simulators.async_gnn_model import load_async_spec
 
     spec = load_async_spec(REPO_ROOT / "experiments" / "specs" / "async_gnn.yaml")
     assert spec.graph.num_partitions == 4 and len(spec.modes) == 4

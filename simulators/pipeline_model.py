@@ -19,7 +19,7 @@ fill + batches x bottleneck time for fixed service times and unbounded queues.
 
 Sharing cores is not all that oversubscription costs (OpenMP barriers of torch's intra-op threads, the GIL,
 memory bandwidth): a model's ``contention`` (:class:`ContentionModel`, e.g. a table of
-:mod:`simulators.contention` measured on the machine by :mod:`experiments.measure.contention`) multiplies each
+:mod:`simulators.contention_model` measured on the machine by :mod:`experiments.measure.contention`) multiplies each
 job's max-min rate by a factor for its stage and the stages running beside it, capped at 1. It is consulted only
 while the running jobs want more cores than there are; otherwise every factor is 1, so without oversubscription
 (and for ``contention = None``) the rates are plain max-min sharing.
@@ -42,7 +42,7 @@ from typing import Protocol
 import numpy as np
 import simpy
 
-from simulators.contention import max_min_rates
+from simulators.contention_model import max_min_rates
 from simulators.trace import SimulatedBatch, SimulatedTrace, StageInterval
 
 
@@ -112,7 +112,7 @@ class LogNormal:
 # ---------------------------------------------------------------------------------------------- model
 class ContentionModel(Protocol):
     """Slowdown, beyond max-min sharing, of a job of stage ``kind`` while ``running`` (CPU jobs per stage name,
-    itself included) run and oversubscribe the cores; 1.0 = none (:class:`simulators.contention.ContentionTable`)."""
+    itself included) run and oversubscribe the cores; 1.0 = none (:class:`simulators.contention_model.ContentionTable`)."""
 
     def factor(self, kind: str, running: Mapping[str, int]) -> float: ...
 

@@ -1,4 +1,4 @@
-"""Work-depth formulas and the counted operator DAG (simulators/work_depth.py, simulators/op_dag.py)."""
+"""Work-depth formulas and the counted operator DAG (simulators/work_depth_model.py, simulators/op_dag.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 
 from simulators import op_dag
 from simulators.op_dag import DagCounter, Graph, random_graph, tree_levels
-from simulators.work_depth import (MODELS, count_forward, default_sweeps, fit_scaling, format_expr, scaling_sweep,
+from simulators.work_depth_model import (MODELS, count_forward, default_sweeps, fit_scaling, format_expr, scaling_sweep,
                                    work_depth_table)
 from suite.errors import ConfigError
 
@@ -146,7 +146,7 @@ def test_stage_costs_sum_to_the_layer_leading_terms():
 
 
 def test_format_expr():
-    from simulators.work_depth import L, k, m, n
+    from simulators.work_depth_model import L, k, m, n
 
     assert format_expr(L * m * k + L * n * k**2) == "L(nk^2 + mk)"
 

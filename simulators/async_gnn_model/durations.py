@@ -1,7 +1,7 @@
 """Stage durations of the asynchronous pipeline: forward seconds per stage and partition, from the spec.
 
 Sources (registered by name in :data:`DURATION_SOURCES`): ``fixed`` per stage, a recorded ``table`` per stage and
-partition, or ``workdepth``, Brent's bound on the work-depth costs of :mod:`simulators.work_depth`. The source
+partition, or ``workdepth``, Brent's bound on the work-depth costs of :mod:`simulators.work_depth_model`. The source
 ``measured`` times torch kernels on this machine: that is a measurement, made by the experiments layer
 (:func:`experiments.measure.kernels.measured_durations`, used by ``gnnsuite simulate-async``) and handed to the
 simulation as its ``durations``; the simulator itself never times anything.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulators.async_gnn.partitions import PartitionedGraph
-from simulators.async_gnn.spec import STAGES, AsyncSpec, FixedDurations, TableDurations, WorkDepthDurations
+from simulators.async_gnn_model.partitions import PartitionedGraph
+from simulators.async_gnn_model.spec import STAGES, AsyncSpec, FixedDurations, TableDurations, WorkDepthDurations
 from suite.errors import ConfigError
 from suite.registry import Registry
 
@@ -35,7 +35,7 @@ def table_durations(spec: TableDurations, graph: PartitionedGraph) -> dict[str, 
 @DURATION_SOURCES.register("workdepth")
 def workdepth_durations(spec: WorkDepthDurations, graph: PartitionedGraph) -> dict[str, np.ndarray]:
     """Brent's bound per stage and partition: ``W_p / ops_per_s[stage] + D_p * op_latency_s``."""
-    from simulators.work_depth import MODELS
+    from simulators.work_depth_model import MODELS
 
     model = MODELS.get(spec.model)
     out = {}

@@ -38,7 +38,7 @@ evicts) / write bandwidth, ``C_k`` = ``state_overhead_s`` + examples of the stat
 
 Scale: the IO needs only the plan's transitions (``O(swaps)``); the per-state example counts come from
 :meth:`~systems.disk.policies.BufferPlan.state_bucket_counts` (exact, chunked; a few seconds at
-``p = 8192``). ``python -m simulators.buffer --help`` runs it from the command line.
+``p = 8192``). ``python -m simulators.buffer_model --help`` runs it from the command line.
 """
 
 from __future__ import annotations
@@ -382,9 +382,9 @@ def compare_policies(policies: Sequence[str], p: int, c: int, disk: DiskModel, *
 
 # ---------------------------------------------------------------------------------------------- command line
 def build_parser() -> argparse.ArgumentParser:
-    """Arguments of ``python -m simulators.buffer``."""
+    """Arguments of ``python -m simulators.buffer_model``."""
     parser = argparse.ArgumentParser(
-        prog="python -m simulators.buffer",
+        prog="python -m simulators.buffer_model",
         description="Price partition-buffer policies (swaps, bytes, epoch time) for link prediction with "
                     "learnable embeddings; defaults: Hyperlink-2012 (3.5B nodes, 128B edges, 100-d float32 + Adagrad).")
     parser.add_argument("--policy", nargs="+", default=["beta", "comet", "random"], help="policies (default: %(default)s)")
@@ -421,7 +421,7 @@ def _default_ratio(p: int, c: int, logical: int | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m simulators.buffer``: print the simulated cost of each policy; exit 2 on bad input."""
+    """``python -m simulators.buffer_model``: print the simulated cost of each policy; exit 2 on bad input."""
     args = build_parser().parse_args(argv)
     try:
         p, c = args.partitions, args.capacity

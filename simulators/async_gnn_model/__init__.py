@@ -27,23 +27,23 @@ the current one the value read was. Outputs: makespan, throughput (iterations an
 per-worker utilization (busy time / makespan), the staleness distribution and every task's interval (the Gantt
 chart).
 
-Task durations come from the work-depth costs of :mod:`simulators.work_depth` (Brent: ``W / rate + D x
+Task durations come from the work-depth costs of :mod:`simulators.work_depth_model` (Brent: ``W / rate + D x
 latency`` per stage and partition), from a per-partition table, fixed per stage, or from kernels measured on the
 real partitioned graph (SpMM, GEMM, ReLU in torch) by the experiments layer
 (:mod:`experiments.measure.kernels`) and passed in; optional seeded log-normal jitter.
 
-Modules: :mod:`~simulators.async_gnn.spec` (the typed spec, YAML loading and validation; errors name the file
-and the field on one line), :mod:`~simulators.async_gnn.partitions` (the partitioned graph),
-:mod:`~simulators.async_gnn.durations` (stage durations), :mod:`~simulators.async_gnn.simulation` (the SimPy
-model) and :mod:`~simulators.async_gnn.tables` (summary and task tables). The names below are re-exported from
+Modules: :mod:`~simulators.async_gnn_model.spec` (the typed spec, YAML loading and validation; errors name the file
+and the field on one line), :mod:`~simulators.async_gnn_model.partitions` (the partitioned graph),
+:mod:`~simulators.async_gnn_model.durations` (stage durations), :mod:`~simulators.async_gnn_model.simulation` (the SimPy
+model) and :mod:`~simulators.async_gnn_model.tables` (summary and task tables). The names below are re-exported from
 them; the Gantt chart is :func:`experiments.figures.plot_simulated_gantt`.
 """
 
-from simulators.async_gnn.durations import DURATION_SOURCES, stage_durations
-from simulators.async_gnn.partitions import PartitionedGraph, build_partitions, partition_graph, uniform_partitions
-from simulators.async_gnn.simulation import Mode, SimulationResult, simulate, simulate_modes
-from simulators.async_gnn.spec import MODE_NAMES, STAGES, AsyncSpec, async_spec_from_dict, load_async_spec
-from simulators.async_gnn.tables import summary_table, tasks_table
+from simulators.async_gnn_model.durations import DURATION_SOURCES, stage_durations
+from simulators.async_gnn_model.partitions import PartitionedGraph, build_partitions, partition_graph, uniform_partitions
+from simulators.async_gnn_model.simulation import Mode, SimulationResult, simulate, simulate_modes
+from simulators.async_gnn_model.spec import MODE_NAMES, STAGES, AsyncSpec, async_spec_from_dict, load_async_spec
+from simulators.async_gnn_model.tables import summary_table, tasks_table
 
 __all__ = ["AsyncSpec", "DURATION_SOURCES", "MODE_NAMES", "Mode", "PartitionedGraph", "STAGES", "SimulationResult",
            "async_spec_from_dict", "build_partitions", "load_async_spec", "partition_graph", "simulate",

@@ -9,8 +9,8 @@ import pytest
 import simpy
 
 from simulators.calibrate import HARDWARE, calibrate, model_for
-from simulators.contention import Contention, ContentionTable, load_contention, max_min_rates
-from simulators.pipeline import Fixed, PipelineModel, SharedCpu, StageModel, closed_form_epoch_time, simulate
+from simulators.contention_model import Contention, ContentionTable, load_contention, max_min_rates
+from simulators.pipeline_model import Fixed, PipelineModel, SharedCpu, StageModel, closed_form_epoch_time, simulate
 from systems.pipelined import PipelineOptions
 
 UNBOUNDED = 10**9

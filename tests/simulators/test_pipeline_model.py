@@ -8,7 +8,7 @@ import pytest
 import simpy
 
 from simulators.calibrate import HARDWARE, calibrate, graphsage_flops, model_for, summary_of
-from simulators.pipeline import (Empirical, Fixed, LogNormal, PipelineModel, SharedCpu, StageModel,
+from simulators.pipeline_model import (Empirical, Fixed, LogNormal, PipelineModel, SharedCpu, StageModel,
                                  closed_form_epoch_time, simulate)
 from systems.pipelined import PipelineOptions
 

@@ -155,7 +155,7 @@ def async_spec_from_dict(data: Any, source: str = "<spec>") -> AsyncSpec:
     """Validate plain data into an :class:`AsyncSpec`; errors name ``source`` and the field path on one line."""
     spec = validated(AsyncSpec, data, source)
     if isinstance(spec.durations, WorkDepthDurations):
-        from simulators.work_depth import MODELS
+        from simulators.work_depth_model import MODELS
 
         if spec.durations.model not in MODELS or MODELS.get(spec.durations.model).stages is None:
             known = ", ".join(x for x in MODELS if MODELS.get(x).stages)

@@ -1,4 +1,4 @@
-"""The SimPy asynchronous GNN pipeline simulator (simulators/async_gnn/: spec, partitions, durations, simulation,
+"""The SimPy asynchronous GNN pipeline simulator (simulators/async_gnn_model/: spec, partitions, durations, simulation,
 tables)."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulators.async_gnn.durations import stage_durations
-from simulators.async_gnn.partitions import partition_graph
-from simulators.async_gnn.simulation import simulate, simulate_modes
-from simulators.async_gnn.spec import MODE_NAMES, async_spec_from_dict
-from simulators.async_gnn.tables import summary_table, tasks_table
+from simulators.async_gnn_model.durations import stage_durations
+from simulators.async_gnn_model.partitions import partition_graph
+from simulators.async_gnn_model.simulation import simulate, simulate_modes
+from simulators.async_gnn_model.spec import MODE_NAMES, async_spec_from_dict
+from simulators.async_gnn_model.tables import summary_table, tasks_table
 from suite.errors import ConfigError
 
 FORWARD = {"aggregate": 1.0, "update": 2.0, "activation": 0.5}

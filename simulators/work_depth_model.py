@@ -27,7 +27,7 @@ parameters) and adds, per weight layer, a reduction of the weight gradient over 
 ``D_fwd + (#weight layers) log n``.
 
 Stage costs (:attr:`ModelFormula.stages`) split a local layer into sparse aggregation, dense update and
-non-linearity for the asynchronous pipeline simulator (:mod:`simulators.async_gnn`).
+non-linearity for the asynchronous pipeline simulator (:mod:`simulators.async_gnn_model`).
 """
 
 from __future__ import annotations
