@@ -58,10 +58,14 @@ class Registry(Generic[T]):
         if self._filled:
             return
         self._filled = True  # first: the filling module registers through this registry
-        if self._plugin_table is not None:
-            self._declare_lines(plugin_table(self._plugin_table))
-        if self._filled_by is not None:
-            importlib.import_module(self._filled_by)
+        try:
+            if self._plugin_table is not None:
+                self._declare_lines(plugin_table(self._plugin_table))
+            if self._filled_by is not None:
+                importlib.import_module(self._filled_by)
+        except BaseException:
+            self._filled = False  # the next use reports the same error rather than an empty registry
+            raise
 
     def register(self, name: str, item: T | None = None) -> Callable[[T], T] | T:
         """Register ``item`` under ``name``; without ``item``, return a decorator that does."""
