@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import suite.plugins  # noqa: F401  (registers the built-in samplers)
 from suite.data.synthetic import SyntheticConfig, generate
 from suite.registry import SAMPLERS
 from systems.sampling.base import Sampler, SamplingGraph

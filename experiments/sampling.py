@@ -337,8 +337,6 @@ def available_samplers(names: Sequence[str]) -> tuple[dict[str, SamplerAdapter],
     """The adapters of ``names`` that can run here, and a reason for each one that cannot."""
     adapters: dict[str, SamplerAdapter] = {}
     missing: dict[str, str] = {}
-    import systems.sampling  # noqa: F401  (registers the built-in samplers)
-
     for name in names:
         torch_backend = {"backend": "torch"} if name.endswith("-torch") else {}
         if name in ("naive", "naive-torch"):

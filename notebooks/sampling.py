@@ -48,7 +48,6 @@ import torch
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-import suite.plugins  # noqa: F401  (registers the samplers)
 from experiments.sampling import dense_stats, naive_stats
 from suite.data.synthetic import SyntheticConfig, generate
 from suite.registry import SAMPLERS

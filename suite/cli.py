@@ -25,7 +25,8 @@ EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 DESCRIPTION = "gnnsuite: resource-efficient GNN training across disk, CPU memory and accelerator."
 # Upper layers (simulators, experiments, third-party packages) add subcommands through entry points of this
-# group, each naming a function ``add_commands(subparsers)``; the harness never imports them by name.
+# group, one named after each subcommand, naming a function ``add_commands(subparsers)`` that adds it; the harness
+# never imports them by name, and imports only the invoked subcommand's module (all of them to list them).
 COMMANDS_GROUP = "gnnsuite.commands"
 
 
@@ -235,8 +236,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _print_run(summary: dict) -> None:
+    from suite.run_contract import main_metric
+
     metrics = summary.get("metrics", {})
-    main = metrics.get("main", "accuracy")
+    main = metrics.get("main") or main_metric(summary.get("task", "node_classification"))
     state = "skipped (already complete)" if summary.get("skipped") else summary.get("status")
     print(f"{summary['run_id']}: {state}")
     if summary.get("run_dir"):
@@ -352,13 +355,14 @@ def _runs_parser(commands: argparse._SubParsersAction) -> None:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from suite.model import load_model
     from suite.recorder import read_records
+    from suite.run_contract import main_metric
 
     model = load_model(args.run_dir, args.checkpoint, device=args.device, overrides=args.set)
     metrics = model.evaluate(args.split)
     epoch = model.checkpoint["epoch"]
     recorded = next((r for r in reversed(read_records(args.run_dir)) if r.get("kind") == "eval"
                      and r.get("split") == args.split and r.get("epoch") == epoch), None)
-    main = "accuracy" if model.spec.training.task == "node_classification" else "mrr"
+    main = main_metric(model.spec.training.task)
     result = {"run_dir": str(args.run_dir), "checkpoint": args.checkpoint, "epoch": epoch, "split": args.split,
               "metrics": metrics}
     if recorded is not None and recorded.get(main) is not None:
@@ -489,8 +493,10 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser of ``gnnsuite``."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of ``gnnsuite``: every subcommand, or for the command line ``argv`` the built-in ones
+    and the upper layers' subcommand it invokes (all of them when it names none, or one that is unknown: the help
+    and the error list them)."""
     from suite.version import __version__
 
     parser = _Parser(prog="gnnsuite", description=DESCRIPTION)
@@ -500,17 +506,32 @@ def build_parser() -> argparse.ArgumentParser:
     _runs_parser(commands)
     _models_parser(commands)
     _marius_parser(commands)
-    for add_commands in registered_commands():
+    builtin = set(commands.choices)
+    for add_commands in registered_commands(None if argv is None else _invoked(argv, builtin)):
         add_commands(commands)
     return parser
 
 
-def registered_commands() -> list:
+def _invoked(argv: Sequence[str], builtin: set[str]) -> str | None:
+    """The upper-layer subcommand ``argv`` invokes: its first word that is not an option (the top-level options
+    take no value); "" for a built-in subcommand, None when it names none."""
+    command = next((word for word in argv if not word.startswith("-")), None)
+    return "" if command in builtin else command
+
+
+def registered_commands(command: str | None = None) -> list:
     """The ``add_commands(subparsers)`` functions of the upper layers' entry points (group
-    :data:`COMMANDS_GROUP`), in the order of their names."""
+    :data:`COMMANDS_GROUP`), each once, in the order of their targets: only the one adding ``command`` when an
+    entry point is named so, none for ``""``, otherwise all of them."""
     from importlib.metadata import entry_points
 
-    return [entry.load() for entry in sorted(entry_points(group=COMMANDS_GROUP), key=lambda entry: entry.name)]
+    entries = entry_points(group=COMMANDS_GROUP)
+    if command is not None:
+        named = [entry for entry in entries if entry.name == command]
+        if named or command == "":
+            entries = named
+    targets = {entry.value: entry for entry in entries}
+    return [targets[value].load() for value in sorted(targets)]
 
 
 def _one_line(text: str) -> str:
@@ -521,7 +542,8 @@ def _one_line(text: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(argv).parse_args(argv)
         return args.func(args)
     except SuiteError as err:
         print(f"gnnsuite: error: {_one_line(str(err))}", file=sys.stderr)

@@ -357,9 +357,6 @@ def _metadata_checksum(path: str, mtime_ns: int, size: int) -> str | None:
 def _resolved_options(spec: "RunSpec") -> Any:
     """``system.options`` with the registered system's defaults filled in (as given if it has no options model or
     they do not validate)."""
-    from suite.plugins import load_plugins
-
-    load_plugins()  # the same id in every process, whether or not it has imported the systems yet
     try:
         options = validate_system_options(spec)
     except Exception:  # noqa: BLE001 - reported with the field when the run starts
@@ -459,7 +456,7 @@ def spec_from_dict(data: Any, source: str = "<spec>") -> RunSpec:
 
 
 def _check_registered_names(spec: RunSpec, source: str) -> None:
-    from suite.plugins import DATASETS, DECODERS, MACHINES, MODELS, SAMPLERS, SYSTEMS
+    from suite.registry import DATASETS, DECODERS, MACHINES, MODELS, SAMPLERS, SYSTEMS
 
     for field, registry, name in (
         ("dataset.name", DATASETS, spec.dataset.name),

@@ -85,7 +85,6 @@ class TrainedModel:
 
     def __init__(self, run_dir: Path, spec: RunSpec, state: dict[str, Any], which: str, device: torch.device,
                  store: Any):
-        import suite.plugins  # noqa: F401  (registers tasks and systems)
         from suite.registry import TASKS
 
         self.run_dir, self.spec, self.device = run_dir, spec, device
@@ -319,7 +318,6 @@ def read_ids(path: str | os.PathLike, columns: int) -> torch.Tensor:
 
 def _system(run_dir: Path, spec: RunSpec, store: Any, device: torch.device) -> Any:
     """The run's registered system, built to re-evaluate (``reevaluating``: it keeps what the run left)."""
-    import suite.plugins  # noqa: F401  (registers the systems)
     from suite.registry import SYSTEMS
 
     system = SYSTEMS.get(spec.system.name)(spec, store, device, _DiscardRecorder(run_dir, spec))
@@ -445,7 +443,6 @@ def load_model(run_dir: str | os.PathLike, which: str = "last", *, device: str =
 def _system_state(run_dir: Path, spec: RunSpec, store: Any, device: torch.device, which: str,
                   path: Path) -> dict[str, Any]:
     """The state a system keeps itself instead of checkpoint files (the disk system's link prediction)."""
-    import suite.plugins  # noqa: F401
     from suite.checkpoint import load_checkpoint
     from suite.registry import SYSTEMS
 

@@ -1,41 +1,48 @@
-"""Import the plugins so that the registries are complete: the harness's own (datasets, machine profiles), then
-every installed ``gnnsuite.plugins`` entry point.
+"""The plugin tables of the installed packages: ``{kind: {name: "package.module:attribute"}}``, read once.
 
-The layers above the harness and third-party packages add plugins by declaring an entry point in the group
-``gnnsuite.plugins`` that names a module; importing it registers its classes (``@SYSTEMS.register("mine")``).
-This distribution declares ``systems = "systems.plugins"`` (the built-in samplers, models, tasks, systems and
-policies), so the harness never imports a system module by name.
+The layers above the harness and third-party packages add plugins through an entry point of the group
+``gnnsuite.plugins`` that names a mapping of tables, one per kind (this distribution:
+``systems = "systems.plugins:TABLES"``). A registry declared with ``plugin_table=KIND``
+(:class:`suite.registry.Registry`) declares the lines of table ``KIND`` the first time it is looked up, so there is
+no loading step to call and knowing a name imports nothing but the table module; a plugin's own module is imported
+when its name is first used.
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 
-from suite.registry import DATASETS, DECODERS, MACHINES, MODELS, POLICIES, SAMPLERS, SYSTEMS, TASKS
-
 PLUGINS_GROUP = "gnnsuite.plugins"
-BUILTIN_MODULES = ("suite.datasets", "suite.cost")
-
-__all__ = ["DATASETS", "DECODERS", "MACHINES", "MODELS", "POLICIES", "SAMPLERS", "SYSTEMS", "TASKS", "load_plugins"]
-
-_loaded = False
 
 
-def load_plugins() -> None:
-    """Import the harness's plugin modules and every ``gnnsuite.plugins`` entry point (once), in the order of the
-    entry points' names."""
-    global _loaded
-    if _loaded:
-        return
-    for module in BUILTIN_MODULES:
-        importlib.import_module(module)
-    for entry in sorted(entry_points(group=PLUGINS_GROUP), key=lambda entry: entry.name):
-        entry.load()
-    if not SYSTEMS.names():
-        raise ImportError("no training system is registered: the gnnsuite.plugins entry points are missing; "
-                          "install the suite (pip install -e .) so that its entry points exist")
-    _loaded = True
+@functools.cache
+def plugin_tables() -> Mapping[str, tuple[tuple[str, str], ...]]:
+    """Every ``gnnsuite.plugins`` entry point's tables merged by kind, in the order of the entry points' names
+    (read once per process).
+
+    Raises:
+        ImportError: no entry point is installed (the suite is not installed: ``pip install -e .``).
+    """
+    merged: dict[str, list[tuple[str, str]]] = {}
+    entries = sorted(entry_points(group=PLUGINS_GROUP), key=lambda entry: entry.name)
+    if not entries:
+        raise ImportError(f"no {PLUGINS_GROUP} entry point is installed; install the suite (pip install -e .) so "
+                          "that its entry points exist")
+    for entry in entries:
+        tables = entry.load()
+        if not isinstance(tables, Mapping):
+            raise TypeError(f"entry point {entry.name} = {entry.value}: expected a mapping of tables "
+                            "{kind: {name: 'module:attribute'}}")
+        for kind, table in tables.items():
+            merged.setdefault(kind, []).extend(table.items())
+    return {kind: tuple(lines) for kind, lines in merged.items()}
 
 
-load_plugins()
+def plugin_table(kind: str) -> tuple[tuple[str, str], ...]:
+    """The ``(name, "module:attribute")`` lines of table ``kind`` over every installed entry point."""
+    return plugin_tables().get(kind, ())
+
+
+__all__ = ["PLUGINS_GROUP", "plugin_table", "plugin_tables"]

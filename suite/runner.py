@@ -1,7 +1,7 @@
 """Run one spec end to end: resolve the dataset, build the registered system, train, summarize, record.
 
 ``summary.json`` is computed here, the same way for every system, from what the system measured
-(:class:`systems.base.RunOutcome`) plus process counters and provenance.
+(:class:`suite.run_contract.RunOutcome`) plus process counters and provenance.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from suite.data import GraphStore
 from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
 from suite.recorder import Recorder, completed_run, read_summary
+from suite.run_contract import RunOutcome, System, main_metric
 from suite.load import LoadMonitor, MachineLoad
 from suite import ranks
 
@@ -43,7 +44,7 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: float,
+def summarize(spec: RunSpec, store: GraphStore, outcome: RunOutcome, *, wall_time_s: float,
               gpu_utilization: float | None, process_io: tuple[int, int],
               machine_load: MachineLoad | None = None) -> dict[str, Any]:
     """The measured part of ``summary.json`` (pure: from the outcome and counters given)."""
@@ -57,7 +58,7 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: fl
             stage_busy[stage] += seconds
         staleness.extend(stats.staleness)
     valid_curve = [(epoch, metrics) for epoch, metrics in outcome.valid_metrics]
-    main_metric = "accuracy" if spec.training.task == "node_classification" else "mrr"
+    main = main_metric(spec.training.task)
     return {
         "system": spec.system.name,
         "dataset": spec.dataset.preset or spec.dataset.name,
@@ -89,7 +90,7 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: fl
         "threads": outcome.threads,
         "machine_load": machine_load.to_dict() if machine_load is not None else None,
         "metrics": {
-            "main": main_metric,
+            "main": main,
             "valid": valid_curve[-1][1] if valid_curve else {},
             "valid_curve": [{"epoch": epoch, **metrics} for epoch, metrics in valid_curve],
             "test": outcome.test_metrics,
@@ -97,7 +98,7 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: Any, *, wall_time_s: fl
         },
         "cost_usd": cost_summary(
             spec.machine.profile, spec.machine.hourly_usd, wall_time_s, outcome.epoch_time_s,
-            [(epoch, metrics.get(main_metric)) for epoch, metrics in valid_curve], spec.evaluation.target_metric,
+            [(epoch, metrics.get(main)) for epoch, metrics in valid_curve], spec.evaluation.target_metric,
         ),
     }
 
@@ -129,7 +130,6 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
     ``placement`` (where a grid executor runs it: executor, node, attempt) is recorded as the summary's
     ``placement``.
     """
-    import suite.plugins  # noqa: F401  (registers the built-in systems)
     from suite.datasets import open_dataset
     from suite.registry import SYSTEMS
 
@@ -180,7 +180,7 @@ def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool,
     return summary if context.rank == 0 else {**summary, "rank": context.rank}
 
 
-def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch.device, system_class: type,
+def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch.device, system_class: type[System],
          recorder: Any, progress: bool, placement: Mapping[str, Any] | None = None,
          resume: bool = True) -> dict[str, Any]:
     """Train ``system_class`` on ``store``, summarize, and finish (or fail) the run through ``recorder``.
@@ -193,7 +193,7 @@ def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch
     started_at, started = _now(), time.perf_counter()
     io_before = io_counters()
     torch.manual_seed(spec.seed)
-    system = system_class(spec, store, device, recorder)
+    system: System = system_class(spec, store, device, recorder)
     system.resume = resume
     recorder.open()  # the run folder's lock: a second writer of this run stops here, before changing anything
     if not resume:

@@ -1,6 +1,6 @@
 """The System contract: ``run()`` is a template calling ``setup`` / ``train_epoch`` / ``evaluate`` / ``teardown``.
 
-A system is registered by name (``@SYSTEMS.register("in_memory")``) and constructed by the runner with the run's
+A system is declared by name (a line of the ``systems`` table in :mod:`systems.plugins`) and constructed by the runner with the run's
 spec, the opened :class:`~suite.data.GraphStore`, the torch device and the :class:`~suite.recorder.Recorder`.
 It returns plain measurements; the runner turns them into ``summary.json`` (throughput, utilization, cost,
 provenance), so every system is summarized the same way.
@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -35,6 +34,7 @@ from suite.config import RunSpec
 from suite.data import GraphStore
 from suite.metrics import StageTimer
 from suite.recorder import Recorder
+from suite.run_contract import EpochStats, RunOutcome, main_metric
 from suite.load import LoadMonitor, MachineLoad
 from suite.threads import (ThreadBudget, adapt_budget, apply_budget, budget_applied,
                            plan_budget, usable_cores)
@@ -50,57 +50,10 @@ class SystemOptions(BaseModel):
                                                                 "free)")
 
 
-@dataclass
-class EpochStats:
-    """What one training epoch measured.
-
-    Attributes:
-        examples: training examples (roots or edges) processed.
-        sampled_edges: edges in all sampled subgraphs of the epoch.
-        loss: mean training loss.
-        stage_busy_s: busy seconds per stage (``sample``, ``gather``, ``transfer``, ``compute``, ...).
-        staleness: per-batch staleness values (empty for synchronous systems).
-        extra: system-specific numbers (recorded as they are).
-    """
-
-    examples: int
-    sampled_edges: int
-    loss: float
-    stage_busy_s: dict[str, float]
-    staleness: list[int] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class RunOutcome:
-    """Everything a system measured over a run, before summarizing.
-
-    Attributes:
-        epoch_time_s: wall time of every training epoch (evaluation excluded).
-        epochs: the stats of every epoch.
-        valid_metrics: ``(epoch, metrics)`` of every validation.
-        test_metrics: the final test metrics.
-        io_read_bytes / io_write_bytes / partition_swaps: storage traffic the system caused (0 in memory).
-        test_curve: ``(epoch, metrics)`` of every test evaluation (``evaluation.test_every``, and the last epoch).
-        threads: the thread budget the run used (:meth:`suite.threads.ThreadBudget.record`).
-        summary_extra: entries a system variant adds to ``summary.json`` as they are (the data-parallel variant's
-            ``data_parallel``).
-    """
-
-    epoch_time_s: list[float] = field(default_factory=list)
-    epochs: list[EpochStats] = field(default_factory=list)
-    valid_metrics: list[tuple[int, dict[str, float]]] = field(default_factory=list)
-    test_metrics: dict[str, float] = field(default_factory=dict)
-    test_curve: list[tuple[int, dict[str, float]]] = field(default_factory=list)
-    io_read_bytes: int = 0
-    io_write_bytes: int = 0
-    partition_swaps: int = 0
-    threads: dict[str, Any] = field(default_factory=dict)
-    summary_extra: dict[str, Any] = field(default_factory=dict)
-
-
 class System(ABC):
-    """Base class of training systems.
+    """Base class of training systems: implements the runner's contract (:class:`suite.run_contract.System`;
+    the outcome types :class:`~suite.run_contract.RunOutcome` and :class:`~suite.run_contract.EpochStats` are the
+    harness's).
 
     Args:
         spec: the run spec.
@@ -242,7 +195,8 @@ class System(ABC):
 
         task, run_dir = self.checkpoint_task(), self._checkpoint_dir()
         self._history: list[dict[str, Any]] = []
-        self._best: dict[str, Any] = {"metric": main_metric(self.spec), "value": None, "epoch": None}
+        self._best: dict[str, Any] = {"metric": main_metric(self.spec.training.task), "value": None,
+                                      "epoch": None}
         if task is None or run_dir is None or not self.resume:
             return []
         path = checkpoint_path(run_dir, "last")
@@ -292,7 +246,8 @@ class System(ABC):
         if task is None or run_dir is None:
             return
         if not hasattr(self, "_history"):
-            self._history, self._best = [], {"metric": main_metric(self.spec), "value": None, "epoch": None}
+            self._history = []
+            self._best = {"metric": main_metric(self.spec.training.task), "value": None, "epoch": None}
         self._history.append({"epoch": epoch, "epoch_time_s": epoch_time_s, "stats": dataclasses.asdict(stats),
                               "valid": valid_metrics, "test": test_metrics,
                               "eval_threads": getattr(getattr(self, "_budget", None), "compute", None)})
@@ -351,11 +306,6 @@ def pass_schedule(spec: RunSpec) -> list[PassKey]:
     return schedule
 
 
-def main_metric(spec: RunSpec) -> str:
-    """The metric a run is judged by: ``accuracy`` (node classification) or ``mrr`` (link prediction)."""
-    return "accuracy" if spec.training.task == "node_classification" else "mrr"
-
-
 def _plain(value: Any) -> Any:
     """JSON for numpy scalars and other stragglers in epoch stats."""
     return value.item() if hasattr(value, "item") else str(value)
@@ -365,5 +315,4 @@ def _mean(values: list[int]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
 
 
-__all__ = ["EpochStats", "PassKey", "RunOutcome", "StageTimer", "System", "SystemOptions", "main_metric",
-           "pass_schedule"]
+__all__ = ["EpochStats", "PassKey", "RunOutcome", "StageTimer", "System", "SystemOptions", "pass_schedule"]

@@ -70,7 +70,6 @@ import torch
 from suite.errors import ConfigError
 from suite.ranks import (DistributedOptions, NullRecorder, RankContext, RankFailure, collective, current,
                          init_rank, is_main_rank, is_rank_process, launch, options_of, shutdown_rank, world_size_of)
-from suite.registry import SYSTEM_VARIANTS
 
 if TYPE_CHECKING:  # pragma: no cover
     from systems.base import EpochStats
@@ -333,7 +332,6 @@ class DataParallelTask:
 _DATA_PARALLEL_CLASSES: dict[type, type] = {}
 
 
-@SYSTEM_VARIANTS.register("data_parallel")
 def data_parallel(system_class: type) -> type:
     """The data-parallel variant of a Task-based system class (``in_memory``, ``pipelined``, ...).
 

@@ -18,8 +18,7 @@ from suite.errors import ConfigError
 from suite.data import GraphStore
 from suite.metrics import StageTimer
 from suite.recorder import Recorder
-from suite.registry import SYSTEMS, TASKS
-import systems.tasks  # noqa: F401  (registers the built-in tasks)
+from suite.registry import TASKS
 from systems.base import EpochStats, System, SystemOptions
 from suite.ranks import DistributedOptions
 from systems.stages import epoch_stats, run_stages
@@ -35,7 +34,6 @@ class InMemoryOptions(DistributedOptions, SystemOptions):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
 
-@SYSTEMS.register("in_memory")
 class InMemorySystem(System):
     """Synchronous mini-batch training with graph and inputs held in CPU memory.
 

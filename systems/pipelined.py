@@ -53,7 +53,6 @@ from suite.errors import ConfigError
 from suite.metrics import GpuUtilizationSampler
 from suite.data import GraphStore
 from suite.recorder import Recorder
-from suite.registry import SYSTEMS
 from systems.base import EpochStats, SystemOptions
 from systems.batch import Batch, StageStamp
 from suite.ranks import DistributedOptions
@@ -155,7 +154,6 @@ def pipeline_extra(trace: PipelineTrace, options: StageOptions, gpu_utilization:
     }
 
 
-@SYSTEMS.register("pipelined")
 class PipelinedSystem(InMemorySystem):
     """Mini-batch training with loading, transfer and compute overlapped in a bounded pipeline.
 

@@ -1,27 +1,89 @@
-"""The systems layer's built-in plugins: importing this module registers every sampler, model, task, system,
-policy and disk-system variant in :mod:`suite.registry`.
+"""The systems layer's built-in plugins: one table per kind, each line ``"name": "package.module:attribute"``.
 
-The harness finds this module through the ``gnnsuite.plugins`` entry point in ``pyproject.toml``
-(:func:`suite.plugins.load_plugins`); it never names a system module itself.
+This module is data only: importing it imports no system code. The harness reads :data:`TABLES` through the
+``gnnsuite.plugins`` entry point in ``pyproject.toml`` (:mod:`suite.plugins`); each registry declares its table's
+lines on its first lookup and imports a plugin's module when that name is first used. A plugin is declared here
+once, by its line; another package adds its own through an entry point naming a mapping of the same shape.
 """
 
 from __future__ import annotations
 
-import importlib
+# Training systems, constructed by the runner (suite.registry.SYSTEMS).
+SYSTEMS = {
+    "in_memory": "systems.in_memory:InMemorySystem",
+    "pipelined": "systems.pipelined:PipelinedSystem",
+    "pyg": "systems.pyg_baseline:PygSystem",
+    "disk": "systems.disk.system:DiskSystem",
+}
 
-PLUGIN_MODULES = (
-    "systems.sampling",
-    "systems.models",
-    "systems.tasks",
-    "systems.in_memory",
-    "systems.distributed",
-    "systems.disk.policies",
-    "systems.pipelined",
-    "systems.pyg_baseline",
-    "systems.disk.system",
-    "systems.disk.node_classification",
-    "systems.disk.link_prediction",
-)
+# Wrappers ``variant(system_class) -> system_class`` the runner applies by name (suite.registry.SYSTEM_VARIANTS).
+SYSTEM_VARIANTS = {
+    "data_parallel": "systems.distributed:data_parallel",
+}
 
-for _module in PLUGIN_MODULES:
-    importlib.import_module(_module)
+# Neighbourhood samplers (suite.registry.SAMPLERS).
+SAMPLERS = {
+    "naive": "systems.sampling.naive:NaiveSampler",
+    "dense": "systems.sampling.dense:DenseSampler",
+    "pyg": "systems.sampling.pyg:PygSampler",
+}
+
+# Encoder builders ``build(spec, in_dim, out_dim) -> nn.Module`` (suite.registry.MODELS).
+MODELS = {
+    "graphsage": "systems.models.graphsage:build_graphsage",
+    "gcn": "systems.models.gcn:build_gcn",
+    "gat": "systems.models.gat:build_gat",
+    "rgcn": "systems.models.rgcn:build_rgcn",
+    "rgcn_fast": "systems.models.rgcn:build_fast_rgcn",
+    "mlp": "systems.models.mlp:build_mlp",
+    "shallow": "systems.models.shallow:build_shallow",
+}
+
+# Link-prediction edge decoders (suite.registry.DECODERS).
+DECODERS = {
+    "distmult": "systems.models.decoders:DistMult",
+    "complex": "systems.models.decoders:ComplEx",
+    "dot": "systems.models.decoders:Dot",
+    "transe": "systems.models.decoders:TransE",
+    "transe_l1": "systems.models.decoders:TransE",
+    "transe_l2": "systems.models.decoders:TransEL2",
+}
+
+# Training tasks by ``training.task`` (suite.registry.TASKS).
+TASKS = {
+    "node_classification": "systems.tasks.node_classification:NodeClassificationTask",
+    "link_prediction": "systems.tasks.link_prediction:LinkPredictionTask",
+}
+
+# The disk system's variant by ``training.task`` (systems.disk.system.DISK_TASKS).
+DISK_TASKS = {
+    "node_classification": "systems.disk.node_classification:DiskNodeClassification",
+    "link_prediction": "systems.disk.link_prediction:DiskLinkPrediction",
+}
+
+# Partition-buffer policies, frozen PartitionPolicy subclasses (systems.disk.policies.POLICIES).
+POLICIES = {
+    "beta": "systems.disk.policies.beta:BetaPolicy",
+    "comet": "systems.disk.policies.beta:CometPolicy",
+    "random": "systems.disk.policies.baselines:RandomPolicy",
+    "in_memory": "systems.disk.policies.baselines:InMemoryPolicy",
+    "sequential": "systems.disk.policies.node_classification:SequentialPolicy",
+    "dispersed": "systems.disk.policies.node_classification:DispersedPolicy",
+}
+
+# Feature-cache policies (issue 31): which nodes' features stay in memory between batches. Empty until that
+# feature lands; a cache policy is then declared here like a partition-buffer policy.
+CACHE_POLICIES: dict[str, str] = {}
+
+# The tables by kind, as the ``gnnsuite.plugins`` entry point gives them to the harness (suite.plugins).
+TABLES = {
+    "systems": SYSTEMS,
+    "system_variants": SYSTEM_VARIANTS,
+    "samplers": SAMPLERS,
+    "models": MODELS,
+    "decoders": DECODERS,
+    "tasks": TASKS,
+    "disk_tasks": DISK_TASKS,
+    "policies": POLICIES,
+    "cache_policies": CACHE_POLICIES,
+}

@@ -42,7 +42,6 @@ from suite.errors import ConfigError, DataError
 from suite.data import GraphStore
 from suite.metrics import StageTimer, accuracy
 from suite.recorder import Recorder
-from suite.registry import SYSTEMS
 from systems.base import EpochStats, System
 from systems.sampling.base import SamplingGraph
 from systems.sampling.pyg import missing_reason, pyg_backend
@@ -71,7 +70,6 @@ def pyg_data(store: GraphStore, direction: str):
                 edge_index=torch.stack([graph.indices, owner]), num_nodes=graph.num_nodes)
 
 
-@SYSTEMS.register("pyg")
 class PygSystem(System):
     """Node classification with PyG's ``NeighborLoader`` and ``GraphSAGE`` in PyG's usual loop (module docstring).
 

@@ -100,12 +100,10 @@ def _workload(spec, num_nodes: int, num_edges: int, feature_dim: int, num_classe
               seed: int, input_nodes: float | None = None) -> _Workload:
     import torch
 
-    from suite.plugins import load_plugins
     from suite.registry import MODELS, SAMPLERS
     from systems.sampling.base import SamplingGraph
     from systems.tasks.node_classification import make_optimizer
 
-    load_plugins()
     generator = torch.Generator().manual_seed(seed)
     nodes = max(1, min(int(num_nodes), int(max_nodes)))
     degree = max(1, round(num_edges / max(num_nodes, 1)))

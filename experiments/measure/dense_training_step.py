@@ -41,7 +41,6 @@ import pandas as pd
 import torch
 from torch.nn import functional as F
 
-import suite.plugins  # noqa: F401  (registers the built-in samplers, models and datasets)
 from suite.config import DatasetSpec, ModelSpec
 from suite.datasets import open_dataset
 from suite.registry import MODELS, SAMPLERS

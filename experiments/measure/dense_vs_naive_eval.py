@@ -23,7 +23,6 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-import suite.plugins  # noqa: F401  (registers datasets, samplers, models, systems)
 from suite.config import RunSpec, apply_overrides, read_yaml, spec_from_dict
 from suite.datasets import open_dataset
 from suite.recorder import Recorder

@@ -2,6 +2,6 @@
 (:mod:`systems.disk.policies`), the partition buffer and the in-buffer graph, and the
 disk system with its task variants (node classification, link prediction).
 
-Importing :mod:`systems.disk.policies` registers the built-in policies in :data:`suite.registry.POLICIES`; the
-variants register in :data:`systems.disk.system.DISK_TASKS` when :mod:`suite.plugins` loads them.
+The policies (:data:`systems.disk.policies.POLICIES`) and the task variants
+(:data:`systems.disk.system.DISK_TASKS`) are declared by their lines in :mod:`systems.plugins`.
 """

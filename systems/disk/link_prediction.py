@@ -1,6 +1,6 @@
 """Link prediction from disk: learnable embedding partitions move through the buffer and are written back.
 
-The disk system's variant for ``training.task: link_prediction`` (registered in
+The disk system's variant for ``training.task: link_prediction`` (declared in
 :data:`systems.disk.system.DISK_TASKS`). Every node's embedding and Adagrad state live on disk in generations
 (:class:`~systems.disk.embeddings.EmbeddingStore`, in the run's folder under ``disk-embeddings/``); the buffer's
 frames hold whole partitions of ``[weight | state]`` rows, ``c`` of them at a time. Per epoch the policy's plan
@@ -89,7 +89,6 @@ class EmbeddingBuffer(FeatureBuffer):
         super().evict(frame)
 
 
-@DISK_TASKS.register("link_prediction")
 class DiskLinkPrediction(DiskSystem):
     """Link prediction from disk (see the module docstring); options: :class:`~systems.disk.system.DiskOptions`.
 

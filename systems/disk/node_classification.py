@@ -1,6 +1,6 @@
 """Node classification from disk: feature partitions move through the buffer; training nodes stay resident.
 
-The disk system's variant for ``training.task: node_classification`` (registered in
+The disk system's variant for ``training.task: node_classification`` (declared in
 :data:`systems.disk.system.DISK_TASKS`). The node-classification task (:mod:`systems.tasks.node_classification`)
 runs its own stage methods over the buffer: for each state its graph is the in-buffer CSR, its features the
 buffer's rows and its labels the state's nodes' labels by buffer row, so ``sample`` sees only the buffer and
@@ -44,7 +44,6 @@ from systems.tasks.node_classification import NodeClassificationTask, labeled
 _EVAL_SEED_OFFSET = 0xE7A1
 
 
-@DISK_TASKS.register("node_classification")
 class DiskNodeClassification(DiskSystem):
     """Node classification from disk (see the module docstring); options:
     :class:`~systems.disk.system.DiskOptions`."""

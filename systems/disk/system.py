@@ -21,7 +21,7 @@ holds what every task variant shares, the *walk* over a pass's states:
    it), the CSR build, how long compute waited and on what, and the compute interval; times in seconds from the
    start of the run.
 
-Variants by ``training.task`` are registered in :data:`DISK_TASKS` (node classification:
+Variants by ``training.task`` are declared in :data:`DISK_TASKS` (node classification:
 :mod:`systems.disk.node_classification`; link prediction: :mod:`systems.disk.link_prediction`), and
 ``DiskSystem(spec, ...)`` builds the variant. Recorded per epoch: states, swaps (partitions read after a pass's
 first state), bytes read by the suite and what ``/proc/self/io`` says the process read, IO wait (time compute
@@ -46,18 +46,18 @@ from suite.errors import ConfigError
 from suite.data import GraphStore
 from suite.io import IOCounters
 from suite.recorder import Recorder
-from suite.registry import POLICIES, SYSTEMS, Registry
-import systems.disk.policies  # noqa: F401  (registers the policies)
+from suite.registry import Registry
 from systems.base import PassKey, System, SystemOptions, pass_schedule
 from systems.disk.buffer import FeatureBuffer
 from systems.disk.graph import BufferedGraph, ReadEvent
 from systems.disk.plan import BufferPlan
+from systems.disk.policies.base import POLICIES
 from systems.models.rgcn import RelationLookup
 from systems.pipelined import StageOptions
 from systems.sampling.base import SamplingGraph
 
-DISK_TASKS: Registry[type] = Registry("disk-system task")
-"""The disk system's variant for each ``training.task``."""
+DISK_TASKS: Registry[type] = Registry("disk-system task", plugin_table="disk_tasks")
+"""The disk system's variant for each ``training.task`` (the ``disk_tasks`` plugin table, :mod:`systems.plugins`)."""
 
 
 class DiskOptions(SystemOptions):
@@ -261,7 +261,6 @@ class _Carried:
     first: concurrent.futures.Future | None
 
 
-@SYSTEMS.register("disk")
 class DiskSystem(System):
     """Training from disk through a partition buffer (options: :class:`DiskOptions`); the variant for
     ``training.task`` comes from :data:`DISK_TASKS`.
@@ -277,9 +276,6 @@ class DiskSystem(System):
 
     def __new__(cls, spec: RunSpec, *args, **kwargs):
         if cls is DiskSystem:
-            from suite.plugins import load_plugins
-
-            load_plugins()  # registers the built-in variants (and any plugin's)
             try:
                 cls = DISK_TASKS.get(spec.training.task)
             except ConfigError as err:

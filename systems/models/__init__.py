@@ -1,4 +1,5 @@
-"""Encoders over sampled neighbourhoods; importing this package registers them in :data:`suite.registry.MODELS`.
+"""Encoders over sampled neighbourhoods, declared in the ``models`` table of :mod:`systems.plugins` (looked up in
+:data:`suite.registry.MODELS`).
 
 Every entry is a builder ``build(spec: ModelSpec, in_dim: int, out_dim: int) -> torch.nn.Module`` whose module
 is called as ``model(x, sample) -> logits [num_roots, out_dim]`` (see :mod:`systems.models.base`):
@@ -12,7 +13,7 @@ is called as ``model(x, sample) -> logits [num_roots, out_dim]`` (see :mod:`syst
 - ``mlp``: :class:`~systems.models.mlp.MLP` (the roots' features only);
 - ``shallow``: :class:`~systems.models.shallow.Shallow` (link prediction: the roots' own embedding rows).
 
-Link prediction adds edge decoders (:mod:`systems.models.decoders`, registered in :data:`suite.registry.DECODERS`:
+Link prediction adds edge decoders (:mod:`systems.models.decoders`, the ``decoders`` table, :data:`suite.registry.DECODERS`:
 ``distmult``, ``complex``, ``dot``, ``transe``, ``transe_l2``) and learnable node embeddings outside the model
 (:class:`~systems.models.embeddings.EmbeddingTable`, sparse Adagrad).
 """

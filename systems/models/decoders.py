@@ -1,7 +1,7 @@
 """Edge decoders of link prediction: DistMult, ComplEx and dot product, with their relation embeddings.
 
-Importing this module registers them in :data:`suite.registry.DECODERS` under ``distmult``, ``complex`` and
-``dot``; each entry is a builder ``build(num_relations: int, dim: int, inverse_relations: bool = False) -> Decoder``.
+They are declared in the ``decoders`` table of :mod:`systems.plugins` (:data:`suite.registry.DECODERS`) as ``distmult``,
+``complex``, ``dot``, ``transe``, ``transe_l1`` and ``transe_l2``; each entry is a builder ``build(num_relations: int, dim: int, inverse_relations: bool = False) -> Decoder``.
 
 Every decoder scores a triple ``(h, r, t)`` as a dot product of a *query* with a candidate embedding, in both
 directions:
@@ -205,12 +205,6 @@ class TransEL2(TransE):
     norm = 2
 
 
-DECODERS.register("distmult", DistMult)
-DECODERS.register("complex", ComplEx)
-DECODERS.register("dot", Dot)
-DECODERS.register("transe", TransE)
-DECODERS.register("transe_l1", TransE)
-DECODERS.register("transe_l2", TransEL2)
 
 
 def build_decoder(name: str, num_relations: int, dim: int, inverse_relations: bool = False) -> Decoder:

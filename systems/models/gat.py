@@ -23,7 +23,6 @@ from torch_geometric.nn import GATConv
 
 from suite.config import ModelSpec
 from suite.errors import ConfigError
-from suite.registry import MODELS
 from systems.models.base import BlockStack, check_layers, layer_dims
 from systems.sampling.base import LayerBlock
 
@@ -78,7 +77,6 @@ class GAT(BlockStack):
         return conv((x, block.dst_rows(x)), edges, size=(x.shape[0], block.num_dst))
 
 
-@MODELS.register("gat")
 def build_gat(spec: ModelSpec, in_dim: int, out_dim: int) -> GAT:
     """Build :class:`GAT` from ``spec`` (``num_layers``, ``hidden_dim``, ``heads``, ``dropout``).
 

@@ -25,7 +25,6 @@ from torch.nn import functional as F
 
 from suite.config import ModelSpec
 from suite.errors import ConfigError
-from suite.registry import MODELS
 from systems.models.base import BlockStack, check_layers, layer_dims
 from systems.sampling.base import LayerBlock
 
@@ -93,7 +92,6 @@ class GCN(BlockStack):
         return conv(x, block)
 
 
-@MODELS.register("gcn")
 def build_gcn(spec: ModelSpec, in_dim: int, out_dim: int) -> GCN:
     """Build :class:`GCN` from ``spec`` (``num_layers``, ``hidden_dim``, ``dropout``).
 

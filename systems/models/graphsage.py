@@ -8,7 +8,6 @@ from torch.nn import functional as F
 from torch_geometric.nn import SAGEConv
 
 from suite.config import ModelSpec
-from suite.registry import MODELS
 from systems.models.base import BlockStack, check_layers, layer_dims
 from systems.sampling.base import LayerBlock
 
@@ -38,7 +37,6 @@ class GraphSAGE(BlockStack):
         return conv((x, block.dst_rows(x)), block.edge_index, size=(x.shape[0], block.num_dst))
 
 
-@MODELS.register("graphsage")
 def build_graphsage(spec: ModelSpec, in_dim: int, out_dim: int) -> GraphSAGE:
     """Build :class:`GraphSAGE` from ``spec`` (``num_layers``, ``hidden_dim``, ``aggregation``, ``dropout``)."""
     check_layers(spec)

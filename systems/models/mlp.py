@@ -7,7 +7,6 @@ from torch import nn
 from torch.nn import functional as F
 
 from suite.config import ModelSpec
-from suite.registry import MODELS
 from systems.models.base import check_layers, layer_dims, root_rows
 from systems.sampling.base import SampledSubgraph
 
@@ -43,7 +42,6 @@ class MLP(nn.Module):
         return x
 
 
-@MODELS.register("mlp")
 def build_mlp(spec: ModelSpec, in_dim: int, out_dim: int) -> MLP:
     """Build :class:`MLP` from ``spec`` (``num_layers``, ``hidden_dim``, ``dropout``; the rest is ignored)."""
     check_layers(spec)

@@ -205,8 +205,8 @@ def _builder(fast: bool):
     return build
 
 
-build_rgcn = MODELS.register("rgcn", _builder(fast=False))
-build_fast_rgcn = MODELS.register("rgcn_fast", _builder(fast=True))
+build_rgcn = _builder(fast=False)
+build_fast_rgcn = _builder(fast=True)
 
 
 def build_encoder(spec: ModelSpec, in_dim: int, out_dim: int, store) -> nn.Module:

@@ -1,6 +1,6 @@
 """The shallow encoder of link prediction: a node's representation is its own learnable embedding row.
 
-Registered in :data:`suite.registry.MODELS` as ``shallow``. It reads no neighbours (``uses_neighbours = False``;
+Declared in :mod:`systems.plugins` as model ``shallow``. It reads no neighbours (``uses_neighbours = False``;
 ``model.num_layers`` must be 0 and ``model.fanouts`` empty) and returns the roots' rows of its input unchanged,
 so with ``model.learnable_embeddings`` the decoder scores the embedding table's rows directly (Marius's
 knowledge-graph embedding models: DistMult, ComplEx).
@@ -13,7 +13,6 @@ from torch import nn
 
 from suite.config import ModelSpec
 from suite.errors import ConfigError
-from suite.registry import MODELS
 from systems.models.base import root_rows
 from systems.sampling.base import SampledSubgraph
 
@@ -28,7 +27,6 @@ class Shallow(nn.Module):
         return root_rows(x, sample)
 
 
-@MODELS.register("shallow")
 def build_shallow(spec: ModelSpec, in_dim: int, out_dim: int) -> Shallow:
     """Build :class:`Shallow`; needs ``num_layers: 0`` and ``in_dim == out_dim``."""
     if spec.num_layers != 0:

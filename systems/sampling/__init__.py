@@ -1,6 +1,6 @@
 """Multi-hop neighbourhood samplers and the structures they produce.
 
-Importing this package registers the built-in samplers in :data:`suite.registry.SAMPLERS`:
+The built-in samplers, declared in the ``samplers`` table of :mod:`systems.plugins` (:data:`suite.registry.SAMPLERS`):
 
 - ``naive``: :class:`~systems.sampling.naive.NaiveSampler`, layer-wise blocks with DGL semantics;
 - ``dense``: :class:`~systems.sampling.dense.DenseSampler`, DENSE (each node's neighbours sampled once per batch);

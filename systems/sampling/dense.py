@@ -66,7 +66,6 @@ from dataclasses import dataclass
 import torch
 
 from suite.config import ALL_NEIGHBOURS
-from suite.registry import SAMPLERS
 from systems.sampling import kernels
 from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
 from systems.sampling.naive import sample_neighbours
@@ -240,7 +239,6 @@ def _layer_edges_torch(edges: torch.Tensor, nbr_offsets: torch.Tensor, first: in
     return torch.cat([edges[:, first:inner_first], inner[:, rank < cap]], 1).sub_(shift)
 
 
-@SAMPLERS.register("dense")
 class DenseSampler:
     """DENSE multi-hop sampler (MariusGNN): each unique node's neighbours are sampled at most once per batch.
 

@@ -31,7 +31,6 @@ from collections.abc import Sequence
 import torch
 
 from suite.config import ALL_NEIGHBOURS
-from suite.registry import SAMPLERS
 from systems.sampling import kernels
 from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
 
@@ -155,7 +154,6 @@ def relabel(dst_nodes: torch.Tensor, neighbours: torch.Tensor) -> tuple[torch.Te
     return unique[order], rank[inverse[len(dst_nodes):]]
 
 
-@SAMPLERS.register("naive")
 class NaiveSampler:
     """Layer-wise sampler with DGL semantics: every frontier node is re-sampled at every hop.
 

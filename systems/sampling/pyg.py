@@ -42,7 +42,6 @@ from typing import Any
 import torch
 
 from suite.errors import ConfigError
-from suite.registry import SAMPLERS
 from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
 
 _GLOBAL_GENERATOR = threading.Lock()
@@ -138,7 +137,6 @@ def blocks_from_pyg(node: torch.Tensor, row: torch.Tensor, col: torch.Tensor, nu
     return tuple(blocks)
 
 
-@SAMPLERS.register("pyg")
 class PygSampler:
     """PyG's NeighborSampler behind the suite's sampler contract (layer-wise blocks, explicit generator).
 

@@ -1,5 +1,5 @@
-"""Training tasks: what happens to a batch in each stage; importing this package registers them in
-:data:`suite.registry.TASKS` under the names ``training.task`` takes:
+"""Training tasks: what happens to a batch in each stage; declared in the ``tasks`` table of :mod:`systems.plugins`
+(looked up in :data:`suite.registry.TASKS`) under the names ``training.task`` takes:
 
 - ``node_classification``: :class:`~systems.tasks.node_classification.NodeClassificationTask`;
 - ``link_prediction``: :class:`~systems.tasks.link_prediction.LinkPredictionTask`.

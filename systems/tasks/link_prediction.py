@@ -49,9 +49,7 @@ from torch.nn import functional as F
 from suite.errors import ConfigError, DataError
 from suite.metrics import (RANK_KS, TripleFilter, filtered_target_ranks, ogb_ranking_metrics, ranking_metrics,
                            target_ranks)
-from suite.registry import DECODERS, SAMPLERS, TASKS
-import systems.models  # noqa: F401  (registers the built-in encoders and decoders)
-import systems.sampling  # noqa: F401  (registers the built-in samplers)
+from suite.registry import DECODERS, SAMPLERS
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.models.decoders import Decoder, DistMult, build_decoder
 from systems.models.embeddings import EmbeddingTable
@@ -329,7 +327,6 @@ class LinkPredictionModel(nn.Module):
         return self.encoder(x, sample)
 
 
-@TASKS.register("link_prediction")
 class LinkPredictionTask(Task):
     """Link prediction over the whole graph in CPU memory, with learnable embeddings or features.
 

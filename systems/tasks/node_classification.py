@@ -20,9 +20,7 @@ from torch.nn import functional as F
 
 from suite.errors import ConfigError, DataError
 from suite.metrics import accuracy
-from suite.registry import SAMPLERS, TASKS
-import systems.models  # noqa: F401  (registers the built-in models)
-import systems.sampling  # noqa: F401  (registers the built-in samplers)
+from suite.registry import SAMPLERS
 from systems.models.rgcn import attach_relations, build_encoder
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.sampling.base import Sampler, SamplingGraph
@@ -45,7 +43,6 @@ def labeled(nodes: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return nodes[labels[nodes] >= 0]
 
 
-@TASKS.register("node_classification")
 class NodeClassificationTask(Task):
     """Node classification over the whole graph, features and labels held in CPU memory.
 

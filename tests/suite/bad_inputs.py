@@ -746,7 +746,7 @@ def sweep(base: Path, subprocess_mode: bool = False, only: list[str] | None = No
     context = None
     if not subprocess_mode:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["suite.cli", "suite.plugins", "suite.runner", "systems.sampling.kernels"])
+        context.set_forkserver_preload(["suite.cli", "suite.runner", "systems.in_memory", "systems.sampling.kernels"])
     records = []
     for case in cases:
         record = run_case(case, base / case.name, context, subprocess_mode)

@@ -112,3 +112,26 @@ def test_interrupted_generation_leaves_no_store(tmp_path, sig):
         assert os.listdir(tmp_path) == []  # the staging folder was removed too
     else:
         assert process.returncode == -signal.SIGKILL  # the staging folder stays hidden, never at `out`
+
+
+def test_a_command_line_imports_only_the_upper_layer_module_of_its_subcommand():
+    from importlib.metadata import entry_points
+
+    from suite.cli import COMMANDS_GROUP
+
+    code = ("import json, sys; from suite.cli import build_parser; build_parser(sys.argv[1:]); print(json.dumps("
+            "sorted(m for m in sys.modules if m.split('.')[0] in ('experiments', 'simulators'))))")
+
+    def upper_modules(*argv: str) -> set[str]:
+        done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO_ROOT,
+                              timeout=300, check=True)
+        return set(json.loads(done.stdout))
+
+    assert upper_modules("run", "spec.yaml") == set()
+    assert upper_modules("workdepth", "--help") == {"simulators", "simulators.commands"}
+    assert {"experiments.reproduce", "experiments.simulator_commands", "simulators.commands"} <= upper_modules("--help")
+    for entry in entry_points(group=COMMANDS_GROUP):  # each entry point is named after a subcommand it adds
+        from suite.cli import build_parser
+
+        commands = build_parser([entry.name])._subparsers._group_actions[0].choices  # noqa: SLF001
+        assert entry.name in commands, entry

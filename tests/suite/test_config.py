@@ -137,7 +137,7 @@ def test_the_run_id_does_not_depend_on_which_systems_a_process_has_imported():
     import subprocess
     import sys
 
-    import systems.pipelined  # noqa: F401  (registers the systems here)
+    import systems.pipelined  # noqa: F401  (the driver has imported the system, the worker has not)
 
     spec = load_spec(REPO / "experiments" / "specs" / "quickstart.yaml", ["system.name=pipelined"])
     # the spec as a worker receives it: unpickled in a process that has imported nothing else

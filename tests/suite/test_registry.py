@@ -42,3 +42,16 @@ def test_declared_entry_imports_its_module_only_when_asked(tmp_path, monkeypatch
         registry.declare("thing", "lazy_widget_module:VALUE")
     with pytest.raises(ValueError, match="is not 'package.module:attribute'"):
         registry.declare("bad", "lazy_widget_module")
+
+
+def test_a_registry_filled_by_a_module_imports_it_on_first_use(tmp_path, monkeypatch):
+    (tmp_path / "filling_widget_module.py").write_text(
+        "from suite.registry import Registry\nimport sys\n"
+        "WIDGETS = sys.modules['__widget_registry__']\nWIDGETS.register('built_in', 1)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = Registry("widget", filled_by="filling_widget_module")
+    monkeypatch.setitem(sys.modules, "__widget_registry__", registry)
+    assert "filling_widget_module" not in sys.modules
+    assert "built_in" in registry and registry.get("built_in") == 1
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("built_in", 2)

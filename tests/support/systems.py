@@ -10,7 +10,7 @@ from suite.config import RunSpec
 from suite.data import GraphStore
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS
-from systems.base import RunOutcome
+from suite.run_contract import RunOutcome
 
 
 def run_class(system_class: type, spec: RunSpec, store: GraphStore, out: Path,

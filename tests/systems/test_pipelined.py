@@ -15,7 +15,7 @@ from suite.errors import ConfigError
 from suite.data import GraphStore
 from suite.recorder import Recorder, read_records
 from suite.registry import SYSTEMS
-from systems.base import RunOutcome
+from suite.run_contract import RunOutcome
 from systems.batch import Batch
 from systems.pipelined import PipelinedSystem
 from systems.tasks import NodeClassificationTask

@@ -1,13 +1,14 @@
 """Partition-buffer policies as *plans*: pure data that the disk system executes and the simulators price.
 
-A policy (registered by name in :data:`suite.registry.POLICIES`) turns a :class:`PolicySpec` (``p`` node
-partitions on disk, a buffer of ``c`` partition slots in memory, the task and its training examples) and an
+A policy (declared by name in the ``policies`` plugin table, looked up in :data:`POLICIES`) turns a
+:class:`PolicySpec` (``p`` node partitions on disk, a buffer of ``c`` partition slots in memory, the task and its training examples) and an
 explicit :class:`numpy.random.Generator` into a :class:`~systems.disk.plan.BufferPlan` for one epoch (the plan
 type and its contract: :mod:`systems.disk.plan`). :func:`make_plan` derives the generator from ``(seed, epoch)``,
 so a plan is a deterministic function of ``(policy, spec, seed, epoch)``.
 
-Importing this package registers the built-in policies; the spec, the base class and :func:`make_plan` are in
-:mod:`systems.disk.policies.base`, the policies in :mod:`~systems.disk.policies.beta` (``beta``, ``comet``),
+The built-in policies are lines of the ``policies`` table in :mod:`systems.plugins`; the spec, the base class,
+the registry :data:`POLICIES` and :func:`make_plan` are in :mod:`systems.disk.policies.base`, the policies in
+:mod:`~systems.disk.policies.beta` (``beta``, ``comet``),
 :mod:`~systems.disk.policies.baselines` (``random``, ``in_memory``) and
 :mod:`~systems.disk.policies.node_classification` (``sequential``, ``dispersed``). The plan type is re-exported
 here (``from systems.disk.policies import BufferPlan, PolicySpec, make_plan``).
@@ -51,13 +52,13 @@ Every policy also accepts node classification (nodes then follow the policy's ru
 from __future__ import annotations
 
 from systems.disk.plan import ASSIGNMENTS, TASKS, BufferPlan, Transition
-from systems.disk.policies.base import PartitionPolicy, PolicySpec, epoch_generator, make_plan
+from systems.disk.policies.base import POLICIES, PartitionPolicy, PolicySpec, epoch_generator, make_plan
 from systems.disk.policies.baselines import InMemoryPolicy, RandomPolicy
 from systems.disk.policies.beta import BetaPolicy, CometPolicy, beta_swaps, beta_walk, swap_lower_bound
 from systems.disk.policies.node_classification import DispersedPolicy, SequentialPolicy, rotation_window
 
 __all__ = [
-    "ASSIGNMENTS", "TASKS", "BetaPolicy", "BufferPlan", "CometPolicy", "DispersedPolicy", "InMemoryPolicy",
+    "ASSIGNMENTS", "POLICIES", "TASKS", "BetaPolicy", "BufferPlan", "CometPolicy", "DispersedPolicy", "InMemoryPolicy",
     "PartitionPolicy", "PolicySpec", "RandomPolicy", "SequentialPolicy", "Transition", "beta_swaps", "beta_walk",
     "epoch_generator", "make_plan", "rotation_window", "swap_lower_bound",
 ]

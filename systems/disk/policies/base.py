@@ -1,5 +1,6 @@
 """What every policy shares: the :class:`PolicySpec` it plans for, the :class:`PartitionPolicy` base class, the
-helpers that turn a walk of loads into a :class:`~systems.disk.plan.BufferPlan`, and :func:`make_plan`."""
+helpers that turn a walk of loads into a :class:`~systems.disk.plan.BufferPlan`, the :data:`POLICIES` registry
+and :func:`make_plan`."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ from typing import ClassVar
 import numpy as np
 
 from suite.errors import ConfigError
-from suite.registry import POLICIES
+from suite.registry import Registry
 from systems.disk.plan import TASKS, BufferPlan
+
+POLICIES: Registry = Registry("policy", plugin_table="policies")
+"""Partition-buffer policies by name (:class:`PartitionPolicy` subclasses), declared by the ``policies`` plugin
+table (the built-in lines: :mod:`systems.plugins`); read by the disk system and the buffer simulator."""
 
 Walk = tuple[np.ndarray, np.ndarray, np.ndarray]  # loads (offsets, unit slots, units), see systems.disk.plan
 

@@ -9,7 +9,6 @@ from typing import ClassVar
 import numpy as np
 
 from suite.errors import ConfigError
-from suite.registry import POLICIES
 from systems.disk.plan import BufferPlan
 from systems.disk.policies.base import (PartitionPolicy, PolicySpec, build_plan, require_task, single_partitions,
                                         single_state, walk_from_unit_slots)
@@ -49,7 +48,6 @@ def _next_pair_slots(slots: np.ndarray, wanted: set[int], rng: np.random.Generat
     return nxt
 
 
-@POLICIES.register("random")
 @dataclass(frozen=True)
 class RandomPolicy(PartitionPolicy):
     """Naive baseline: all pairs of random half-buffer groups, in random order; uniform bucket assignment."""
@@ -71,7 +69,6 @@ class RandomPolicy(PartitionPolicy):
         return build_plan(self.name, spec, groups, 2, c, walk, "uniform", rng)
 
 
-@POLICIES.register("in_memory")
 @dataclass(frozen=True)
 class InMemoryPolicy(PartitionPolicy):
     """Everything in memory: one state holding all ``p`` partitions (capacity ``p``)."""

@@ -9,7 +9,6 @@ from typing import ClassVar
 import numpy as np
 
 from suite.errors import ConfigError
-from suite.registry import POLICIES
 from systems.disk.plan import BufferPlan
 from systems.disk.policies.base import (PartitionPolicy, PolicySpec, Walk, build_plan, logical_sizes,
                                         random_groups, require_task, single_partitions)
@@ -87,7 +86,6 @@ def _beta_phase(slots: np.ndarray, on_disk: np.ndarray, rng: np.random.Generator
     return on_disk[m:]
 
 
-@POLICIES.register("beta")
 @dataclass(frozen=True)
 class BetaPolicy(PartitionPolicy):
     """Marius's BETA ordering with greedy bucket assignment. ``randomize=False``: canonical, hand-checkable."""
@@ -103,7 +101,6 @@ class BetaPolicy(PartitionPolicy):
         return build_plan(self.name, spec, single_partitions(p), min(p, c), max(min(p, c), c), walk, "first", rng)
 
 
-@POLICIES.register("comet")
 @dataclass(frozen=True)
 class CometPolicy(PartitionPolicy):
     """MariusGNN's COMET: BETA over random logical partitions, uniformly random bucket assignment."""

@@ -9,13 +9,11 @@ from typing import ClassVar
 import numpy as np
 
 from suite.errors import ConfigError
-from suite.registry import POLICIES
 from systems.disk.plan import BufferPlan
 from systems.disk.policies.base import (PartitionPolicy, PolicySpec, build_plan, logical_sizes, random_groups,
                                         require_task, single_partitions, single_state)
 
 
-@POLICIES.register("sequential")
 @dataclass(frozen=True)
 class SequentialPolicy(PartitionPolicy):
     """Node classification: the training partitions plus random others, one state per epoch."""
@@ -54,7 +52,6 @@ def rotation_window(others: np.ndarray, width: int, seed: int, epoch: int,
     return np.concatenate([kept, rest])[:width].astype(np.int64)
 
 
-@POLICIES.register("dispersed")
 @dataclass(frozen=True)
 class DispersedPolicy(PartitionPolicy):
     """Node classification: one pass of logical partitions through the buffer; nodes to random states."""

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from suite.errors import ConfigError, DataError
-from suite.plugins import POLICIES
 from systems.disk.plan import BufferPlan
-from systems.disk.policies import PolicySpec, make_plan
+from systems.disk.policies import POLICIES, PolicySpec, make_plan
 from systems.disk.policies.beta import beta_swaps, beta_walk, swap_lower_bound
 from systems.disk.policies.node_classification import rotation_window
 

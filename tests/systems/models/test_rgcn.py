@@ -15,9 +15,6 @@ from suite.data import GraphStore, create_store
 from suite.data.csr import EdgeChunk, write_csrs
 from suite.recorder import Recorder
 from suite.registry import MODELS, SYSTEMS
-import systems.disk.system  # noqa: F401  (registers the systems)
-import systems.in_memory  # noqa: F401
-import systems.pipelined  # noqa: F401
 from systems.models.rgcn import RGCN, RelationLookup, _rgcn_conv_class, build_encoder
 from systems.sampling.base import SamplingGraph
 from systems.sampling.dense import DenseSampler

@@ -13,9 +13,6 @@ from suite.errors import ConfigError
 from suite.data import GraphStore
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS
-import systems.disk.system  # noqa: F401  (registers the systems)
-import systems.in_memory  # noqa: F401
-import systems.pipelined  # noqa: F401
 from systems.models.decoders import DistMult, build_decoder
 from systems.tasks.kvsall import build_query_answers, kvsall_loss, kvsall_targets
 from tests.support.systems import run_system

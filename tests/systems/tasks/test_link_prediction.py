@@ -18,9 +18,7 @@ from suite.data import GraphStore, create_store
 from suite.data.csr import EdgeChunk, write_csrs
 from suite.recorder import Recorder, read_records
 from suite.registry import DECODERS, SYSTEMS, TASKS
-from systems.base import RunOutcome
-import systems.in_memory  # noqa: F401  (registers the systems)
-import systems.pipelined  # noqa: F401
+from suite.run_contract import RunOutcome
 from systems.pipelined import PipelinedSystem
 from systems.models.decoders import ComplEx, DistMult, Dot, build_decoder
 from systems.models.embeddings import EmbeddingTable

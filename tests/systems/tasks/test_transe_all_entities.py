@@ -14,9 +14,6 @@ from suite.errors import ConfigError
 from suite.data import GraphStore
 from suite.recorder import Recorder
 from suite.registry import DECODERS, SYSTEMS
-import systems.disk.system  # noqa: F401  (registers the systems)
-import systems.in_memory  # noqa: F401
-import systems.pipelined  # noqa: F401
 from systems.models.decoders import DistMult, TransE, TransEL2, build_decoder
 from systems.tasks.link_prediction import (all_entities_loss, embedding_penalty, link_prediction_loss,
                                            rank_triples)
