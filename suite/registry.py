@@ -4,7 +4,7 @@ code using it.
 Example::
 
     SYSTEMS = Registry("system", plugin_table="systems")   # filled from the plugin tables on first lookup
-    SYSTEMS.get("disk")  # -> imports systems.disk.system, returns DiskSystem; an unknown name raises ConfigError
+    SYSTEMS.get("disk")  # -> imports systems.disk.disk_system, returns DiskSystem; an unknown name raises ConfigError
     "disk" in SYSTEMS    # True, and imports nothing
 
     PRESETS = Registry("preset")                            # filled by its own module

@@ -3,7 +3,7 @@ what a run hands back (:class:`RunOutcome`, one :class:`EpochStats` per epoch) a
 (:func:`main_metric`).
 
 The runner (:mod:`suite.runner`) builds ``summary.json`` from a :class:`RunOutcome` alone, the same way for every
-system; the systems layer implements the contract (:class:`systems.base.System` is the base class of the built-in
+system; the systems layer implements the contract (:class:`systems.system.System` is the base class of the built-in
 systems).
 """
 
@@ -74,7 +74,7 @@ class System(Protocol):
     and the recorder (validating its options, before the run folder exists), told whether to resume from the run
     folder's checkpoint, then run once.
 
-    A registered system (``SYSTEMS``) is a class of this shape; :class:`systems.base.System` implements it.
+    A registered system (``SYSTEMS``) is a class of this shape; :class:`systems.system.System` implements it.
     """
 
     resume: bool

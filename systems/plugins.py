@@ -13,7 +13,7 @@ SYSTEMS = {
     "in_memory": "systems.in_memory:InMemorySystem",
     "pipelined": "systems.pipelined:PipelinedSystem",
     "pyg": "systems.pyg_baseline:PygSystem",
-    "disk": "systems.disk.system:DiskSystem",
+    "disk": "systems.disk.disk_system:DiskSystem",
 }
 
 # Wrappers ``variant(system_class) -> system_class`` the runner applies by name (suite.registry.SYSTEM_VARIANTS).
@@ -55,10 +55,10 @@ TASKS = {
     "link_prediction": "systems.tasks.link_prediction:LinkPredictionTask",
 }
 
-# The disk system's variant by ``training.task`` (systems.disk.system.DISK_TASKS).
+# The disk system's variant by ``training.task`` (systems.disk.disk_system.DISK_TASKS).
 DISK_TASKS = {
-    "node_classification": "systems.disk.node_classification:DiskNodeClassification",
-    "link_prediction": "systems.disk.link_prediction:DiskLinkPrediction",
+    "node_classification": "systems.disk.disk_node_classification:DiskNodeClassification",
+    "link_prediction": "systems.disk.disk_link_prediction:DiskLinkPrediction",
 }
 
 # Partition-buffer policies, frozen PartitionPolicy subclasses (systems.disk.policies.POLICIES).
@@ -67,8 +67,8 @@ POLICIES = {
     "comet": "systems.disk.policies.beta:CometPolicy",
     "random": "systems.disk.policies.baselines:RandomPolicy",
     "in_memory": "systems.disk.policies.baselines:InMemoryPolicy",
-    "sequential": "systems.disk.policies.node_classification:SequentialPolicy",
-    "dispersed": "systems.disk.policies.node_classification:DispersedPolicy",
+    "sequential": "systems.disk.policies.node_policies:SequentialPolicy",
+    "dispersed": "systems.disk.policies.node_policies:DispersedPolicy",
 }
 
 # Feature-cache policies (issue 31): which nodes' features stay in memory between batches. Empty until that

@@ -101,7 +101,7 @@ def _workload(spec, num_nodes: int, num_edges: int, feature_dim: int, num_classe
     import torch
 
     from suite.registry import MODELS, SAMPLERS
-    from systems.sampling.base import SamplingGraph
+    from systems.sampling.sampler import SamplingGraph
     from systems.tasks.node_classification import make_optimizer
 
     generator = torch.Generator().manual_seed(seed)

@@ -44,7 +44,7 @@ from torch.nn import functional as F
 from suite.config import DatasetSpec, ModelSpec
 from suite.datasets import open_dataset
 from suite.registry import MODELS, SAMPLERS
-from systems.sampling.base import SamplingGraph
+from systems.sampling.sampler import SamplingGraph
 
 STAGES = ("sample", "gather", "compute")
 

@@ -3,5 +3,5 @@
 disk system with its task variants (node classification, link prediction).
 
 The policies (:data:`systems.disk.policies.POLICIES`) and the task variants
-(:data:`systems.disk.system.DISK_TASKS`) are declared by their lines in :mod:`systems.plugins`.
+(:data:`systems.disk.disk_system.DISK_TASKS`) are declared by their lines in :mod:`systems.plugins`.
 """

@@ -23,8 +23,8 @@ from suite.metrics import accuracy
 from suite.registry import SAMPLERS
 from systems.models.rgcn import attach_relations, build_encoder
 from systems.batch import Batch, batch_generator, plan_epoch
-from systems.sampling.base import Sampler, SamplingGraph
-from systems.tasks.base import Task, check_loss
+from systems.sampling.sampler import Sampler, SamplingGraph
+from systems.tasks.task import Task, check_loss
 
 # Offset between the training seed and the evaluation sampling seed (any constant keeps them independent).
 _EVAL_SEED_OFFSET = 0x5EED

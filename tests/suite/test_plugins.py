@@ -14,7 +14,7 @@ from suite import registry
 from suite.plugins import plugin_table
 from systems import plugins
 from systems.disk.policies import POLICIES
-from systems.disk.system import DISK_TASKS
+from systems.disk.disk_system import DISK_TASKS
 from tests.support.paths import REPO_ROOT
 
 REGISTRIES = {

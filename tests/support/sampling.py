@@ -12,7 +12,7 @@ from suite.data import create_store
 from suite.data.csr import EdgeChunk, write_csrs
 from suite.data.store import GraphStore
 from systems.sampling import SamplingGraph
-from systems.sampling.base import LayerBlock, SampledSubgraph
+from systems.sampling.sampler import LayerBlock, SampledSubgraph
 from tests.support.graphs import graph_from_lists
 
 
