@@ -26,7 +26,7 @@ import torch
 import suite.plugins  # noqa: F401  (registers the built-in samplers)
 from suite.graph.synthetic import SyntheticConfig, generate
 from suite.registry import SAMPLERS
-from systems.sampling.base import Sampler, SamplingGraph
+from systems.sampling.sampler import Sampler, SamplingGraph
 
 GRAPH = SyntheticConfig(name="bench-power-law", num_nodes=100_000, avg_degree=12.0, power_law_exponent=2.5,
                         max_degree=5_000, num_classes=10, feature_dim=0, label_rate=0.0, seed=0)

@@ -319,7 +319,7 @@ def _store_path(run: pd.Series) -> Path:
     """The partitioned store a disk run trained from."""
     from suite.config import read_yaml, spec_from_dict
     from suite.datasets import open_dataset
-    from systems.disk.system import DiskOptions, partitioned_store_path
+    from systems.disk.disk_system import DiskOptions, partitioned_store_path
 
     spec = spec_from_dict(read_yaml(Path(run["run_dir"]) / "config.yaml"))
     options = DiskOptions.model_validate(spec.system.options)

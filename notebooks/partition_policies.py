@@ -221,7 +221,7 @@ real = per_policy.join(accuracy).loc[list(REAL_POLICIES)]
 real
 
 # %%
-from systems.disk.system import partitioned_store
+from systems.disk.disk_system import partitioned_store
 
 # Rebuild each epoch's plan from the partitioned store the run used (cached beside the dataset), and check
 # that the system executed it.

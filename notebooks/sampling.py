@@ -52,7 +52,7 @@ import suite.plugins  # noqa: F401  (registers the samplers)
 from experiments.sampling import dense_stats, naive_stats
 from suite.graph.synthetic import SyntheticConfig, generate
 from suite.registry import SAMPLERS
-from systems.sampling.base import SamplingGraph
+from systems.sampling.sampler import SamplingGraph
 
 RESULTS_CSV = Path(RESULTS_CSV) if RESULTS_CSV else ROOT / "results" / "sampling.csv"
 pd.set_option("display.width", 160)

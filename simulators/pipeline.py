@@ -1,6 +1,6 @@
 """A SimPy discrete-event simulator of the pipelined training system (:mod:`systems.pipelined`).
 
-It mirrors the real pipeline piece by piece (:mod:`systems.pipeline`), with the same names:
+It mirrors the real pipeline piece by piece (:mod:`systems.stage_pipeline`), with the same names:
 
 - stages with pools of ``workers`` processes; the first stage admits batches, in planned order, each taking a
   token from a ``simpy.Container`` of ``staleness_bound`` tokens, returned when the last stage finishes it;
@@ -25,7 +25,7 @@ while the running jobs want more cores than there are; otherwise every factor is
 (and for ``contention = None``) the rates are plain max-min sharing.
 
 Outputs are the simulator's own records (:mod:`simulators.trace`) in the real system's record schema (the stamps
-of :class:`systems.batch.Batch`, the measures of :class:`systems.pipeline.PipelineTrace`): per-batch admission,
+of :class:`systems.batch.Batch`, the measures of :class:`systems.stage_pipeline.PipelineTrace`): per-batch admission,
 per-stage start/end/worker, staleness (optimizer steps are counted where the ``compute`` stage finishes a batch),
 queue occupancy after every put and get, busy time per stage, and the same derived measures (bottleneck,
 efficiency), so that simulated and measured runs go through the same tables.

@@ -3,11 +3,11 @@
 A checkpoint (``last.pt``, ``best.pt``; ``torch.save`` of plain data, read back with ``weights_only=True``) holds:
 
 - ``format``, ``run_id``, ``epoch`` (the last finished epoch, 0-based) and ``epochs`` (the spec's count);
-- ``task``: the task's learnable state (:meth:`systems.tasks.base.Task.state_dict`): the model's and the
+- ``task``: the task's learnable state (:meth:`systems.tasks.task.Task.state_dict`): the model's and the
   optimizer's state dicts, the optimizer step count, a learnable embedding table with its Adagrad state;
 - ``rng``: torch's global CPU generator (dropout draws from it) and, on CUDA, the device generators (everything
   else the suite draws comes from generators seeded from ``(seed, epoch, batch)``);
-- ``history``: per finished epoch, its time, its :class:`~systems.base.EpochStats` and its validation and test
+- ``history``: per finished epoch, its time, its :class:`~systems.system.EpochStats` and its validation and test
   metrics (a resumed run replays them into its records and summary);
 - ``best``: the main validation metric (``accuracy``, ``mrr``) and the epoch of the best checkpoint so far;
 - ``system``: what a system keeps beside the task's state (e.g. nothing: the disk system recomputes its buffer

@@ -1,7 +1,7 @@
 """Run one spec end to end: resolve the dataset, build the registered system, train, summarize, record.
 
 ``summary.json`` is computed here, the same way for every system, from what the system measured
-(:class:`systems.base.RunOutcome`) plus process counters and provenance.
+(:class:`systems.system.RunOutcome`) plus process counters and provenance.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 one batch, the per-stage fields of a ``batch`` record, and the arithmetic of a trace (busy time per stage, the
 bottleneck stage, pipeline efficiency).
 
-The pipelined system (:mod:`systems.pipeline`) stamps real batches with ``perf_counter`` times; the pipeline
+The pipelined system (:mod:`systems.stage_pipeline`) stamps real batches with ``perf_counter`` times; the pipeline
 simulator (:mod:`simulators.trace`) stamps its own batches with simulated times. Both write the same ``batch``
 records and compute their traces' numbers here, so measured and simulated runs go through the same tables.
 """

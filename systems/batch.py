@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from suite.stage_trace import StageStamp, stage_fields
-from systems.sampling.base import SampledSubgraph
+from systems.sampling.sampler import SampledSubgraph
 
 
 @dataclass

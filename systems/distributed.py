@@ -9,8 +9,8 @@ Any system built on the Task contract (``in_memory``, ``pipelined``) runs data-p
   ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``/``MASTER_PORT`` in the environment) each process is one rank
   already and joins the group from the environment (``WORLD_SIZE`` must equal the spec's ``world_size``).
   Backend: ``gloo`` on the CPU, ``nccl`` on CUDA (``dist_backend: auto``); rank ``r`` uses ``cuda:<local rank>``.
-- **Data.** Every rank plans the same epoch (the task's :meth:`~systems.tasks.base.Task.plan_epoch`, a function of
-  ``(seed, epoch)``) and takes its share of every global batch (:meth:`~systems.tasks.base.Task.shard`: a
+- **Data.** Every rank plans the same epoch (the task's :meth:`~systems.tasks.task.Task.plan_epoch`, a function of
+  ``(seed, epoch)``) and takes its share of every global batch (:meth:`~systems.tasks.task.Task.shard`: a
   contiguous ``1/world_size`` of the roots), so ``training.batch_size`` stays the *total* batch size and the
   number of optimizer steps per epoch is the single-rank one. Each rank runs its own system, i.e. its own
   sampling pipeline.
@@ -73,9 +73,9 @@ from suite.ranks import (DistributedOptions, NullRecorder, RankContext, RankFail
 from suite.registry import SYSTEM_VARIANTS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from systems.base import EpochStats
+    from systems.system import EpochStats
     from systems.batch import Batch
-    from systems.tasks.base import Task
+    from systems.tasks.task import Task
 
 # ---------------------------------------------------------------------------------------------- gradients
 class GradientAllReduce:
@@ -383,7 +383,7 @@ def gather_epoch(context: RankContext, stats: "EpochStats", epoch_time_s: float,
     sampled edges and loss made global."""
     import torch.distributed as dist
 
-    from systems.base import EpochStats
+    from systems.system import EpochStats
 
     mine = {
         "rank": context.rank, "pid": os.getpid(), "host": socket.gethostname(), "examples": stats.examples,

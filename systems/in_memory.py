@@ -20,10 +20,10 @@ from suite.metrics import StageTimer
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS, TASKS
 import systems.tasks  # noqa: F401  (registers the built-in tasks)
-from systems.base import EpochStats, System, SystemOptions
+from systems.system import EpochStats, System, SystemOptions
 from suite.ranks import DistributedOptions
 from systems.stages import epoch_stats, run_stages
-from systems.tasks.base import Task
+from systems.tasks.task import Task
 from systems.tasks.node_classification import make_optimizer
 
 

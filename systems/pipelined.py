@@ -1,6 +1,6 @@
 """The pipelined CPU-GPU system (MariusGNN/Marius): staged workers, bounded queues, bounded staleness.
 
-Per mini-batch the stages of the in-memory baseline run as a pipeline (:mod:`systems.pipeline`), each with its own
+Per mini-batch the stages of the in-memory baseline run as a pipeline (:mod:`systems.stage_pipeline`), each with its own
 workers, so that preparing batch ``i + 1`` overlaps computing batch ``i``:
 
 - ``load`` (``batch_loader_threads`` workers): sample and gather features and labels (into pinned memory on CUDA);
@@ -54,12 +54,12 @@ from suite.metrics import GpuUtilizationSampler
 from suite.graph import GraphStore
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS
-from systems.base import EpochStats, SystemOptions
+from systems.system import EpochStats, SystemOptions
 from systems.batch import Batch, StageStamp
 from suite.ranks import DistributedOptions
 from systems.in_memory import InMemorySystem
-from systems.tasks.base import Task
-from systems.pipeline import Pipeline, PipelineTrace, Stage
+from systems.tasks.task import Task
+from systems.stage_pipeline import Pipeline, PipelineTrace, Stage
 from systems.stages import epoch_stats
 
 

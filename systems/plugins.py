@@ -18,9 +18,9 @@ PLUGIN_MODULES = (
     "systems.disk.policies",
     "systems.pipelined",
     "systems.pyg_baseline",
-    "systems.disk.system",
-    "systems.disk.node_classification",
-    "systems.disk.link_prediction",
+    "systems.disk.disk_system",
+    "systems.disk.disk_node_classification",
+    "systems.disk.disk_link_prediction",
 )
 
 for _module in PLUGIN_MODULES:

@@ -19,7 +19,7 @@ Evaluation runs the same model over a ``NeighborLoader`` of the split's labeled 
 from torch's global generator (PyG's samplers do) inside ``torch.random.fork_rng`` seeded from the run's seed, so
 evaluating does not change the training trajectory and is the same at every call.
 
-Recorded through the same :class:`~systems.base.System` template as every system (epoch and evaluation records,
+Recorded through the same :class:`~systems.system.System` template as every system (epoch and evaluation records,
 ``summary.json`` by the runner), with stage names of the suite: ``load`` (waiting for the loader's next batch:
 sampling and feature slicing, done by PyG inside its iterator), ``transfer`` (``batch.to(device)``) and
 ``compute`` (forward, loss, backward, step). ``sampled_edges`` counts the edges of each batch's sampled subgraph.
@@ -43,8 +43,8 @@ from suite.graph import GraphStore
 from suite.metrics import StageTimer, accuracy
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS
-from systems.base import EpochStats, System
-from systems.sampling.base import SamplingGraph
+from systems.system import EpochStats, System
+from systems.sampling.sampler import SamplingGraph
 from systems.sampling.pyg import missing_reason, pyg_backend
 from systems.tasks.node_classification import labeled, make_optimizer
 

@@ -1,5 +1,5 @@
 """What every system does with a batch: run it through a task's stages one after another, and sum an epoch's
-batches into :class:`~systems.base.EpochStats`.
+batches into :class:`~systems.system.EpochStats`.
 
 The in-memory baseline (:mod:`systems.in_memory`), the pipelined system (:mod:`systems.pipelined`) and the disk
 system's variants (:mod:`systems.disk`) share these; a new system imports them from here.
@@ -8,7 +8,7 @@ system's variants (:mod:`systems.disk`) share these; a new system imports them f
 from __future__ import annotations
 
 from suite.metrics import StageTimer
-from systems.base import EpochStats
+from systems.system import EpochStats
 from systems.batch import Batch
 
 

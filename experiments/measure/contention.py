@@ -102,7 +102,7 @@ def _workload(spec, num_nodes: int, num_edges: int, feature_dim: int, num_classe
 
     from suite.plugins import load_plugins
     from suite.registry import MODELS, SAMPLERS
-    from systems.sampling.base import SamplingGraph
+    from systems.sampling.sampler import SamplingGraph
     from systems.tasks.node_classification import make_optimizer
 
     load_plugins()

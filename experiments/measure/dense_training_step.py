@@ -45,7 +45,7 @@ import suite.plugins  # noqa: F401  (registers the built-in samplers, models and
 from suite.config import DatasetSpec, ModelSpec
 from suite.datasets import open_dataset
 from suite.registry import MODELS, SAMPLERS
-from systems.sampling.base import SamplingGraph
+from systems.sampling.sampler import SamplingGraph
 
 STAGES = ("sample", "gather", "compute")
 

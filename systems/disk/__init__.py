@@ -3,5 +3,5 @@
 disk system with its task variants (node classification, link prediction).
 
 Importing :mod:`systems.disk.policies` registers the built-in policies in :data:`suite.registry.POLICIES`; the
-variants register in :data:`systems.disk.system.DISK_TASKS` when :mod:`suite.plugins` loads them.
+variants register in :data:`systems.disk.disk_system.DISK_TASKS` when :mod:`suite.plugins` loads them.
 """

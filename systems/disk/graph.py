@@ -32,7 +32,7 @@ from suite.graph import GraphStore
 from suite.graph.partition import bucket_checksums, check_bucket_crc
 from suite.io import IOCounters
 from systems.disk.buffer import PartitionArray
-from systems.sampling.base import SamplingGraph
+from systems.sampling.sampler import SamplingGraph
 
 _jit = numba.njit(cache=True, nogil=True)
 

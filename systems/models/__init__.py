@@ -1,7 +1,7 @@
 """Encoders over sampled neighbourhoods; importing this package registers them in :data:`suite.registry.MODELS`.
 
 Every entry is a builder ``build(spec: ModelSpec, in_dim: int, out_dim: int) -> torch.nn.Module`` whose module
-is called as ``model(x, sample) -> logits [num_roots, out_dim]`` (see :mod:`systems.models.base`):
+is called as ``model(x, sample) -> logits [num_roots, out_dim]`` (see :mod:`systems.models.encoder`):
 
 - ``graphsage``: :class:`~systems.models.graphsage.GraphSAGE` (PyG ``SAGEConv`` per sampled block);
 - ``gcn``: :class:`~systems.models.gcn.GCN` (mean over a node and its neighbours, the GraphSAGE-GCN variant);
@@ -23,7 +23,7 @@ from torch import nn
 
 from suite.config import ModelSpec
 from suite.registry import MODELS
-from systems.models.base import ModelBuilder, root_rows
+from systems.models.encoder import ModelBuilder, root_rows
 from systems.models.gat import GAT, build_gat
 from systems.models.gcn import GCN, build_gcn
 from systems.models.graphsage import GraphSAGE, build_graphsage

@@ -24,8 +24,8 @@ from torch_geometric.nn import GATConv
 from suite.config import ModelSpec
 from suite.errors import ConfigError
 from suite.registry import MODELS
-from systems.models.base import BlockStack, check_layers, layer_dims
-from systems.sampling.base import LayerBlock
+from systems.models.encoder import BlockStack, check_layers, layer_dims
+from systems.sampling.sampler import LayerBlock
 
 HIDDEN_HEADS = 4
 """Attention heads of every hidden layer (concatenated); the output layer has one."""

@@ -26,8 +26,8 @@ from torch.nn import functional as F
 from suite.config import ModelSpec
 from suite.errors import ConfigError
 from suite.registry import MODELS
-from systems.models.base import BlockStack, check_layers, layer_dims
-from systems.sampling.base import LayerBlock
+from systems.models.encoder import BlockStack, check_layers, layer_dims
+from systems.sampling.sampler import LayerBlock
 
 
 def mean_with_self(x: torch.Tensor, block: LayerBlock) -> torch.Tensor:

@@ -9,8 +9,8 @@ from torch_geometric.nn import SAGEConv
 
 from suite.config import ModelSpec
 from suite.registry import MODELS
-from systems.models.base import BlockStack, check_layers, layer_dims
-from systems.sampling.base import LayerBlock
+from systems.models.encoder import BlockStack, check_layers, layer_dims
+from systems.sampling.sampler import LayerBlock
 
 
 class GraphSAGE(BlockStack):

@@ -8,8 +8,8 @@ from torch.nn import functional as F
 
 from suite.config import ModelSpec
 from suite.registry import MODELS
-from systems.models.base import check_layers, layer_dims, root_rows
-from systems.sampling.base import SampledSubgraph
+from systems.models.encoder import check_layers, layer_dims, root_rows
+from systems.sampling.sampler import SampledSubgraph
 
 
 class MLP(nn.Module):

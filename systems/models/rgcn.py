@@ -37,8 +37,8 @@ from torch.nn import functional as F
 from suite.config import ModelSpec
 from suite.errors import ConfigError, DataError
 from suite.registry import MODELS
-from systems.models.base import BlockStack, check_layers, layer_dims
-from systems.sampling.base import LayerBlock, SamplingGraph
+from systems.models.encoder import BlockStack, check_layers, layer_dims
+from systems.sampling.sampler import LayerBlock, SamplingGraph
 
 _AGGREGATIONS = {"mean": "mean", "sum": "add", "max": "max"}
 

@@ -14,8 +14,8 @@ from torch import nn
 from suite.config import ModelSpec
 from suite.errors import ConfigError
 from suite.registry import MODELS
-from systems.models.base import root_rows
-from systems.sampling.base import SampledSubgraph
+from systems.models.encoder import root_rows
+from systems.sampling.sampler import SampledSubgraph
 
 
 class Shallow(nn.Module):

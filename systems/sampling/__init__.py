@@ -8,7 +8,7 @@ Importing this package registers the built-in samplers in :data:`suite.registry.
   installed) behind the same contract, as layer-wise blocks.
 """
 
-from systems.sampling.base import LayerBlock, SampledSubgraph, Sampler, SamplingGraph
+from systems.sampling.sampler import LayerBlock, SampledSubgraph, Sampler, SamplingGraph
 from systems.sampling.naive import NaiveSampler
 from systems.sampling.dense import DenseSampler, DenseSubgraph
 from systems.sampling.pyg import PygSampler

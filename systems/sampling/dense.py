@@ -27,7 +27,7 @@ node's local row is ``N - 1 - discovery index``, so relabelling is one subtracti
 Layer ``l = 1..K`` of a model computes the rows ``node_ids[h_l:]`` from the rows ``node_ids[h_{l-1}:]``,
 aggregating over the neighbour lists of ``node_ids[h_l:]`` (a suffix of ``nbrs``): every layer drops the
 outermost delta, and after ``K`` layers the rows are the roots, in order. :attr:`DenseSubgraph.blocks` exposes
-these layers as :class:`~systems.sampling.base.LayerBlock` s (:class:`LayerBlocks`: layer 1 shares ``edges``;
+these layers as :class:`~systems.sampling.sampler.LayerBlock` s (:class:`LayerBlocks`: layer 1 shares ``edges``;
 a later layer is one subtraction over its edge suffix, done on first access, on the sample's device), so every
 model consumes DENSE unchanged.
 
@@ -68,7 +68,7 @@ import torch
 from suite.config import ALL_NEIGHBOURS
 from suite.registry import SAMPLERS
 from systems.sampling import kernels
-from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
+from systems.sampling.sampler import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
 from systems.sampling.naive import sample_neighbours
 
 _INT32_MAX = (1 << 31) - 1

@@ -33,7 +33,7 @@ import torch
 from suite.config import ALL_NEIGHBOURS
 from suite.registry import SAMPLERS
 from systems.sampling import kernels
-from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
+from systems.sampling.sampler import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
 
 
 def _segment_offsets(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

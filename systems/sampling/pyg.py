@@ -2,7 +2,7 @@
 
 :class:`PygSampler` calls :class:`torch_geometric.sampler.NeighborSampler` (``pyg-lib`` when installed, else
 ``torch-sparse``'s ``neighbor_sample``) on the same neighbour lists the other samplers read: the
-:class:`~systems.sampling.base.SamplingGraph` is handed to PyG as the transposed adjacency ``adj_t`` (a
+:class:`~systems.sampling.sampler.SamplingGraph` is handed to PyG as the transposed adjacency ``adj_t`` (a
 ``torch_sparse.SparseTensor`` over the CSR's own tensors, nothing copied) or, without torch-sparse, as an edge list
 already sorted by destination (``is_sorted=True``), so PyG's CSC is exactly the graph's CSR.
 
@@ -43,7 +43,7 @@ import torch
 
 from suite.errors import ConfigError
 from suite.registry import SAMPLERS
-from systems.sampling.base import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
+from systems.sampling.sampler import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
 
 _GLOBAL_GENERATOR = threading.Lock()
 _SEED_BOUND = 1 << 62

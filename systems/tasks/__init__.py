@@ -7,7 +7,7 @@
 Systems (in-memory, pipelined, disk) decide when and where the stages run; a task decides what they do.
 """
 
-from systems.tasks.base import Task
+from systems.tasks.task import Task
 from systems.tasks.node_classification import NodeClassificationTask, make_optimizer
 from systems.tasks.link_prediction import LinkPredictionTask
 

@@ -57,8 +57,8 @@ from systems.models.decoders import Decoder, DistMult, build_decoder
 from systems.models.embeddings import EmbeddingTable
 from systems.models.rgcn import attach_relations, build_encoder
 from systems.models.row_kernels import gather_rows
-from systems.sampling.base import SampledSubgraph, Sampler, SamplingGraph
-from systems.tasks.base import Task, check_loss
+from systems.sampling.sampler import SampledSubgraph, Sampler, SamplingGraph
+from systems.tasks.task import Task, check_loss
 from systems.tasks.kvsall import QueryAnswers, build_query_answers, kvsall_loss
 from systems.tasks.negatives import NegativeSampler
 from systems.tasks.scoring import chunked_softmax_loss, distmult_softmax_loss

@@ -25,8 +25,8 @@ import systems.models  # noqa: F401  (registers the built-in models)
 import systems.sampling  # noqa: F401  (registers the built-in samplers)
 from systems.models.rgcn import attach_relations, build_encoder
 from systems.batch import Batch, batch_generator, plan_epoch
-from systems.sampling.base import Sampler, SamplingGraph
-from systems.tasks.base import Task, check_loss
+from systems.sampling.sampler import Sampler, SamplingGraph
+from systems.tasks.task import Task, check_loss
 
 # Offset between the training seed and the evaluation sampling seed (any constant keeps them independent).
 _EVAL_SEED_OFFSET = 0x5EED

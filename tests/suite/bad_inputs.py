@@ -354,7 +354,7 @@ def build_cases(inputs: Inputs) -> list[Case]:  # noqa: C901, PLR0915 - one flat
 
     # ---- 6. the disk system (issue items 4 and 5)
     from suite.graph import GraphStore
-    from systems.disk.system import partitioned_store
+    from systems.disk.disk_system import partitioned_store
 
     disk = {"system": {"name": "disk", "device": "cpu",
                        "options": {"policy": "beta", "num_partitions": 4, "buffer_capacity": 2}}}

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from suite.recorder import Recorder
-from systems.disk.system import DiskSystem
+from systems.disk.disk_system import DiskSystem
 
 
 def run(spec, store, out: Path) -> tuple[Any, DiskSystem, Recorder]:

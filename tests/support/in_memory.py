@@ -8,7 +8,7 @@ from typing import Any
 from suite.config import RunSpec
 from suite.graph import GraphStore
 from suite.recorder import Recorder
-from systems.base import RunOutcome
+from systems.system import RunOutcome
 from systems.in_memory import InMemorySystem
 from tests.support.systems import run_class
 

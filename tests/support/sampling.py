@@ -12,7 +12,7 @@ from suite.graph import create_store
 from suite.graph.csr import EdgeChunk, write_csrs
 from suite.graph.store import GraphStore
 from systems.sampling import SamplingGraph
-from systems.sampling.base import LayerBlock, SampledSubgraph
+from systems.sampling.sampler import LayerBlock, SampledSubgraph
 from tests.support.graphs import graph_from_lists
 
 

@@ -10,7 +10,7 @@ from suite.config import RunSpec
 from suite.graph import GraphStore
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS
-from systems.base import RunOutcome
+from systems.system import RunOutcome
 
 
 def run_class(system_class: type, spec: RunSpec, store: GraphStore, out: Path,

@@ -22,7 +22,7 @@ from suite.recorder import read_records, read_summary
 from suite.runner import run_spec
 from systems.batch import Batch
 from systems.distributed import RankFailure, world_size_of
-from systems.tasks.base import Task
+from systems.tasks.task import Task
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from systems.batch import Batch
-from systems.pipeline import Pipeline, Stage
+from systems.stage_pipeline import Pipeline, Stage
 
 
 def make_batches(count: int) -> list[Batch]:

@@ -15,7 +15,7 @@ from suite.errors import ConfigError
 from suite.graph import GraphStore
 from suite.recorder import Recorder, read_records
 from suite.registry import SYSTEMS
-from systems.base import RunOutcome
+from systems.system import RunOutcome
 from systems.batch import Batch
 from systems.pipelined import PipelinedSystem
 from systems.tasks import NodeClassificationTask

@@ -20,7 +20,7 @@ from suite.graph import GraphStore
 from suite.recorder import Recorder, read_records
 from suite.registry import SYSTEMS
 from systems import pyg_baseline
-from systems.base import RunOutcome
+from systems.system import RunOutcome
 from systems.pyg_baseline import PygSystem
 from systems.sampling.pyg import missing_reason
 from tests.support.in_memory import make_spec as in_memory_spec

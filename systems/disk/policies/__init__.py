@@ -7,9 +7,9 @@ type and its contract: :mod:`systems.disk.plan`). :func:`make_plan` derives the 
 so a plan is a deterministic function of ``(policy, spec, seed, epoch)``.
 
 Importing this package registers the built-in policies; the spec, the base class and :func:`make_plan` are in
-:mod:`systems.disk.policies.base`, the policies in :mod:`~systems.disk.policies.beta` (``beta``, ``comet``),
+:mod:`systems.disk.policies.policy`, the policies in :mod:`~systems.disk.policies.beta` (``beta``, ``comet``),
 :mod:`~systems.disk.policies.baselines` (``random``, ``in_memory``) and
-:mod:`~systems.disk.policies.node_classification` (``sequential``, ``dispersed``). The plan type is re-exported
+:mod:`~systems.disk.policies.node_policies` (``sequential``, ``dispersed``). The plan type is re-exported
 here (``from systems.disk.policies import BufferPlan, PolicySpec, make_plan``).
 
 Policies
@@ -51,10 +51,10 @@ Every policy also accepts node classification (nodes then follow the policy's ru
 from __future__ import annotations
 
 from systems.disk.plan import ASSIGNMENTS, TASKS, BufferPlan, Transition
-from systems.disk.policies.base import PartitionPolicy, PolicySpec, epoch_generator, make_plan
+from systems.disk.policies.policy import PartitionPolicy, PolicySpec, epoch_generator, make_plan
 from systems.disk.policies.baselines import InMemoryPolicy, RandomPolicy
 from systems.disk.policies.beta import BetaPolicy, CometPolicy, beta_swaps, beta_walk, swap_lower_bound
-from systems.disk.policies.node_classification import DispersedPolicy, SequentialPolicy, rotation_window
+from systems.disk.policies.node_policies import DispersedPolicy, SequentialPolicy, rotation_window
 
 __all__ = [
     "ASSIGNMENTS", "TASKS", "BetaPolicy", "BufferPlan", "CometPolicy", "DispersedPolicy", "InMemoryPolicy",

@@ -11,7 +11,7 @@ import numpy as np
 from suite.errors import ConfigError
 from suite.registry import POLICIES
 from systems.disk.plan import BufferPlan
-from systems.disk.policies.base import (PartitionPolicy, PolicySpec, build_plan, require_task, single_partitions,
+from systems.disk.policies.policy import (PartitionPolicy, PolicySpec, build_plan, require_task, single_partitions,
                                         single_state, walk_from_unit_slots)
 
 

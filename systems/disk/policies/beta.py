@@ -11,7 +11,7 @@ import numpy as np
 from suite.errors import ConfigError
 from suite.registry import POLICIES
 from systems.disk.plan import BufferPlan
-from systems.disk.policies.base import (PartitionPolicy, PolicySpec, Walk, build_plan, logical_sizes,
+from systems.disk.policies.policy import (PartitionPolicy, PolicySpec, Walk, build_plan, logical_sizes,
                                         random_groups, require_task, single_partitions)
 
 

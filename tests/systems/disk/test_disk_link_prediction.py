@@ -23,10 +23,10 @@ from suite.io import IOCounters
 from suite.recorder import Recorder, read_records, read_summary
 from suite.runner import run_spec
 from systems.disk.embeddings import MANIFEST, EmbeddingStore, crc32
-from systems.disk.link_prediction import EMBEDDINGS_FOLDER, DiskLinkPrediction, EmbeddingBuffer
-from systems.disk.system import DiskSystem
+from systems.disk.disk_link_prediction import EMBEDDINGS_FOLDER, DiskLinkPrediction, EmbeddingBuffer
+from systems.disk.disk_system import DiskSystem
 from systems.models.rgcn import RelationLookup
-from systems.sampling.base import LayerBlock
+from systems.sampling.sampler import LayerBlock
 from systems.sampling.dense import DenseSampler
 from tests.support.disk import run
 

@@ -14,7 +14,7 @@ from suite.errors import ConfigError, DataError
 from suite.graph import GraphStore
 from suite.io import resident_pages
 from suite.recorder import Recorder, read_records
-from systems.disk.system import DiskSystem, partitioned_store
+from systems.disk.disk_system import DiskSystem, partitioned_store
 from tests.support.disk import run
 from tests.support.graphs import planted_partition, write_node_store
 
@@ -343,7 +343,7 @@ def test_rgcn_from_the_buffer_computes_what_it_computes_over_the_whole_graph(tin
     model's output over the store's graph and lookup in node ids; then a run with a buffer of half the partitions
     trains. (A directed store: its CSRs hold each edge once, as the buckets do.)"""
     from systems.models.rgcn import RelationLookup
-    from systems.sampling.base import SamplingGraph
+    from systems.sampling.sampler import SamplingGraph
     from systems.sampling.dense import DenseSampler
 
     store = tiny_directed

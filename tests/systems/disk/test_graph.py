@@ -10,7 +10,7 @@ import torch
 from suite.io import IOCounters
 from systems.disk.graph import BufferedGraph, _counting_order, assemble_csr, pieces_of, Bucket
 from systems.disk.policies import PolicySpec, make_plan
-from systems.disk.system import partitioned_store, plan_steps
+from systems.disk.disk_system import partitioned_store, plan_steps
 from tests.support.graphs import planted_partition, write_node_store
 
 

@@ -10,7 +10,7 @@ from suite.plugins import POLICIES
 from systems.disk.plan import BufferPlan
 from systems.disk.policies import PolicySpec, make_plan
 from systems.disk.policies.beta import beta_swaps, beta_walk, swap_lower_bound
-from systems.disk.policies.node_classification import rotation_window
+from systems.disk.policies.node_policies import rotation_window
 
 LP_POLICIES = ("beta", "comet", "random", "in_memory")
 NC_POLICIES = ("beta", "comet", "random", "in_memory", "sequential", "dispersed")

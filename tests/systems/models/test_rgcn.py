@@ -15,11 +15,11 @@ from suite.graph import GraphStore, create_store
 from suite.graph.csr import EdgeChunk, write_csrs
 from suite.recorder import Recorder
 from suite.registry import MODELS, SYSTEMS
-import systems.disk.system  # noqa: F401  (registers the systems)
+import systems.disk.disk_system  # noqa: F401  (registers the systems)
 import systems.in_memory  # noqa: F401
 import systems.pipelined  # noqa: F401
 from systems.models.rgcn import RGCN, RelationLookup, _rgcn_conv_class, build_encoder
-from systems.sampling.base import SamplingGraph
+from systems.sampling.sampler import SamplingGraph
 from systems.sampling.dense import DenseSampler
 from systems.sampling.naive import NaiveSampler
 
@@ -68,7 +68,7 @@ def test_lookup_types_by_hand(tmp_path: Path) -> None:
     assert lookup.num_types == 6
     # block: destination 1 with in-neighbours 0, 0, 2 (in-edges: r 0, r 1, r 1) and out-neighbour 0 (1 -> 0: r 2
     # as seen from 1's out-list, a reverse edge: 2 + 3 = 5)
-    from systems.sampling.base import LayerBlock
+    from systems.sampling.sampler import LayerBlock
 
     block = LayerBlock(torch.tensor([1, 0, 2]), 1, torch.tensor([[1, 1, 2, 1], [0, 0, 0, 0]]))
     assert lookup.edge_types(block).tolist() == [0, 1, 1, 5]

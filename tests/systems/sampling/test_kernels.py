@@ -155,7 +155,7 @@ def test_large_arrays_come_from_the_shared_pool():
 @pytest.mark.parametrize("sampler_name", ["naive", "dense"])
 def test_in_the_debug_mode_an_id_out_of_range_is_an_index_error_not_a_crash(sampler_name):
     from systems.sampling import DenseSampler
-    from systems.sampling.base import SamplingGraph
+    from systems.sampling.sampler import SamplingGraph
 
     sampler_class = {"naive": NaiveSampler, "dense": DenseSampler}[sampler_name]
     indptr = torch.tensor([0, 1, 2, 3, 3])

@@ -13,7 +13,7 @@ from suite.errors import ConfigError
 from suite.graph import GraphStore
 from suite.recorder import Recorder
 from suite.registry import SYSTEMS
-import systems.disk.system  # noqa: F401  (registers the systems)
+import systems.disk.disk_system  # noqa: F401  (registers the systems)
 import systems.in_memory  # noqa: F401
 import systems.pipelined  # noqa: F401
 from systems.models.decoders import DistMult, build_decoder

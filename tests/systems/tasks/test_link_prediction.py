@@ -18,7 +18,7 @@ from suite.graph import GraphStore, create_store
 from suite.graph.csr import EdgeChunk, write_csrs
 from suite.recorder import Recorder, read_records
 from suite.registry import DECODERS, SYSTEMS, TASKS
-from systems.base import RunOutcome
+from systems.system import RunOutcome
 import systems.in_memory  # noqa: F401  (registers the systems)
 import systems.pipelined  # noqa: F401
 from systems.pipelined import PipelinedSystem

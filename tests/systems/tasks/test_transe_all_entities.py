@@ -14,7 +14,7 @@ from suite.errors import ConfigError
 from suite.graph import GraphStore
 from suite.recorder import Recorder
 from suite.registry import DECODERS, SYSTEMS
-import systems.disk.system  # noqa: F401  (registers the systems)
+import systems.disk.disk_system  # noqa: F401  (registers the systems)
 import systems.in_memory  # noqa: F401
 import systems.pipelined  # noqa: F401
 from systems.models.decoders import DistMult, TransE, TransEL2, build_decoder

@@ -1,11 +1,11 @@
 """Link prediction from disk: learnable embedding partitions move through the buffer and are written back.
 
 The disk system's variant for ``training.task: link_prediction`` (registered in
-:data:`systems.disk.system.DISK_TASKS`). Every node's embedding and Adagrad state live on disk in generations
+:data:`systems.disk.disk_system.DISK_TASKS`). Every node's embedding and Adagrad state live on disk in generations
 (:class:`~systems.disk.embeddings.EmbeddingStore`, in the run's folder under ``disk-embeddings/``); the buffer's
 frames hold whole partitions of ``[weight | state]`` rows, ``c`` of them at a time. Per epoch the policy's plan
 (``beta``, ``comet``, ``random`` or ``in_memory``; examples are the ``p x p`` edge buckets of the training edges)
-gives the states, walked by :meth:`systems.disk.system.DiskSystem.walk`; for each state, in order:
+gives the states, walked by :meth:`systems.disk.disk_system.DiskSystem.walk`; for each state, in order:
 
 1. the state's new partitions become resident: an evicted partition is copied out of its frame and written back
    to the epoch's new generation by the writer thread (asynchronously); the loaded ones were read into free frames
@@ -43,17 +43,17 @@ from suite.io import evict_page_cache, process_io_bytes
 from suite.metrics import StageTimer
 from suite.recorder import Recorder
 from suite.registry import SAMPLERS
-from systems.base import EpochStats
+from systems.system import EpochStats
 from systems.batch import Batch, batch_seed
 from systems.disk.buffer import FeatureBuffer
 from systems.disk.embeddings import EmbeddingStore
 from systems.disk.plan import BufferPlan
 from systems.disk.policies import PolicySpec, make_plan
 from systems.disk.graph import BufferedGraph
-from systems.disk.system import DISK_TASKS, DiskSystem, PassKey, StateData, Step, partitioned_store, state_bar
+from systems.disk.disk_system import DISK_TASKS, DiskSystem, PassKey, StateData, Step, partitioned_store, state_bar
 from systems.models.embeddings import EmbeddingTable
 from systems.models.rgcn import attach_lookup, attach_relations, relation_modules
-from systems.sampling.base import SamplingGraph
+from systems.sampling.sampler import SamplingGraph
 from systems.stages import epoch_stats, run_stages
 from systems.tasks.link_prediction import LinkPredictionTask, check_edge_split
 from systems.tasks.negatives import NegativeSampler
@@ -91,7 +91,7 @@ class EmbeddingBuffer(FeatureBuffer):
 
 @DISK_TASKS.register("link_prediction")
 class DiskLinkPrediction(DiskSystem):
-    """Link prediction from disk (see the module docstring); options: :class:`~systems.disk.system.DiskOptions`.
+    """Link prediction from disk (see the module docstring); options: :class:`~systems.disk.disk_system.DiskOptions`.
 
     Every epoch starts from an empty buffer (its partitions were written back to the committed generation), so a
     resumed run enters each epoch as an uninterrupted one does.

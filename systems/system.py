@@ -169,7 +169,7 @@ class System(ABC):
                 threads = self._budget.compute
                 stats = self.train_epoch(epoch, progress=progress)
                 if not math.isfinite(stats.loss):  # systems whose tasks do not check every batch's loss
-                    from systems.tasks.base import diverged
+                    from systems.tasks.task import diverged
 
                     raise diverged(stats.loss, epoch)
                 elapsed = time.perf_counter() - started

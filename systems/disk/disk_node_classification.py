@@ -1,7 +1,7 @@
 """Node classification from disk: feature partitions move through the buffer; training nodes stay resident.
 
 The disk system's variant for ``training.task: node_classification`` (registered in
-:data:`systems.disk.system.DISK_TASKS`). The node-classification task (:mod:`systems.tasks.node_classification`)
+:data:`systems.disk.disk_system.DISK_TASKS`). The node-classification task (:mod:`systems.tasks.node_classification`)
 runs its own stage methods over the buffer: for each state its graph is the in-buffer CSR, its features the
 buffer's rows and its labels the state's nodes' labels by buffer row, so ``sample`` sees only the buffer and
 ``gather`` reads from it. A state's training nodes, shuffled, run one batch at a time (:func:`run_stages`, as in
@@ -10,7 +10,7 @@ state).
 
 Passes: a training epoch follows the policy's plan of the training nodes. With ``sequential`` (MariusGNN) the
 partitions holding training nodes stay in the buffer and the other slots rotate across epochs (a seeded rotation,
-:func:`systems.disk.policies.node_classification.rotation_window`), so over epochs sampling sees every neighbourhood. An evaluation
+:func:`systems.disk.policies.node_policies.rotation_window`), so over epochs sampling sees every neighbourhood. An evaluation
 pass plans the split's nodes with ``eval_policy`` (default ``sequential`` when their partitions fit in the buffer,
 filled first with the partitions already resident: with a ``labeled-first`` order the evaluated nodes are
 resident and an evaluation reads nothing), each node predicted in its state.
@@ -27,16 +27,16 @@ import torch
 from suite.errors import DataError
 from suite.metrics import StageTimer, accuracy
 from suite.registry import SAMPLERS
-from systems.base import EpochStats
+from systems.system import EpochStats
 from systems.batch import Batch, batch_seed
 from systems.disk.buffer import FeatureBuffer, PartitionArray
 from systems.disk.graph import BufferedGraph
 from systems.disk.plan import BufferPlan
 from systems.disk.policies import PolicySpec, make_plan
-from systems.disk.system import (DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store, plan_steps,
+from systems.disk.disk_system import (DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store, plan_steps,
                                  state_bar)
 from systems.models.rgcn import attach_lookup, relation_modules
-from systems.pipeline import Pipeline
+from systems.stage_pipeline import Pipeline
 from systems.pipelined import pipeline_extra, record_trace, task_stages
 from systems.stages import epoch_stats, run_stages
 from systems.tasks.node_classification import NodeClassificationTask, labeled
@@ -47,7 +47,7 @@ _EVAL_SEED_OFFSET = 0xE7A1
 @DISK_TASKS.register("node_classification")
 class DiskNodeClassification(DiskSystem):
     """Node classification from disk (see the module docstring); options:
-    :class:`~systems.disk.system.DiskOptions`."""
+    :class:`~systems.disk.disk_system.DiskOptions`."""
 
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -240,7 +240,7 @@ class DiskNodeClassification(DiskSystem):
 
     def enter_pass(self, key: PassKey) -> None:
         """Fill the buffer as an uninterrupted run has it before pass ``key``: the layout is a function of the
-        plans of the passes before it (:func:`~systems.disk.system.plan_steps`: frames never depend on timing), so
+        plans of the passes before it (:func:`~systems.disk.disk_system.plan_steps`: frames never depend on timing), so
         it is replayed from them and its partitions are read into their frames (a resumed run, or a
         re-evaluation, then samples from the same buffer rows)."""
         layout = np.full(self.buffer.num_frames, -1, dtype=np.int64)

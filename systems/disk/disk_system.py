@@ -2,7 +2,7 @@
 
 Setup partitions the run's store into ``p`` partitions (cached beside the dataset, :func:`partitioned_store`):
 node rows partition-contiguous, edges in ``p x p`` buckets sorted by destination. A run is a sequence of
-*passes* (:func:`systems.base.pass_schedule`: every training epoch, and the evaluations after it); each pass
+*passes* (:func:`systems.system.pass_schedule`: every training epoch, and the evaluations after it); each pass
 follows a plan (:mod:`systems.disk.plan`) of the registered policy (:mod:`systems.disk.policies`), a sequence of buffer states. This module
 holds what every task variant shares, the *walk* over a pass's states:
 
@@ -22,7 +22,7 @@ holds what every task variant shares, the *walk* over a pass's states:
    start of the run.
 
 Variants by ``training.task`` are registered in :data:`DISK_TASKS` (node classification:
-:mod:`systems.disk.node_classification`; link prediction: :mod:`systems.disk.link_prediction`), and
+:mod:`systems.disk.disk_node_classification`; link prediction: :mod:`systems.disk.disk_link_prediction`), and
 ``DiskSystem(spec, ...)`` builds the variant. Recorded per epoch: states, swaps (partitions read after a pass's
 first state), bytes read by the suite and what ``/proc/self/io`` says the process read, IO wait (time compute
 waited for the buffer) and the CSR build time.
@@ -48,13 +48,13 @@ from suite.io import IOCounters
 from suite.recorder import Recorder
 from suite.registry import POLICIES, SYSTEMS, Registry
 import systems.disk.policies  # noqa: F401  (registers the policies)
-from systems.base import PassKey, System, SystemOptions, pass_schedule
+from systems.system import PassKey, System, SystemOptions, pass_schedule
 from systems.disk.buffer import FeatureBuffer
 from systems.disk.graph import BufferedGraph, ReadEvent
 from systems.disk.plan import BufferPlan
 from systems.models.rgcn import RelationLookup
 from systems.pipelined import StageOptions
-from systems.sampling.base import SamplingGraph
+from systems.sampling.sampler import SamplingGraph
 
 DISK_TASKS: Registry[type] = Registry("disk-system task")
 """The disk system's variant for each ``training.task``."""

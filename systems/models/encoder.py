@@ -5,7 +5,7 @@ called as ``model(x, sample) -> logits``, where ``x`` holds the features of ``sa
 and the logits have one row per root of ``sample``, in order. Models that read no neighbours set
 ``uses_neighbours = False``; systems may then sample without hops (``sample.blocks == ()``).
 
-Each :class:`~systems.sampling.base.LayerBlock` says where its destinations lie among its input rows
+Each :class:`~systems.sampling.sampler.LayerBlock` says where its destinations lie among its input rows
 (``dst_start``: first in the layer-wise layout, last in DENSE's), and the sample says where its roots lie
 (``root_start``), so every encoder consumes both layouts through the same loop.
 """
@@ -20,7 +20,7 @@ from torch.nn import functional as F
 
 from suite.config import ModelSpec
 from suite.errors import ConfigError
-from systems.sampling.base import LayerBlock, SampledSubgraph
+from systems.sampling.sampler import LayerBlock, SampledSubgraph
 
 ModelBuilder = Callable[[ModelSpec, int, int], nn.Module]
 

@@ -11,7 +11,7 @@ import numpy as np
 from suite.errors import ConfigError
 from suite.registry import POLICIES
 from systems.disk.plan import BufferPlan
-from systems.disk.policies.base import (PartitionPolicy, PolicySpec, build_plan, logical_sizes, random_groups,
+from systems.disk.policies.policy import (PartitionPolicy, PolicySpec, build_plan, logical_sizes, random_groups,
                                         require_task, single_partitions, single_state)
 
 
