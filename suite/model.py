@@ -153,7 +153,7 @@ class TrainedModel:
         triples = self._check_triples(triples)
         task = self.task
         z = task.representations()
-        known = task._known_triples()
+        known = task.triple_filter()
         decoder = self.model.decoder
         out: dict[str, list[torch.Tensor]] = {"score": [], "tail_rank": [], "head_rank": [], "top_tails": []}
         for part in triples.split(max(1, min(self.spec.evaluation.batch_size, (1 << 25) // max(len(z), 1)))):

@@ -116,10 +116,7 @@ def task_stages(task: Task, options: StageOptions, transfer: Callable[[Batch, in
     """The stages of a task's batches: ``load`` (sample + gather, in ``batch_loader_threads`` threads unless
     ``load`` is given), ``transfer``, ``compute`` (one worker, in admission order unless told otherwise) and,
     for tasks that have one, ``update``."""
-    if options.compute_workers > 1 and not task.concurrent_compute:
-        raise ConfigError(f"system.options.compute_workers: task {type(task).__name__} computes one batch at a time "
-                          f"(got {options.compute_workers})")
-    task.compute_workers = options.compute_workers
+    task.set_compute_workers(options.compute_workers)
     if load is None:
         load = Stage("load", lambda batch, worker: load_batch(task, batch), workers=options.batch_loader_threads)
     stages = [

@@ -13,7 +13,7 @@ SYSTEMS = {
     "in_memory": "systems.in_memory:InMemorySystem",
     "pipelined": "systems.pipelined:PipelinedSystem",
     "pyg": "systems.pyg_baseline:PygSystem",
-    "disk": "systems.disk.disk_system:DiskSystem",
+    "disk": "systems.disk.disk_system:disk_system",
 }
 
 # Wrappers ``variant(system_class) -> system_class`` the runner applies by name (suite.registry.SYSTEM_VARIANTS).

@@ -4,11 +4,13 @@
 - ``node_classification``: :class:`~systems.tasks.node_classification.NodeClassificationTask`;
 - ``link_prediction``: :class:`~systems.tasks.link_prediction.LinkPredictionTask`.
 
-Systems (in-memory, pipelined, disk) decide when and where the stages run; a task decides what they do.
+Systems (in-memory, pipelined, disk) decide when and where the stages run; a task decides what they do. What a
+system may call is listed in :mod:`systems.tasks.task` (a system that holds the data elsewhere binds a
+:class:`NodeView` or :class:`EdgeView` per buffer state).
 """
 
 from systems.tasks.task import Task
-from systems.tasks.node_classification import NodeClassificationTask, make_optimizer
-from systems.tasks.link_prediction import LinkPredictionTask
+from systems.tasks.node_classification import NodeClassificationTask, NodeView, make_optimizer
+from systems.tasks.link_prediction import EdgeView, LinkPredictionTask
 
-__all__ = ["LinkPredictionTask", "NodeClassificationTask", "Task", "make_optimizer"]
+__all__ = ["EdgeView", "LinkPredictionTask", "NodeClassificationTask", "NodeView", "Task", "make_optimizer"]

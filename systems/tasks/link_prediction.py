@@ -36,11 +36,20 @@ unfiltered ones with ``evaluation.filtered: false``).
 Randomness: ``torch.manual_seed(spec.seed)`` before the model is built; the embedding table from a generator
 seeded with ``spec.seed``; an epoch's order and each batch's negatives and sample from generators seeded from
 ``(seed, epoch[, batch])`` (:mod:`systems.batch`); evaluation from its own generator, re-seeded every time.
+
+A system that holds the embeddings and edges elsewhere (the disk system: a buffer of embedding partitions) builds
+the task without :meth:`~LinkPredictionTask.setup`: :meth:`~LinkPredictionTask.build_model`, then
+:meth:`~LinkPredictionTask.bind_embeddings` (the table its rows live in); per buffer state
+:meth:`~LinkPredictionTask.bind_state` with an :class:`EdgeView` (the state's edges as rows of that table, the rows
+negatives come from, the graph to sample), the stages, and :meth:`~LinkPredictionTask.release_state`; to evaluate,
+the whole table bound with :meth:`~LinkPredictionTask.bind_embeddings` and the whole graph with
+:meth:`~LinkPredictionTask.bind_evaluation_graph`, then :meth:`~LinkPredictionTask.evaluate`.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -53,7 +62,7 @@ from suite.registry import DECODERS, SAMPLERS
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.models.decoders import Decoder, DistMult, build_decoder
 from systems.models.embeddings import EmbeddingTable
-from systems.models.rgcn import attach_relations, build_encoder
+from systems.models.rgcn import RelationLookup, attach_lookup, attach_relations, build_encoder
 from systems.models.row_kernels import gather_rows
 from systems.sampling.sampler import SampledSubgraph, Sampler, SamplingGraph
 from systems.tasks.task import Task, check_loss
@@ -327,6 +336,24 @@ class LinkPredictionModel(nn.Module):
         return self.encoder(x, sample)
 
 
+@dataclass(frozen=True)
+class EdgeView:
+    """What the task trains on in one state of a system that holds only part of the graph (a disk buffer state),
+    in rows of the bound embedding table.
+
+    Attributes:
+        edges: ``(m, 3)`` training edges ``(src row, rel, dst row)``; batch roots are positions into it.
+        nodes: the rows negatives are drawn from (uniformly; and by degree from ``edges``).
+        graph: the CSR over those rows that the encoder's sampler draws from (None: an encoder without neighbours).
+        relation_lookup: the relation types of ``graph``'s edges, for an encoder that reads them (else None).
+    """
+
+    edges: torch.Tensor
+    nodes: torch.Tensor
+    graph: SamplingGraph | None = None
+    relation_lookup: RelationLookup | None = None
+
+
 class LinkPredictionTask(Task):
     """Link prediction over the whole graph in CPU memory, with learnable embeddings or features.
 
@@ -430,6 +457,43 @@ class LinkPredictionTask(Task):
                                         spec.training.weight_decay) if parameters else None
         self._dense_parameters = parameters
         return encoder
+
+    # ------------------------------------------------------------------ binding (systems that hold the data)
+    def bind_embeddings(self, table: EmbeddingTable | None) -> EmbeddingTable | None:
+        """Gather from, and update, ``table`` from now on (node ids in batches and views are its rows); return
+        the table bound before."""
+        previous, self.embeddings = self.embeddings, table
+        return previous
+
+    def bind_state(self, view: EdgeView) -> None:
+        """Train on ``view`` from now on: batch roots are positions into ``view.edges``; negatives come from
+        ``view.nodes`` (``training.negatives``, chunked); the encoder samples ``view.graph`` (``model.fanouts``)
+        and its relation modules get ``view.relation_lookup``. Consumes no randomness."""
+        spec, negatives = self.spec, self.spec.training.negatives
+        self.train_edges = view.edges
+        self.negative_sampler = NegativeSampler(len(view.nodes), view.edges[:, 0], view.edges[:, 2],
+                                                negatives.num_chunks, negatives.negatives_per_positive,
+                                                negatives.degree_fraction, nodes=view.nodes)
+        attach_lookup(self.model, view.relation_lookup)
+        self.train_sampler = (SAMPLERS.get(spec.sampler.name)(view.graph, spec.model.fanouts,
+                                                              replace=spec.sampler.replace)
+                              if view.graph is not None else None)
+
+    def release_state(self) -> None:
+        """Forget the bound state's edges, negatives and sampler (the model and the embedding table stay)."""
+        self.train_edges = self.negative_sampler = self.train_sampler = None
+
+    def bind_evaluation_graph(self, graph: SamplingGraph | None) -> None:
+        """Evaluate over ``graph`` (the whole graph, in the store's node ids): the encoder gets the store's
+        relation types and the evaluation sampler draws from ``graph`` (``evaluation.fanouts``, default the
+        model's); None drops the evaluation sampler."""
+        spec = self.spec
+        if graph is None:
+            self.eval_sampler = None
+            return
+        attach_relations(self.model.encoder, self.store, spec.sampler.direction)
+        self.eval_sampler = SAMPLERS.get(spec.sampler.name)(graph, spec.evaluation.fanouts or spec.model.fanouts,
+                                                            replace=spec.sampler.replace)
 
     # ------------------------------------------------------------------ stages
     def plan_epoch(self, epoch: int) -> list[Batch]:
@@ -660,7 +724,8 @@ class LinkPredictionTask(Task):
             x = table.index_select(0, sample.input_nodes).to(self.device)
             yield self.model.encoder(x, sample.to(self.device))
 
-    def _known_triples(self) -> TripleFilter:
+    def triple_filter(self) -> TripleFilter:
+        """The known true triples of train+valid+test (the filter of filtered ranks), built once."""
         if self._filter is None:
             self._filter = known_triples(self.store)
         return self._filter
@@ -674,15 +739,16 @@ class LinkPredictionTask(Task):
         if edges is None or len(edges) == 0:
             return rank_triples(self.model.decoder, torch.empty(0, self.spec.model.embedding_dim),
                                 torch.empty(0, 3, dtype=torch.int64), None, filtered=evaluation.filtered)
-        return rank_triples(self.model.decoder, self.representations(), edges, self._known_triples(),
+        return rank_triples(self.model.decoder, self.representations(), edges, self.triple_filter(),
                             batch_size=evaluation.batch_size, negatives=evaluation.negatives,
                             seed=self.spec.seed + _EVAL_SEED_OFFSET + 1, filtered=evaluation.filtered)
 
     def teardown(self) -> None:
         """Drop the graph, features, edges and filter (the trained model and embeddings stay)."""
-        self.graph = self.features = self.train_edges = None
-        self.train_sampler = self.eval_sampler = self._filter = None
+        self.release_state()
+        self.graph = self.features = None
+        self.eval_sampler = self._filter = None
 
 
-__all__ = ["LinkPredictionModel", "LinkPredictionTask", "check_edge_split", "known_triples", "link_prediction_loss",
+__all__ = ["EdgeView", "LinkPredictionModel", "LinkPredictionTask", "check_edge_split", "known_triples", "link_prediction_loss",
            "rank_triples"]

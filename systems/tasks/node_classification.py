@@ -8,11 +8,18 @@ Randomness: ``torch.manual_seed(spec.seed)`` before the model is built (weights,
 each batch's sample come from generators seeded from ``(seed, epoch[, batch])`` (:mod:`systems.batch`), so a
 batch's sample does not depend on who loads it; evaluation samples from its own generator, re-seeded at every
 evaluation, so evaluating never changes the training trajectory.
+
+A system that holds the graph, features and labels elsewhere (the disk system: a buffer of partitions) builds the
+task without :meth:`~NodeClassificationTask.setup`: it calls :meth:`~NodeClassificationTask.build_model`, then, per
+buffer state, :meth:`~NodeClassificationTask.bind_state` with a :class:`NodeView` of what the buffer holds, runs the
+stages or :meth:`~NodeClassificationTask.predict` on buffer rows, and finally
+:meth:`~NodeClassificationTask.release_state`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -21,7 +28,7 @@ from torch.nn import functional as F
 from suite.errors import ConfigError, DataError
 from suite.metrics import accuracy
 from suite.registry import SAMPLERS
-from systems.models.rgcn import attach_relations, build_encoder
+from systems.models.rgcn import RelationLookup, attach_lookup, attach_relations, build_encoder
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.sampling.sampler import Sampler, SamplingGraph
 from systems.tasks.task import Task, check_loss
@@ -41,6 +48,24 @@ def make_optimizer(name: str, parameters, learning_rate: float, weight_decay: fl
 def labeled(nodes: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """``nodes`` without the unlabeled ones (label -1)."""
     return nodes[labels[nodes] >= 0]
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """What the task reads, indexed alike (row ``i`` of ``features`` and ``labels`` is node ``i`` of ``graph``):
+    the in-memory store's nodes, or the rows of a disk buffer state.
+
+    Attributes:
+        graph: the CSR the samplers draw from (None when the model reads no neighbours and none was built).
+        features: ``(rows, d)`` feature rows.
+        labels: ``(rows,)`` labels (-1: unlabeled, or not to be trained on in this view).
+        relation_lookup: the relation types of ``graph``'s edges, for a model that reads them (else None).
+    """
+
+    graph: SamplingGraph | None
+    features: torch.Tensor
+    labels: torch.Tensor
+    relation_lookup: RelationLookup | None = None
 
 
 class NodeClassificationTask(Task):
@@ -103,6 +128,25 @@ class NodeClassificationTask(Task):
         if len(self.train_nodes) == 0:
             raise DataError(f"{store.path}: the train split has no labeled node")
 
+    # ------------------------------------------------------------------ binding (systems that hold the data)
+    def bind_state(self, view: NodeView, evaluation: bool = False) -> None:
+        """Read ``view`` from now on: the stages and :meth:`predict` sample ``view.graph`` and gather rows of
+        ``view.features`` and ``view.labels`` (batch roots are rows of the view). Builds the training sampler
+        (``model.fanouts``) or, with ``evaluation``, the evaluation sampler (``evaluation.fanouts``, default the
+        model's), and gives the model's relation modules ``view.relation_lookup``. Call after :meth:`build_model`;
+        consumes no randomness."""
+        self.graph, self.features, self.labels = view.graph, view.features, view.labels
+        attach_lookup(self.model, view.relation_lookup)
+        if evaluation:
+            self.eval_sampler = self._make_sampler(self.spec.evaluation.fanouts or self.spec.model.fanouts)
+        else:
+            self.train_sampler = self._make_sampler(self.spec.model.fanouts)
+
+    def release_state(self) -> None:
+        """Forget the bound view and its samplers (the model stays)."""
+        self.graph = self.features = self.labels = None
+        self.train_sampler = self.eval_sampler = None
+
     def _make_sampler(self, fanouts: tuple[int, ...]) -> Sampler:
         if not getattr(self.model, "uses_neighbours", True):
             fanouts = ()  # the model reads only the roots: sample no hops
@@ -161,19 +205,22 @@ class NodeClassificationTask(Task):
         nodes = labeled(nodes.to(torch.int64), self.labels)
         self.model.eval()
         generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET)
-        predictions = [self._predict(roots, generator) for roots in nodes.split(self.spec.evaluation.batch_size)]
+        predictions = [self.predict(roots, generator) for roots in nodes.split(self.spec.evaluation.batch_size)]
         predicted = torch.cat(predictions) if predictions else torch.empty(0, dtype=torch.int64)
         return {"accuracy": accuracy(predicted, self.labels[nodes])}
 
-    def _predict(self, roots: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    @torch.no_grad()
+    def predict(self, roots: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """The predicted class of every root (rows of the bound view), its neighbourhood drawn by the evaluation
+        sampler from ``generator``; the caller has put the model in eval mode."""
         sample = self.eval_sampler.sample(roots, generator)
         x = self.features.index_select(0, sample.input_nodes).float().to(self.device)
         return self.model(x, sample.to(self.device)).argmax(dim=-1).cpu()
 
     def teardown(self) -> None:
         """Drop the in-memory graph, features, labels and samplers (the trained model stays)."""
-        self.graph = self.features = self.labels = self.train_nodes = None
-        self.train_sampler = self.eval_sampler = None
+        self.release_state()
+        self.train_nodes = None
 
 
-__all__ = ["NodeClassificationTask", "labeled", "make_optimizer"]
+__all__ = ["NodeClassificationTask", "NodeView", "labeled", "make_optimizer"]

@@ -21,6 +21,7 @@ from suite.recorder import Recorder, read_records
 from suite.registry import SYSTEMS
 from suite.run_contract import RunOutcome
 from systems import pyg_baseline
+from suite.run_contract import RunOutcome
 from systems.pyg_baseline import PygSystem
 from systems.sampling.pyg import missing_reason
 from tests.support.in_memory import make_spec as in_memory_spec

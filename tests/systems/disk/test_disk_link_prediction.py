@@ -24,7 +24,7 @@ from suite.recorder import Recorder, read_records, read_summary
 from suite.runner import run_spec
 from systems.disk.embeddings import MANIFEST, EmbeddingStore, crc32
 from systems.disk.disk_link_prediction import EMBEDDINGS_FOLDER, DiskLinkPrediction, EmbeddingBuffer
-from systems.disk.disk_system import DiskSystem
+from systems.disk.disk_system import DiskSystem, disk_system
 from systems.models.rgcn import RelationLookup
 from systems.sampling.sampler import LayerBlock
 from systems.sampling.dense import DenseSampler
@@ -72,7 +72,7 @@ def train(system: DiskSystem, epochs: int) -> list:
 ], ids=lambda o: o["policy"])
 def test_every_policy_trains_each_edge_once_per_epoch_and_fits_them(tiny, tmp_path, options):
     spec = lp_spec(tiny, options, epochs=6)
-    system = DiskSystem(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
+    system = disk_system(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
     assert isinstance(system, DiskLinkPrediction)
     try:
         stats = train(system, 6)
@@ -110,7 +110,7 @@ def test_io_is_exactly_the_plans_partitions_read_and_written_back(tiny, tmp_path
 
 def test_negatives_and_positives_come_from_the_buffer(tiny, tmp_path):
     spec = lp_spec(tiny, BETA, epochs=1)
-    system = DiskSystem(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
+    system = disk_system(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
     system.setup()
     try:
         system.embedding_store.begin_epoch()
@@ -123,7 +123,7 @@ def test_negatives_and_positives_come_from_the_buffer(tiny, tmp_path):
             edges = data.examples
             seen += len(edges)
             assert set(edges[:, 0].tolist()) <= resident and set(edges[:, 2].tolist()) <= resident
-            system._use_state(data, edges)
+            system.bind_training_state(data, plan, torch.Generator().manual_seed(k))
             drawn = system.task.negative_sampler.sample(64, torch.Generator().manual_seed(k))
             assert set(drawn.tails.reshape(-1).tolist()) <= resident
             assert set(drawn.heads.reshape(-1).tolist()) <= resident
@@ -259,7 +259,7 @@ def test_link_prediction_needs_learnable_embeddings(tiny, tmp_path):
     spec = lp_spec(tiny, BETA)
     spec = spec.model_copy(update={"model": spec.model.model_copy(update={"learnable_embeddings": False})})
     with pytest.raises(ConfigError, match="model.learnable_embeddings"):
-        DiskSystem(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
+        disk_system(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
 
 
 # ---------------------------------------------------------------------------------------------- kill and resume
@@ -309,15 +309,15 @@ def test_rgcn_reads_each_states_relation_types_from_the_buffer(tiny_directed, tm
     store's lookup reads, hold each edge once, as the buckets do.)"""
     tiny = tiny_directed
     spec = lp_spec(tiny, BETA, epochs=2, encoder="rgcn", num_layers=1, hidden_dim=16, fanouts=[-1], num_bases=2)
-    system = DiskSystem(spec, tiny, torch.device("cpu"), Recorder(tmp_path / "walk", spec))
+    system = disk_system(spec, tiny, torch.device("cpu"), Recorder(tmp_path / "walk", spec))
     system.setup()
     store_lookup = RelationLookup.from_store(system.pstore, "both")
     encoder = system.task.model.encoder
     checked = []
-    use_state = system._use_state
+    bind = system.bind_training_state
 
-    def use_state_and_check(data, edges):  # the epoch's own walk enters each state through _use_state
-        use_state(data, edges)
+    def bind_and_check(data, plan, shuffle):  # the epoch binds each state it walks through bind_training_state
+        state_roots = bind(data, plan, shuffle)
         assert encoder.relation_lookup is data.relation_lookup is not None
         node_row = system.buffer.node_row
         row_node = torch.full((len(data.graph.indptr) - 1,), -1, dtype=torch.int64)
@@ -332,8 +332,9 @@ def test_rgcn_reads_each_states_relation_types_from_the_buffer(tiny_directed, tm
         in_buffer = [(int(row_node[s]), r, int(row_node[d])) for s, r, d in typed(block, data.relation_lookup)]
         assert sorted(in_buffer) == typed(by_node, store_lookup)
         checked.append(len(src))
+        return state_roots
 
-    system._use_state = use_state_and_check
+    system.bind_training_state = bind_and_check
     try:
         system.train_epoch(0)
         system.evaluate("valid")

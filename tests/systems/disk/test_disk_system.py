@@ -14,7 +14,7 @@ from suite.errors import ConfigError, DataError
 from suite.data import GraphStore
 from suite.io import resident_pages
 from suite.recorder import Recorder, read_records
-from systems.disk.disk_system import DiskSystem, partitioned_store
+from systems.disk.disk_system import disk_system, partitioned_store
 from tests.support.disk import run
 from tests.support.graphs import planted_partition, write_node_store
 
@@ -46,7 +46,7 @@ def make_spec(store: GraphStore, options: dict[str, Any], epochs: int = 3, **tra
 ], ids=lambda o: o["policy"])
 def test_every_policy_trains_each_node_once_per_epoch_and_learns(store, tmp_path, options):
     outcome, system, _ = run(make_spec(store, options), store, tmp_path)
-    train = len(system.task.train_nodes)
+    train = len(system.train_nodes)
     assert all(stats.examples == train for stats in outcome.epochs)
     assert outcome.test_metrics["accuracy"] > 0.6  # 3 classes: chance is 1/3
     assert all(stats.extra["states"] >= 1 for stats in outcome.epochs)
@@ -60,7 +60,7 @@ def _bucket_bytes(pstore: GraphStore, partitions: list[int]) -> int:
 def test_bytes_read_are_exactly_the_plans_partitions_and_buckets(store, tmp_path):
     options = {"policy": "beta", "num_partitions": 8, "buffer_capacity": 3}
     outcome, system, _ = run(make_spec(store, options, epochs=1, ), store, tmp_path)
-    plan = system.plan(system.task.train_nodes, epoch=0)
+    plan = system.plan(system.train_nodes, epoch=0)
     pstore, row_bytes = system.pstore, pstore_row_bytes(system.pstore)
     sizes = np.diff(pstore.array("partition_offsets"))
     expected = 0
@@ -87,7 +87,7 @@ def pstore_row_bytes(pstore: GraphStore) -> int:
 def test_sampling_sees_only_the_buffer(store, tmp_path):
     spec = make_spec(store, {"policy": "beta", "num_partitions": 8, "buffer_capacity": 2}, epochs=1)
     recorder = Recorder(tmp_path, spec)
-    system = DiskSystem(spec, store, torch.device("cpu"), recorder)
+    system = disk_system(spec, store, torch.device("cpu"), recorder)
     system.setup()
     try:
         plan, steps, first = system.begin_pass(("train", 0))
@@ -241,7 +241,7 @@ def test_bad_options_name_the_field(store):
         make_spec(store, {"policy": "lru"})
     with pytest.raises(ConfigError, match="system.options.buffer_capacity"):
         spec = make_spec(store, {"policy": "beta", "num_partitions": 4, "buffer_capacity": 8})
-        DiskSystem(spec, store, torch.device("cpu"), None)
+        disk_system(spec, store, torch.device("cpu"), None)
 
 
 def test_the_buffer_simulator_prices_the_same_plan_to_the_byte(store, tmp_path):
@@ -251,7 +251,7 @@ def test_the_buffer_simulator_prices_the_same_plan_to_the_byte(store, tmp_path):
     for policy, options in (("beta", {}), ("comet", {"fine_to_coarse_ratio": 2}), ("dispersed", {})):
         spec_options = {"policy": policy, "num_partitions": 8, "buffer_capacity": 4, **options}
         outcome, system, _ = run(make_spec(store, spec_options, epochs=1), store, tmp_path / policy)
-        plan = system.plan(system.task.train_nodes, epoch=0)
+        plan = system.plan(system.train_nodes, epoch=0)
         pstore = system.pstore
         sizes = np.diff(pstore.array("partition_offsets")) * pstore_row_bytes(pstore)
         buckets = np.diff(pstore.array("bucket_offsets")).reshape(8, 8)
@@ -357,15 +357,17 @@ def test_rgcn_from_the_buffer_computes_what_it_computes_over_the_whole_graph(tin
         "training": {"batch_size": 32, "epochs": 4, "learning_rate": 0.01},
         "evaluation": {"every": 4},
     })
-    system = DiskSystem(spec, store, torch.device("cpu"), Recorder(tmp_path / "whole", spec))
+    system = disk_system(spec, store, torch.device("cpu"), Recorder(tmp_path / "whole", spec))
     system.setup()
     model = system.task.model.eval()
     nodes = torch.arange(store.num_nodes)
     try:
         plan, steps, first = system.begin_pass(("train", 0))
         data, _ = next(system.walk(("train", 0), plan, steps, first))
-        rows = system._use_state(data, spec.model.fanouts, nodes)
+        system.bind_training_state(data, plan, torch.Generator().manual_seed(0))
         assert model.relation_lookup is data.relation_lookup is not None
+        rows = system.buffer.node_row[nodes]
+        assert bool((rows >= 0).all())
         sample = DenseSampler(data.graph, [-1, -1]).sample(rows, torch.Generator().manual_seed(0))
         from_buffer = model(system.buffer.rows[sample.input_nodes].float(), sample)
         pstore = system.pstore

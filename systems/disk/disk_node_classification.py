@@ -2,11 +2,14 @@
 
 The disk system's variant for ``training.task: node_classification`` (declared in
 :data:`systems.disk.disk_system.DISK_TASKS`). The node-classification task (:mod:`systems.tasks.node_classification`)
-runs its own stage methods over the buffer: for each state its graph is the in-buffer CSR, its features the
-buffer's rows and its labels the state's nodes' labels by buffer row, so ``sample`` sees only the buffer and
-``gather`` reads from it. A state's training nodes, shuffled, run one batch at a time (:func:`run_stages`, as in
-memory) or through the staged pipeline (``system.options.pipeline``: bounded staleness, drained before the next
-state).
+runs its own stage methods over the buffer: for each state it is bound
+(:meth:`~systems.tasks.node_classification.NodeClassificationTask.bind_state`) to a
+:class:`~systems.tasks.node_classification.NodeView` whose graph is the in-buffer CSR, whose features are the
+buffer's rows and whose labels are the state's nodes' labels by buffer row, so ``sample`` sees only the buffer and
+``gather`` reads from it. A state's training nodes, shuffled, run one batch at a time (as in memory) or through the
+staged pipeline (``system.options.pipeline``: bounded staleness, drained before the next state): the disk system's
+:meth:`~systems.disk.disk_system.DiskSystem.train_epoch` drives the states; this variant supplies the plans and
+binds each state (:meth:`DiskNodeClassification.bind_training_state`).
 
 Passes: a training epoch follows the policy's plan of the training nodes. With ``sequential`` (MariusGNN) the
 partitions holding training nodes stay in the buffer and the other slots rotate across epochs (a seeded rotation,
@@ -25,28 +28,25 @@ import numpy as np
 import torch
 
 from suite.errors import DataError
-from suite.metrics import StageTimer, accuracy
-from suite.registry import SAMPLERS
-from systems.system import EpochStats
-from systems.batch import Batch, batch_seed
+from suite.metrics import accuracy
 from systems.disk.buffer import FeatureBuffer, PartitionArray
 from systems.disk.graph import BufferedGraph
 from systems.disk.plan import BufferPlan
 from systems.disk.policies import PolicySpec, make_plan
-from systems.disk.disk_system import (DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store, plan_steps,
-                                 state_bar)
-from systems.models.rgcn import attach_lookup, relation_modules
-from systems.stage_pipeline import Pipeline
-from systems.pipelined import pipeline_extra, record_trace, task_stages
-from systems.stages import epoch_stats, run_stages
-from systems.tasks.node_classification import NodeClassificationTask, labeled
+from systems.disk.disk_system import DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store, plan_steps
+from systems.models.rgcn import relation_modules
+from systems.tasks.node_classification import NodeClassificationTask, NodeView, labeled
 
 _EVAL_SEED_OFFSET = 0xE7A1
 
 
 class DiskNodeClassification(DiskSystem):
     """Node classification from disk (see the module docstring); options:
-    :class:`~systems.disk.disk_system.DiskOptions`."""
+    :class:`~systems.disk.disk_system.DiskOptions`.
+
+    Attributes set by :meth:`setup`: ``train_nodes`` (the labeled training nodes, ids of the partitioned store),
+    ``labels`` (every node's), ``task`` (model and optimizer built; bound to one buffer state at a time).
+    """
 
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -69,8 +69,8 @@ class DiskNodeClassification(DiskSystem):
                                     frames=options.frames, checksums=checksums)
         task = NodeClassificationTask(spec, self.pstore, self.device)
         self.labels = self.pstore.labels.to(torch.int64, copy=True)
-        task.train_nodes = labeled(self.pstore.split("train").to(torch.int64), self.labels)
-        if len(task.train_nodes) == 0:
+        self.train_nodes = labeled(self.pstore.split("train").to(torch.int64), self.labels)
+        if len(self.train_nodes) == 0:
             raise DataError(f"{self.pstore.path}: the train split has no labeled node")
         torch.manual_seed(spec.seed)
         task.build_model(self.pstore.feature_dim, self.pstore.num_classes or int(self.labels.max()) + 1)
@@ -90,7 +90,7 @@ class DiskNodeClassification(DiskSystem):
         the split's nodes, filled with the resident partitions first."""
         kind, epoch = key
         if kind == "train":
-            return self._plan(self.options.policy, self.task.train_nodes, epoch, self.spec.seed)
+            return self._plan(self.options.policy, self.train_nodes, epoch, self.spec.seed)
         nodes = self._split_nodes(kind)
         policy = self.options.eval_policy or self._default_eval_policy(nodes)
         return self._plan(policy, nodes, epoch, self.spec.seed, resident=layout[layout >= 0])
@@ -119,87 +119,25 @@ class DiskNodeClassification(DiskSystem):
         return self._eval_nodes[split]
 
     # ------------------------------------------------------------------ states
-    def _use_state(self, data: StateData, fanouts: tuple[int, ...], nodes: torch.Tensor) -> torch.Tensor:
-        """Point the task at the buffer (its graph, rows, labels by buffer row, a sampler over the graph);
-        return the buffer rows of ``nodes``."""
-        task = self.task
+    def bind_training_state(self, data: StateData, plan: BufferPlan, shuffle: torch.Generator) -> torch.Tensor:
+        """The state's training nodes, shuffled, as buffer rows; the task bound to the state."""
+        ids, offsets = plan.examples_by_state()
+        k = data.step.index
+        nodes = self.train_nodes[torch.from_numpy(ids[offsets[k]:offsets[k + 1]])]
+        order = torch.randperm(len(nodes), generator=shuffle)
+        return self._bind_state(data, nodes[order], evaluation=False)
+
+    def _bind_state(self, data: StateData, nodes: torch.Tensor, evaluation: bool) -> torch.Tensor:
+        """Bind the task to the buffer (its graph, rows, and the labels of ``nodes`` by buffer row; the training or
+        the evaluation sampler over the graph); return the buffer rows of ``nodes``."""
         rows = self.buffer.node_row[nodes]
         if (rows < 0).any():
             raise RuntimeError("a node of the state is not in the buffer (the plan and the buffer disagree)")
-        task.graph = data.graph
-        attach_lookup(task.model, data.relation_lookup)
-        task.features = self.buffer.rows
         self.labels_by_row.fill_(-1)
         self.labels_by_row[rows] = self.labels[nodes]
-        task.labels = self.labels_by_row
-        if not self.needs_graph:
-            fanouts = ()
-        task.train_sampler = SAMPLERS.get(self.spec.sampler.name)(data.graph, fanouts,
-                                                                  replace=self.spec.sampler.replace)
+        self.task.bind_state(NodeView(data.graph, self.buffer.rows, self.labels_by_row, data.relation_lookup),
+                             evaluation=evaluation)
         return rows
-
-    # ------------------------------------------------------------------ training
-    def train_epoch(self, epoch: int, progress: bool = False) -> EpochStats:
-        """One pass of the policy's plan: per state, enter it (reading only what is not resident), then train on
-        its nodes, one batch at a time or pipelined."""
-        from suite.io import process_io_bytes
-
-        task, spec = self.task, self.spec
-        disk_before = process_io_bytes()
-        plan, steps, first = self.begin_pass(("train", epoch))
-        ids, offsets = plan.examples_by_state()
-        timer = StageTimer(self.device)
-        task.train()
-        batches: list[Batch] = []
-        timelines = []
-        pipelined: dict = {}
-        bar = state_bar(len(steps), epoch, progress)
-        for data, timeline in self.walk(("train", epoch), plan, steps, first):
-            k = data.step.index
-            nodes = task.train_nodes[torch.from_numpy(ids[offsets[k]:offsets[k + 1]])]
-            order = torch.randperm(len(nodes), generator=torch.Generator().manual_seed(
-                batch_seed(spec.seed, epoch, -2 - k)))
-            rows = self._use_state(data, spec.model.fanouts, nodes[order])
-            state_batches = [Batch(epoch=epoch, index=len(batches) + i, roots=roots)
-                             for i, roots in enumerate(rows.split(spec.training.batch_size))]
-            if spec.training.limit_batches is not None:
-                state_batches = state_batches[:max(0, spec.training.limit_batches - len(batches))]
-            started = time.perf_counter()
-            self._train_state(state_batches, timer, pipelined)
-            timeline.compute = (started, time.perf_counter())
-            timeline.batches = len(state_batches)
-            self.record_state(timeline)
-            timelines.append(timeline)
-            batches.extend(state_batches)
-            bar.update(1)
-        bar.close()
-        io = self.pass_io(timelines, disk_before)
-        return epoch_stats(batches, {**timer.snapshot(), **pipelined.pop("busy", {})}, states=plan.num_states,
-                           swaps=plan.swaps, policy=self.options.policy, **io, **pipelined)
-
-    def _train_state(self, batches: list[Batch], timer: StageTimer, pipelined: dict) -> None:
-        """Train on one state's batches: synchronously, or through the pipeline (drained at the end)."""
-        task, options = self.task, self.options.pipeline
-        if options is None:
-            for batch in batches:
-                batch.version_read = task.optimizer_steps
-                run_stages(task, batch, timer)
-            return
-        options = options.effective()
-
-        def admit(batch: Batch) -> None:
-            batch.version_read = task.optimizer_steps
-
-        trace = Pipeline(task_stages(task, options, lambda batch, worker: task.transfer(batch)),
-                         options.staleness_bound, on_admit=admit).run(batches)
-        if options.record_batches:
-            record_trace(self.recorder, trace)
-        busy = pipelined.setdefault("busy", {})
-        for stage, seconds in trace.busy_s().items():
-            busy[stage] = busy.get(stage, 0.0) + seconds
-        extra = pipeline_extra(trace, options, None)
-        pipelined["staleness_bound"] = extra["staleness_bound"]
-        pipelined["pipeline_wall_s"] = pipelined.get("pipeline_wall_s", 0.0) + extra["pipeline_wall_s"]
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
@@ -211,12 +149,11 @@ class DiskNodeClassification(DiskSystem):
         nodes = self._split_nodes(split)
         if len(nodes) == 0:
             return {"accuracy": math.nan}
-        epoch = self._last_epoch()
+        epoch = self.last_epoch()
         key = (split, epoch)
         disk_before = process_io_bytes()
         plan, steps, first = self.begin_pass(key)
         ids, offsets = plan.examples_by_state()
-        fanouts = self.spec.evaluation.fanouts or self.spec.model.fanouts
         predicted = torch.empty(len(nodes), dtype=torch.int64)
         generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET)
         task.model.eval()
@@ -225,11 +162,10 @@ class DiskNodeClassification(DiskSystem):
             k = data.step.index
             chosen = torch.from_numpy(ids[offsets[k]:offsets[k + 1]])
             started = time.perf_counter()
-            rows = self._use_state(data, fanouts, nodes[chosen])
-            task.eval_sampler = task.train_sampler
+            rows = self._bind_state(data, nodes[chosen], evaluation=True)
             size = self.spec.evaluation.batch_size
             for part, roots in zip(chosen.split(size), rows.split(size)):
-                predicted[part] = task._predict(roots, generator)
+                predicted[part] = task.predict(roots, generator)
             timeline.compute = (started, time.perf_counter())
             timeline.batches = -(-len(chosen) // size)
             self.record_state(timeline)
@@ -259,21 +195,11 @@ class DiskNodeClassification(DiskSystem):
             if partition >= 0:
                 self.buffer.install(frame, int(partition), read=True)
 
-    def _last_epoch(self) -> int:
-        """The epoch the latest evaluation follows (the last training pass walked)."""
-        return getattr(self, "_epoch", 0)
-
-    def walk(self, key, plan, steps, first=None):
-        """The base walk, remembering the epoch of the latest training pass (evaluations follow it)."""
-        if key[0] == "train":
-            self._epoch = key[1]
-        return super().walk(key, plan, steps, first)
-
     def teardown(self) -> None:
-        """Finish the prefetch, close the files, drop the buffer's graph and features from the task."""
+        """Finish the prefetch, close the files, unbind the task from the buffer."""
         super().teardown()
         if self.task is not None:
-            self.task.graph = self.task.features = self.task.train_sampler = self.task.eval_sampler = None
+            self.task.release_state()
 
     def close_files(self) -> None:
         """Close the feature and bucket files."""

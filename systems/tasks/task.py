@@ -9,6 +9,16 @@ A system builds the registered task of ``training.task`` with the run's spec, st
 except ``compute`` (one at a time, unless the task sets ``concurrent_compute``) and ``update`` (one at a time);
 ``sample`` and ``gather`` read only state that training does not change, or state versioned by
 ``optimizer_steps``.
+
+What systems call, and nothing else (no system sets a task's attributes or calls its private methods):
+
+- every system: ``setup``, ``plan_epoch``, the stage methods, ``train``, ``evaluate``, ``teardown``,
+  ``state_dict`` / ``load_state_dict`` (checkpoints), ``shard`` (data-parallel);
+- a system that runs ``compute`` in several workers: :meth:`Task.set_compute_workers`;
+- a system that holds the data elsewhere (the disk system) skips ``setup`` and *binds* what it holds instead:
+  ``build_model``, then per buffer state ``bind_state(view)`` and ``release_state()``, with ``predict`` (node
+  classification) or ``bind_embeddings`` / ``bind_evaluation_graph`` (link prediction); see
+  :class:`~systems.tasks.node_classification.NodeView` and :class:`~systems.tasks.link_prediction.EdgeView`.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ from abc import ABC, abstractmethod
 import torch
 
 from suite.config import RunSpec
-from suite.errors import DivergedError
+from suite.errors import ConfigError, DivergedError
 from suite.data import GraphStore
 from systems.batch import Batch
 
@@ -78,6 +88,17 @@ class Task(ABC):
         self.store = store
         self.device = device
         self.optimizer_steps = 0
+
+    def set_compute_workers(self, workers: int) -> None:
+        """Run ``compute`` in ``workers`` workers at once from now on.
+
+        Raises:
+            ConfigError: ``workers`` > 1 for a task that computes one batch at a time (``concurrent_compute``).
+        """
+        if workers > 1 and not self.concurrent_compute:
+            raise ConfigError(f"system.options.compute_workers: task {type(self).__name__} computes one batch at a "
+                              f"time (got {workers})")
+        self.compute_workers = workers
 
     @abstractmethod
     def setup(self) -> None:

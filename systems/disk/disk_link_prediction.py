@@ -5,7 +5,7 @@ The disk system's variant for ``training.task: link_prediction`` (declared in
 (:class:`~systems.disk.embeddings.EmbeddingStore`, in the run's folder under ``disk-embeddings/``); the buffer's
 frames hold whole partitions of ``[weight | state]`` rows, ``c`` of them at a time. Per epoch the policy's plan
 (``beta``, ``comet``, ``random`` or ``in_memory``; examples are the ``p x p`` edge buckets of the training edges)
-gives the states, walked by :meth:`systems.disk.disk_system.DiskSystem.walk`; for each state, in order:
+gives the states, which :meth:`systems.disk.disk_system.DiskSystem.train_epoch` walks; for each state, in order:
 
 1. the state's new partitions become resident: an evicted partition is copied out of its frame and written back
    to the epoch's new generation by the writer thread (asynchronously); the loaded ones were read into free frames
@@ -14,12 +14,14 @@ gives the states, walked by :meth:`systems.disk.disk_system.DiskSystem.walk`; fo
 2. the edge buckets inside the buffer are held (read when a partition they need arrives), and with a GNN encoder
    their CSR over buffer rows is built: sampling sees only the buffer;
 3. the state's buckets' edges, shuffled together, train in batches through the link-prediction task's stages
-   (:class:`~systems.tasks.link_prediction.LinkPredictionTask`), with node ids being buffer rows: the embedding
-   table is a view of the buffer (:meth:`~systems.models.embeddings.EmbeddingTable.wrap`), so sparse Adagrad
-   updates the frames in place; negatives are drawn uniformly from the nodes in the buffer (and by degree from the
-   state's edges): *negative sampling sees only the buffer*.
+   (:class:`~systems.tasks.link_prediction.LinkPredictionTask`, bound to the state by
+   :meth:`DiskLinkPrediction.bind_training_state` with an :class:`~systems.tasks.link_prediction.EdgeView`), with
+   node ids being buffer rows: the embedding table bound to the task is a view of the buffer
+   (:meth:`~systems.models.embeddings.EmbeddingTable.wrap`), so sparse Adagrad updates the frames in place;
+   negatives are drawn uniformly from the nodes in the buffer (and by degree from the state's edges): *negative
+   sampling sees only the buffer*.
 
-At the end of the epoch every resident partition is written back and the new generation is flushed (so every epoch
+At the end of the epoch (:meth:`DiskLinkPrediction.finish_training_pass`) every resident partition is written back and the new generation is flushed (so every epoch
 starts from an empty buffer, as a resumed run does); after the
 validation the harness's checkpoint commits it (dense state, then manifest, atomically). A killed run resumes
 after its last committed epoch (``resume``), replaying the recorded epochs into its records.
@@ -32,31 +34,27 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
 import numpy as np
 import torch
 
 from suite.config import RunSpec
 from suite.errors import ConfigError, DataError
-from suite.data import GraphStore
-from suite.io import evict_page_cache, process_io_bytes
-from suite.metrics import StageTimer
+from suite.graph import GraphStore
+from suite.io import evict_page_cache
 from suite.recorder import Recorder
-from suite.registry import SAMPLERS
 from systems.system import EpochStats
-from systems.batch import Batch, batch_seed
 from systems.disk.buffer import FeatureBuffer
 from systems.disk.embeddings import EmbeddingStore
 from systems.disk.plan import BufferPlan
 from systems.disk.policies import PolicySpec, make_plan
 from systems.disk.graph import BufferedGraph
-from systems.disk.disk_system import DISK_TASKS, DiskSystem, PassKey, StateData, Step, partitioned_store, state_bar
+from systems.disk.disk_system import DISK_TASKS, DiskSystem, PassKey, StateData, Step, partitioned_store
 from systems.models.embeddings import EmbeddingTable
-from systems.models.rgcn import attach_lookup, attach_relations, relation_modules
+from systems.models.rgcn import relation_modules
 from systems.sampling.sampler import SamplingGraph
-from systems.stages import epoch_stats, run_stages
-from systems.tasks.link_prediction import LinkPredictionTask, check_edge_split
-from systems.tasks.negatives import NegativeSampler
+from systems.tasks.link_prediction import EdgeView, LinkPredictionTask, check_edge_split
 
 _EMBEDDING_SEED_OFFSET = 0xE3B
 EMBEDDINGS_FOLDER = "disk-embeddings"
@@ -97,6 +95,7 @@ class DiskLinkPrediction(DiskSystem):
     """
 
     keeps_resident = False
+    pipelines_states = False  # a state's batches run one at a time (``options.pipeline`` is node classification's)
     read_kind = "embeddings"
     keeps_own_checkpoints = True  # the committed generation (saved_state), not checkpoints/last.pt
 
@@ -132,15 +131,14 @@ class DiskLinkPrediction(DiskSystem):
             self.resumed = False
         self.buffer = EmbeddingBuffer(self.embedding_store, options.buffer_capacity, options.frames)
         task = LinkPredictionTask(spec, self.pstore, self.device)
-        task.optimizer_steps = 0
         encoder = task.build_model(dim)
         self.needs_graph = getattr(encoder, "uses_neighbours", True)
         self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, options.evict_page_cache,
                                    pieces=self.needs_graph, verify=options.verify_checksums,
                                    typed=bool(relation_modules(encoder)))
         rows = self.buffer.rows
-        task.embeddings = EmbeddingTable.wrap(rows[:, :dim], rows[:, dim:],
-                                              spec.training.embedding_learning_rate or spec.training.learning_rate)
+        task.bind_embeddings(EmbeddingTable.wrap(rows[:, :dim], rows[:, dim:],
+                                                 spec.training.embedding_learning_rate or spec.training.learning_rate))
         self.task = task
         dense = self.embedding_store.dense_state()
         if dense is not None:
@@ -156,17 +154,13 @@ class DiskLinkPrediction(DiskSystem):
         return torch.cat([weight, torch.zeros_like(weight)], dim=1)
 
     def _dense(self) -> dict:
-        task = self.task
-        return {"model": task.model.state_dict(),
-                "optimizer": task.optimizer.state_dict() if task.optimizer is not None else None,
-                "optimizer_steps": task.optimizer_steps, "torch_rng": torch.get_rng_state()}
+        """The task's state without its embedding table (that is the generation's), and the global RNG's."""
+        state = self.task.state_dict()
+        return {"model": state["model"], "optimizer": state["optimizer"],
+                "optimizer_steps": state["optimizer_steps"], "torch_rng": torch.get_rng_state()}
 
     def _restore(self, dense: dict) -> None:
-        task = self.task
-        task.model.load_state_dict(dense["model"])
-        if task.optimizer is not None and dense["optimizer"] is not None:
-            task.optimizer.load_state_dict(dense["optimizer"])
-        task.optimizer_steps = int(dense["optimizer_steps"])
+        self.task.load_state_dict({key: dense[key] for key in ("model", "optimizer", "optimizer_steps")})
         torch.set_rng_state(dense["torch_rng"])
 
     def saved_state(self) -> dict:
@@ -229,67 +223,32 @@ class DiskLinkPrediction(DiskSystem):
         k = step.index
         return self.edges.bucket_edges(ids[offsets[k]:offsets[k + 1]], step.layout, self.buffer.max_rows)
 
-    def _use_state(self, data: StateData, edges: torch.Tensor) -> None:
-        """Point the task at the state: its edges (buffer rows), negatives from the buffer, a sampler over it."""
-        task, spec = self.task, self.spec
-        negatives = spec.training.negatives
-        resident = self.buffer.resident_rows()
-        task.train_edges = edges
-        task.negative_sampler = NegativeSampler(len(resident), edges[:, 0], edges[:, 2], negatives.num_chunks,
-                                                negatives.negatives_per_positive, negatives.degree_fraction,
-                                                nodes=resident)
-        task.train_sampler = None
-        attach_lookup(task.model, data.relation_lookup)
-        if data.graph is not None:
-            task.train_sampler = SAMPLERS.get(spec.sampler.name)(data.graph, spec.model.fanouts,
-                                                                 replace=spec.sampler.replace)
+    def start_training_pass(self, epoch: int) -> None:
+        """Open the epoch's new generation (partitions evicted during the pass are written to it)."""
+        self._counted = self.counters.snapshot()
+        self.embedding_store.begin_epoch()
 
-    def train_epoch(self, epoch: int, progress: bool = False) -> EpochStats:
-        """One pass of the plan: per state, swap partitions (writing evicted ones back), train on its buckets'
-        edges; then write every partition back and flush the new generation."""
-        task, spec, store = self.task, self.spec, self.embedding_store
-        counted, disk_before = self.counters.snapshot(), process_io_bytes()
-        store.begin_epoch()
-        plan, steps, first = self.begin_pass(("train", epoch))
-        plan.examples_by_state()  # computed here, before the prefetch thread uses it
-        timer = StageTimer(self.device)
-        task.train()
-        batches: list[Batch] = []
-        timelines = []
-        bar = state_bar(len(steps), epoch, progress)
-        for data, timeline in self.walk(("train", epoch), plan, steps, first):
-            k = data.step.index
-            edges = data.examples
-            generator = torch.Generator().manual_seed(batch_seed(spec.seed, epoch, -2 - k))
-            self._use_state(data, edges[torch.randperm(len(edges), generator=generator)])
-            started = time.perf_counter()
-            state_batches = 0
-            for roots in torch.arange(len(edges)).split(spec.training.batch_size):
-                if spec.training.limit_batches is not None and len(batches) >= spec.training.limit_batches:
-                    break
-                batch = Batch(epoch=epoch, index=len(batches), roots=roots, version_read=task.optimizer_steps)
-                run_stages(task, batch, timer)
-                batches.append(batch)
-                state_batches += 1
-            timeline.compute, timeline.batches = (started, time.perf_counter()), state_batches
-            self.record_state(timeline)
-            timelines.append(timeline)
-            bar.update(1)
-        bar.close()
+    def bind_training_state(self, data: StateData, plan: BufferPlan, shuffle: torch.Generator) -> torch.Tensor:
+        """Bind the task to the state: its buckets' edges (buffer rows) shuffled, negatives from the resident rows,
+        a sampler over the in-buffer CSR; the roots are positions into those edges."""
+        edges = data.examples
+        edges = edges[torch.randperm(len(edges), generator=shuffle)]
+        self.task.bind_state(EdgeView(edges, self.buffer.resident_rows(), data.graph, data.relation_lookup))
+        return torch.arange(len(edges))
+
+    def finish_training_pass(self) -> dict[str, Any]:
+        """Write every resident partition back, flush the new generation, unbind the task from the buffer; the
+        flush's seconds and the pass's writes."""
         flushed = time.perf_counter()
         for frame in range(self.buffer.num_frames):
             self.buffer.evict(frame)
-        store.finish_epoch()
+        self.embedding_store.finish_epoch()
         flush_s = time.perf_counter() - flushed
         self.edges.clear()
-        task.train_edges = task.negative_sampler = task.train_sampler = None
-        io = self.pass_io(timelines, disk_before)
+        self.task.release_state()
         after = self.counters.snapshot()
-        io.update(io_wait_s=io["io_wait_s"] + flush_s, flush_s=flush_s,
-                  io_write_bytes=after["bytes_written"] - counted["bytes_written"],
-                  io_write_s=after["write_s"] - counted["write_s"])
-        return epoch_stats(batches, timer.snapshot(), states=plan.num_states, swaps=plan.swaps,
-                           policy=self.options.policy, **io)
+        return {"flush_s": flush_s, "io_write_bytes": after["bytes_written"] - self._counted["bytes_written"],
+                "io_write_s": after["write_s"] - self._counted["write_s"]}
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
@@ -299,16 +258,14 @@ class DiskLinkPrediction(DiskSystem):
         dim = spec.model.embedding_dim
         rows = self.embedding_store.load_all()
         in_buffer = task.embeddings
-        task.embeddings = EmbeddingTable.wrap(rows[:, :dim], rows[:, dim:], in_buffer.learning_rate)
-        if self.needs_graph:
-            attach_relations(task.model.encoder, self.pstore, spec.sampler.direction)  # global ids, not buffer rows
-            graph = SamplingGraph.from_store(self.pstore, spec.sampler.direction)
-            task.eval_sampler = SAMPLERS.get(spec.sampler.name)(graph, spec.evaluation.fanouts or spec.model.fanouts,
-                                                                replace=spec.sampler.replace)
+        task.bind_embeddings(EmbeddingTable.wrap(rows[:, :dim], rows[:, dim:], in_buffer.learning_rate))
+        if self.needs_graph:  # global ids, not buffer rows
+            task.bind_evaluation_graph(SamplingGraph.from_store(self.pstore, spec.sampler.direction))
         try:
             return task.evaluate(split)
         finally:
-            task.embeddings, task.eval_sampler = in_buffer, None
+            task.bind_embeddings(in_buffer)
+            task.bind_evaluation_graph(None)
 
     def own_threads(self) -> int:
         """The prefetch thread (when on) and the write-back thread."""

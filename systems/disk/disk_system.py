@@ -21,17 +21,20 @@ holds what every task variant shares, the *walk* over a pass's states:
    it), the CSR build, how long compute waited and on what, and the compute interval; times in seconds from the
    start of the run.
 
-Variants by ``training.task`` are declared in :data:`DISK_TASKS` (node classification:
-:mod:`systems.disk.disk_node_classification`; link prediction: :mod:`systems.disk.disk_link_prediction`), and
-``DiskSystem(spec, ...)`` builds the variant. Recorded per epoch: states, swaps (partitions read after a pass's
-first state), bytes read by the suite and what ``/proc/self/io`` says the process read, IO wait (time compute
-waited for the buffer) and the CSR build time.
+Variants by ``training.task`` are declared in :data:`DISK_TASKS` (the ``disk_tasks`` table of :mod:`systems.plugins`) (node classification:
+:mod:`systems.disk.disk_node_classification`; link prediction: :mod:`systems.disk.disk_link_prediction`); the
+factory :func:`disk_system`, declared as the ``disk`` system, builds the variant of a spec. A training epoch
+reads top-down in :meth:`DiskSystem.train_epoch`: the system drives the plan's states and the variant supplies
+the per-state hook (bind the task to the state, return its batch roots) and the hooks around the pass. Recorded
+per epoch: states, swaps (partitions read after a pass's first state), bytes read by the suite and what
+``/proc/self/io`` says the process read, IO wait (time compute waited for the buffer) and the CSR build time.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import time
+from abc import abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,19 +48,24 @@ from suite.config import RunSpec, validate_system_options
 from suite.errors import ConfigError
 from suite.data import GraphStore
 from suite.io import IOCounters
+from suite.metrics import StageTimer
 from suite.recorder import Recorder
 from suite.registry import Registry
-from systems.system import PassKey, System, SystemOptions, pass_schedule
+from systems.batch import Batch, batch_seed
+from systems.system import EpochStats, PassKey, System, SystemOptions, pass_schedule
 from systems.disk.buffer import FeatureBuffer
 from systems.disk.graph import BufferedGraph, ReadEvent
 from systems.disk.plan import BufferPlan
 from systems.disk.policies.policy import POLICIES
 from systems.models.rgcn import RelationLookup
-from systems.pipelined import StageOptions
+from systems.pipelined import StageOptions, pipeline_extra, record_trace, task_stages
 from systems.sampling.sampler import SamplingGraph
+from systems.stage_pipeline import Pipeline
+from systems.stages import epoch_stats, run_stages
 
 DISK_TASKS: Registry[type] = Registry("disk-system task", plugin_table="disk_tasks")
-"""The disk system's variant for each ``training.task`` (the ``disk_tasks`` plugin table, :mod:`systems.plugins`)."""
+"""The disk system's variant (a :class:`DiskSystem` subclass) for each ``training.task`` (the ``disk_tasks`` plugin
+table, :mod:`systems.plugins`); :func:`disk_system` chooses from it."""
 
 
 class DiskOptions(SystemOptions):
@@ -262,25 +270,33 @@ class _Carried:
 
 
 class DiskSystem(System):
-    """Training from disk through a partition buffer (options: :class:`DiskOptions`); the variant for
-    ``training.task`` comes from :data:`DISK_TASKS`.
+    """Training from disk through a partition buffer (options: :class:`DiskOptions`): what every task variant
+    shares. Build one with :func:`disk_system`, which picks the variant of ``training.task`` from
+    :data:`DISK_TASKS`.
 
     A variant sets up ``self.buffer`` (frames), ``self.edges`` (:class:`BufferedGraph`), ``self.pstore`` and its
-    task in :meth:`setup`, and provides :meth:`pass_plan`; it walks a pass with :meth:`begin_pass` and
-    :meth:`walk`.
+    task (built with the task's ``build_model``, never its ``setup``) in :meth:`setup`, and provides
+    :meth:`pass_plan` and the per-state hook :meth:`bind_training_state` (plus, where it needs them,
+    :meth:`state_examples`, :meth:`start_training_pass` and :meth:`finish_training_pass`). A training epoch
+    (:meth:`train_epoch`), top-down:
+
+    1. ``start_training_pass(epoch)`` (the variant's: link prediction opens the epoch's generation);
+    2. :meth:`begin_pass`: the pass's plan (the variant's :meth:`pass_plan`) and its frame-level steps;
+    3. per state, :meth:`walk` enters it (reads what is not resident, holds its buckets, builds its CSR, prefetches
+       the next) and the epoch then calls ``bind_training_state`` (the variant binds its task to the state and
+       returns the state's batch roots, shuffled), cuts the roots into batches and runs them through the task's
+       stages (one at a time, or through the staged pipeline, drained before the next state), and records the
+       state's timeline;
+    4. ``finish_training_pass()`` (the variant's: link prediction writes every partition back and flushes) and
+       the pass's IO measures.
+
+    Evaluation is the variant's (:meth:`evaluate`).
     """
 
     options_model = DiskOptions
     needs_graph = True  # whether states build the in-buffer CSR (a variant turns it off for models without hops)
     keeps_resident = True  # whether partitions stay in the buffer from one pass to the next
-
-    def __new__(cls, spec: RunSpec, *args, **kwargs):
-        if cls is DiskSystem:
-            try:
-                cls = DISK_TASKS.get(spec.training.task)
-            except ConfigError as err:
-                raise ConfigError(f"training.task: {err}") from None
-        return super().__new__(cls)
+    pipelines_states = True  # whether ``options.pipeline`` runs a state's batches through the staged pipeline
 
     def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device, recorder: Recorder):
         super().__init__(spec, store, device, recorder)
@@ -302,6 +318,7 @@ class DiskSystem(System):
         self._origin = time.perf_counter()
         self._schedule = pass_schedule(spec)
         self._last_graph: tuple[tuple[int, ...], SamplingGraph, RelationLookup | None] | None = None
+        self._epoch = 0
 
     @property
     def model(self) -> torch.nn.Module | None:
@@ -313,10 +330,95 @@ class DiskSystem(System):
         pipeline = self.options.pipeline
         return int(self.options.prefetch) + (pipeline.effective().batch_loader_threads if pipeline else 0)
 
-    # ------------------------------------------------------------------ passes
+    # ------------------------------------------------------------------ the variant's hooks
+    @abstractmethod
     def pass_plan(self, key: PassKey, layout: np.ndarray) -> BufferPlan:
-        """The plan of pass ``key`` when the buffer holds ``layout`` before it (the variant's)."""
-        raise NotImplementedError
+        """The plan of pass ``key`` when the buffer holds ``layout`` before it."""
+
+    @abstractmethod
+    def bind_training_state(self, data: StateData, plan: BufferPlan, shuffle: torch.Generator) -> torch.Tensor:
+        """Bind the task to the entered state ``data`` of a training pass of ``plan``: its training examples,
+        shuffled by ``torch.randperm`` drawing from ``shuffle``, and what the buffer holds; return the state's batch
+        roots in training order (cut into batches of ``training.batch_size`` by :meth:`train_epoch`)."""
+
+    def start_training_pass(self, epoch: int) -> None:
+        """Called before a training pass begins (nothing by default)."""
+
+    def finish_training_pass(self) -> dict[str, Any]:
+        """Called after a training pass's last state; returns measures added to the epoch's (a ``flush_s``, the
+        pass-end write-back that training waited for, also counts in ``io_wait_s``). Nothing by default."""
+        return {}
+
+    def state_examples(self, plan: BufferPlan, step: Step) -> torch.Tensor | None:
+        """What a variant takes from the in-buffer data of a state while it is prepared (with its buckets held):
+        nothing by default."""
+        return None
+
+    # ------------------------------------------------------------------ training
+    def train_epoch(self, epoch: int, progress: bool = False) -> EpochStats:
+        """One pass of the policy's plan: per state, enter it (reading only what is not resident), bind the task to
+        it and train on its batches, one at a time or pipelined (see the class docstring)."""
+        from suite.io import process_io_bytes
+
+        spec, task, key = self.spec, self.task, ("train", epoch)
+        disk_before = process_io_bytes()
+        self.start_training_pass(epoch)
+        plan, steps, first = self.begin_pass(key)
+        plan.examples_by_state()  # computed here, before the prefetch thread uses it
+        timer = StageTimer(self.device)
+        task.train()
+        batches: list[Batch] = []
+        timelines = []
+        pipelined: dict = {}
+        bar = state_bar(len(steps), epoch, progress)
+        for data, timeline in self.walk(key, plan, steps, first):
+            shuffle = torch.Generator().manual_seed(batch_seed(spec.seed, epoch, -2 - data.step.index))
+            roots = self.bind_training_state(data, plan, shuffle)
+            state_batches = [Batch(epoch=epoch, index=len(batches) + i, roots=part)
+                             for i, part in enumerate(roots.split(spec.training.batch_size))]
+            if spec.training.limit_batches is not None:
+                state_batches = state_batches[:max(0, spec.training.limit_batches - len(batches))]
+            started = time.perf_counter()
+            self._train_state(state_batches, timer, pipelined)
+            timeline.compute = (started, time.perf_counter())
+            timeline.batches = len(state_batches)
+            self.record_state(timeline)
+            timelines.append(timeline)
+            batches.extend(state_batches)
+            bar.update(1)
+        bar.close()
+        finished = self.finish_training_pass()
+        io = self.pass_io(timelines, disk_before)
+        io.update(io_wait_s=io["io_wait_s"] + finished.get("flush_s", 0.0), **finished)
+        return epoch_stats(batches, {**timer.snapshot(), **pipelined.pop("busy", {})}, states=plan.num_states,
+                           swaps=plan.swaps, policy=self.options.policy, **io, **pipelined)
+
+    def _train_state(self, batches: list[Batch], timer: StageTimer, pipelined: dict) -> None:
+        """Train on one state's batches: one at a time, or through the pipeline (drained at the end)."""
+        task = self.task
+        options = self.options.pipeline if self.pipelines_states else None
+        if options is None:
+            for batch in batches:
+                batch.version_read = task.optimizer_steps
+                run_stages(task, batch, timer)
+            return
+        options = options.effective()
+
+        def admit(batch: Batch) -> None:
+            batch.version_read = task.optimizer_steps
+
+        trace = Pipeline(task_stages(task, options, lambda batch, worker: task.transfer(batch)),
+                         options.staleness_bound, on_admit=admit).run(batches)
+        if options.record_batches:
+            record_trace(self.recorder, trace)
+        busy = pipelined.setdefault("busy", {})
+        for stage, seconds in trace.busy_s().items():
+            busy[stage] = busy.get(stage, 0.0) + seconds
+        extra = pipeline_extra(trace, options, None)
+        pipelined["staleness_bound"] = extra["staleness_bound"]
+        pipelined["pipeline_wall_s"] = pipelined.get("pipeline_wall_s", 0.0) + extra["pipeline_wall_s"]
+
+    # ------------------------------------------------------------------ passes
 
     def begin_pass(self, key: PassKey) -> tuple[BufferPlan, list[Step], concurrent.futures.Future | None]:
         """The plan and steps of pass ``key``, and its first state's prepare if it was submitted ahead."""
@@ -343,7 +445,9 @@ class DiskSystem(System):
              first: concurrent.futures.Future | None = None) -> Iterator[tuple[StateData, StateTimeline]]:
         """Enter every state of the pass in turn (the buffer holds it while the caller computes), prefetching
         the next; yield its data and its timeline (the caller fills in ``compute`` and records it with
-        :meth:`record_state`)."""
+        :meth:`record_state`). A training pass's epoch is remembered: the evaluations after it follow it."""
+        if key[0] == "train":
+            self._epoch = key[1]
         pending = first
         prefetch = self.options.prefetch
         for k, step in enumerate(steps):
@@ -432,10 +536,9 @@ class DiskSystem(System):
                 return
             layout = steps[0].layout
 
-    def state_examples(self, plan: BufferPlan, step: Step) -> torch.Tensor | None:
-        """What a variant takes from the in-buffer data of a state while it is prepared (with its buckets held):
-        nothing by default."""
-        return None
+    def last_epoch(self) -> int:
+        """The epoch the latest evaluation follows (the last training pass walked; 0 before any)."""
+        return self._epoch
 
     # ------------------------------------------------------------------ measures
     def pass_io(self, timelines: list[StateTimeline], before: Any) -> dict[str, Any]:
@@ -475,5 +578,24 @@ class DiskSystem(System):
             self.edges.close()
 
 
-__all__ = ["DISK_TASKS", "DiskOptions", "DiskSystem", "PassKey", "StateData", "StateTimeline", "Step",
+def disk_system(spec: RunSpec, store: GraphStore, device: torch.device, recorder: Recorder) -> DiskSystem:
+    """The ``disk`` system for ``spec``: the variant of ``training.task`` from :data:`DISK_TASKS`, constructed
+    (its options model, :class:`DiskOptions`, is this factory's ``options_model``).
+
+    Raises:
+        ConfigError: no disk variant for ``training.task``.
+    """
+    from suite.plugins import load_plugins
+
+    load_plugins()  # registers the built-in variants (and any plugin's)
+    try:
+        variant = DISK_TASKS.get(spec.training.task)
+    except ConfigError as err:
+        raise ConfigError(f"training.task: {err}") from None
+    return variant(spec, store, device, recorder)
+
+
+disk_system.options_model = DiskOptions  # what suite.config validates system.options against
+
+__all__ = ["DISK_TASKS", "DiskOptions", "DiskSystem", "PassKey", "disk_system", "StateData", "StateTimeline", "Step",
            "partitioned_store", "partitioned_store_path", "plan_steps", "state_bar"]
