@@ -41,7 +41,7 @@ import torch
 
 from suite.config import RunSpec
 from suite.errors import ConfigError, DataError
-from suite.graph import GraphStore
+from suite.data import GraphStore
 from suite.io import evict_page_cache
 from suite.recorder import Recorder
 from systems.system import EpochStats

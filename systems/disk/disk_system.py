@@ -585,9 +585,6 @@ def disk_system(spec: RunSpec, store: GraphStore, device: torch.device, recorder
     Raises:
         ConfigError: no disk variant for ``training.task``.
     """
-    from suite.plugins import load_plugins
-
-    load_plugins()  # registers the built-in variants (and any plugin's)
     try:
         variant = DISK_TASKS.get(spec.training.task)
     except ConfigError as err:
