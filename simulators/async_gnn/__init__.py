@@ -36,7 +36,7 @@ Modules: :mod:`~simulators.async_gnn.spec` (the typed spec, YAML loading and val
 and the field on one line), :mod:`~simulators.async_gnn.partitions` (the partitioned graph),
 :mod:`~simulators.async_gnn.durations` (stage durations), :mod:`~simulators.async_gnn.simulation` (the SimPy
 model) and :mod:`~simulators.async_gnn.tables` (summary and task tables). The names below are re-exported from
-them; the Gantt chart is :func:`experiments.figures.plot_simulated_gantt`.
+them; the Gantt chart is :func:`experiments.async_gnn.plot_simulated_gantt`.
 """
 
 from simulators.async_gnn.durations import DURATION_SOURCES, stage_durations
