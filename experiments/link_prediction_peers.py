@@ -87,7 +87,7 @@ ALLOCATOR_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36)
 """glibc's allocator keeps freed memory for reuse (every system gets it): PyKEEN's per-batch temporaries of
 ``batch x negatives x dim`` floats (400 MB) otherwise go back to the kernel at every free and fault in again at
 every allocation, which made its epochs 3x slower (system time over user time)."""
-RUNS_CSV, TABLE_CSV, FIGURE = "link_prediction_peers_runs.csv", "link_prediction_peers.csv", "link_prediction_peers.png"
+RUNS_CSV, TABLE_CSV, FIGURE_PNG = "link_prediction_peers_runs.csv", "link_prediction_peers.csv", "link_prediction_peers.png"
 
 
 @dataclass(frozen=True)
@@ -481,7 +481,7 @@ def write_outputs(rows: list[dict[str, Any]], results: Path, plot: bool) -> pd.D
     export(table, results / TABLE_CSV)
     if plot:
 
-        plot_link_prediction_peers(results / TABLE_CSV, results / FIGURE)
+        plot_link_prediction_peers(results / TABLE_CSV, results / FIGURE_PNG)
     return table
 
 

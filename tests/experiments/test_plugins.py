@@ -85,3 +85,13 @@ def test_a_peer_is_one_registered_object_that_says_what_it_needs():
     reason = pyg.missing_reason()
     assert runnable == ([spec, peer_spec] if reason is None else [spec])
     assert skipped == ([] if reason is None else [(peer_spec, reason)])
+
+
+def test_the_figure_jobs_contract_lists_every_registered_figure():
+    import tomllib
+
+    from experiments.common import REPO_ROOT
+
+    contracts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    jobs = next(c for c in contracts if c["name"].startswith("The figure jobs are independent"))
+    assert sorted(jobs["modules"]) == sorted(target.split(":")[0] for target in plugins.FIGURE_TABLE.values())
