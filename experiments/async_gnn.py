@@ -25,9 +25,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+import numpy as np
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 import torch
 
-from experiments.common import RESULTS, SPECS, Mode, add_common_options, cli, provenance, write_csv
+from experiments.common import RESULTS, SPECS, Figure, Mode, Paths, Plot, add_common_options, cli, provenance, write_csv
+from experiments.compare import TableSpec
+from experiments.figures import BESTA, caption, save_figure, styled
 
 from simulators.async_gnn_model import (async_spec_from_dict, simulate, simulate_modes,
                                   summary_table, tasks_table)
@@ -169,7 +175,6 @@ def run(*, mode: Mode = "full", results: Path = RESULTS, spec: Path = DEFAULT_SP
     paths["throughput"] = write_csv(throughput, out / "async_tradeoff.csv")
     paths["accuracy_summary"] = write_csv(accuracy_summary(accuracy), out / "async_accuracy_summary.csv")
     if plot:
-        from experiments.figures import plot_async_gnn_gantt, plot_async_tradeoff
 
         paths["gantt"] = plot_async_gnn_gantt(paths["tasks"], out / "async_gnn_gantt.png")
         paths["tradeoff"] = plot_async_tradeoff(paths["accuracy"], out / "async_tradeoff.png",
@@ -197,6 +202,143 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     return cli(run, vars(parse_args(argv)), "async_gnn")
+
+
+# ---------------------------------------------------------------------------------------------- the figure
+def plot_async_tradeoff(csv_path: str | Path, out_png: str | Path, throughput_csv: str | Path | None = None
+                        ) -> Path:
+    """The staleness trade-off of asynchronous GNN pipelines (``experiments/async_gnn.py``), per dataset: test
+    accuracy vs staleness bound s (mean over seeds with its 95 % t interval; ``async_accuracy_summary.csv``'s
+    numbers) beside the simulated throughput relative to the synchronous pipeline (a unitless ratio) vs s.
+
+    Reads only ``csv_path`` (``async_staleness_accuracy.csv``, one row per seed) and ``throughput_csv`` (default
+    ``async_tradeoff.csv`` beside it).
+    """
+    from suite.stats import mean_interval
+
+    accuracy = pd.read_csv(csv_path)
+    throughput = pd.read_csv(throughput_csv or Path(csv_path).with_name("async_tradeoff.csv"))
+    datasets = list(dict.fromkeys(accuracy["dataset"]))
+    with styled():
+        fig, axes = plt.subplots(len(datasets), 2, figsize=(10.0, 3.6 * len(datasets)), squeeze=False,
+                                 layout="constrained")
+        for (acc_ax, speed_ax), name in zip(axes, datasets):
+            rows = accuracy[accuracy["dataset"] == name]
+            bounds = sorted(rows["staleness_bound"].unique())
+            intervals = [mean_interval(rows[rows["staleness_bound"] == s]["test_accuracy"]) for s in bounds]
+            x = np.arange(len(bounds))
+            means = np.array([i.estimate for i in intervals])
+            errors = np.array([[max(0.0, i.estimate - i.low) if i.defined else 0.0 for i in intervals],
+                               [max(0.0, i.high - i.estimate) if i.defined else 0.0 for i in intervals]])
+            acc_ax.errorbar(x, means, yerr=errors, marker="o", color="tab:blue")
+            seeds = min(i.n for i in intervals)
+            acc_ax.set_title(f"{name}: test accuracy, {seeds} seed(s)" + (" (no interval: one seed)" if seeds < 2
+                                                                          else ""))
+            acc_ax.set_ylabel("test accuracy (mean, 95 % CI)")
+            part = throughput[throughput["dataset"] == name].set_index("staleness_bound").reindex(bounds)
+            speed_ax.bar(x, part["speedup_vs_sync"], color=["0.55" if s == 0 else "tab:green" for s in bounds])
+            for xi, value in zip(x, part["speedup_vs_sync"]):
+                if pd.notna(value):
+                    speed_ax.annotate(f"{value:.2f}x", (xi, value), textcoords="offset points", xytext=(0, 2),
+                                      ha="center", fontsize=7)
+            speed_ax.axhline(1.0, color="k", linewidth=0.8, linestyle="--")
+            speed_ax.set_ylabel("simulated throughput / synchronous (x)")
+            speed_ax.set_title(f"{name}: simulated pipeline (s = 0: sync-sync; s >= 1: async-async)")
+            for ax in (acc_ax, speed_ax):
+                ax.set_xticks(x, [f"s = {int(s)}" for s in bounds])
+                ax.set_xlabel("staleness bound s (iterations)")
+        fig.suptitle("Asynchronous GNN pipelines: accuracy and simulated throughput against the staleness bound "
+                     "(GCN, 8 partitions)")
+        caption(fig, f"{BESTA} (asynchronous micro/macro pipelines: staleness vs accuracy and throughput)",
+                f"{Path(csv_path).name} (training with bounded-staleness neighbour representations) and the "
+                "simulated throughput table", "95 % t interval over seeds (accuracy); none for the deterministic "
+                "simulation")
+        return save_figure(fig, out_png)
+
+
+def plot_async_gnn_gantt(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Gantt charts of the four asynchronous pipeline modes (``experiments/async_gnn.py``, simulated), one panel
+    per mode: rows are workers, colour the stage, hatching the backward pass, labels the partition; the red line
+    is the makespan. Reads only ``csv_path`` (``async_gnn_tasks.csv``)."""
+    with styled():
+        fig = _gantt_figure(pd.read_csv(csv_path))
+        fig.suptitle("2-layer GCN on Cora, 4 partitions, 3 iterations (forward + backward), simulated")
+        caption(fig, f"{BESTA} (synchronous vs asynchronous micro- and macro-pipelines)", Path(csv_path).name,
+                "none: one deterministic simulation per mode (seeded jitter)")
+        return save_figure(fig, out_png)
+
+
+def _gantt_figure(tasks: pd.DataFrame):
+    """Gantt charts of simulated asynchronous-pipeline modes, one panel per mode: rows are workers
+    (``L<layer>/<stage>/<index>``), colour the stage, hatching the backward pass, labels the partition; the red
+    line is the makespan."""
+    from simulators.async_gnn_model.spec import STAGES
+
+    modes = list(dict.fromkeys(tasks["mode"]))
+    workers = sorted(tasks["worker"].unique(), key=lambda w: (int(w.split("/")[0][1:]),
+                                                              STAGES.index(w.split("/")[1]), w))
+    colors = dict(zip(STAGES, ("tab:blue", "tab:orange", "tab:green")))
+    fig, axes = plt.subplots(len(modes), 1, figsize=(12, 1.4 + 0.34 * len(workers) * len(modes)), sharex=True,
+                             squeeze=False, layout="constrained")
+    for ax, mode in zip(axes[:, 0], modes):
+        _draw_gantt_mode(ax, tasks[tasks["mode"] == mode], workers, colors)
+        ax.set_xlim(0, float(tasks["end"].max()) * 1.01)
+    axes[-1, 0].set_xlabel("simulated time (s)")
+    handles = [Patch(facecolor=c, label=s) for s, c in colors.items()] + [
+        Patch(facecolor="white", edgecolor="black", hatch="///", label="backward pass"),
+        Line2D([], [], color="red", label="makespan")]
+    axes[0, 0].legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.12), ncol=5, frameon=False)
+    return fig
+
+
+def _draw_gantt_mode(ax, rows: pd.DataFrame, workers: Sequence[str], colors: dict[str, str]) -> None:
+    """One mode's panel of :func:`_gantt_figure`."""
+    for worker_row, worker in enumerate(workers):
+        group = rows[rows["worker"] == worker]
+        for (stage, phase), part in group.groupby(["stage", "phase"]):
+            ax.broken_barh(list(zip(part["start"], part["end"] - part["start"])), (worker_row - 0.4, 0.8),
+                           facecolors=colors.get(stage, "0.5"), edgecolor="black", linewidth=0.3,
+                           hatch="///" if phase == "backward" else None)
+        if len(group) <= 48:
+            for task in group.itertuples():
+                ax.text((task.start + task.end) / 2, worker_row, str(task.partition), ha="center", va="center",
+                        fontsize=5)
+    makespan = float(rows["end"].max())
+    ax.axvline(makespan, color="red", linewidth=0.8)
+    ax.set_yticks(range(len(workers)), workers, fontsize=6)
+    ax.invert_yaxis()
+    ax.grid(False)
+    micro, macro = rows["mode"].iloc[0].split("-")
+    ax.set_title(f"micro-{micro} / macro-{macro}: makespan {makespan:.4g} s", loc="left")
+
+
+def plot_simulated_gantt(csv_path: str | Path, out_png: str | Path, title: str = "") -> Path:
+    """Gantt charts of the modes of any asynchronous-pipeline simulation (``gnnsuite simulate-async --gantt``),
+    one panel per mode (see :func:`_gantt_figure`), titled ``title``. Reads only ``csv_path`` (a ``tasks.csv``
+    of :func:`simulators.async_gnn_model.tables.tasks_table`)."""
+    with styled():
+        fig = _gantt_figure(pd.read_csv(csv_path))
+        if title:
+            fig.suptitle(title)
+        return save_figure(fig, out_png)
+
+
+# ---------------------------------------------------------------------------------------------- the job
+def _reproduce(mode: Mode, paths: Paths) -> None:
+    run(mode=mode, results=paths.results)
+
+
+FIGURE = Figure(
+    "async_gnn", "asynchronous micro/macro GNN pipelines: Gantt charts, staleness vs accuracy and throughput",
+    _reproduce, ("async_gnn_modes.csv", "async_gnn_tasks.csv", "async_gnn_gantt.png", "async_staleness_accuracy.csv",
+                 "async_accuracy_summary.csv", "async_tradeoff.csv", "async_tradeoff.png"),
+    "about 15 minutes (Cora 3 seeds, arxiv-like)", __name__,
+    plots=(Plot("async_tradeoff", plot_async_tradeoff, "async_staleness_accuracy.csv"),
+           Plot("async_gnn_gantt", plot_async_gnn_gantt, "async_gnn_tasks.csv")),
+    tables={"async_gnn_modes.csv": TableSpec(("mode",), exact=("makespan_s", "iterations_per_s", "utilization_mean")),
+            "async_tradeoff.csv": TableSpec(("dataset", "staleness_bound"), exact=("speedup_vs_sync",)),
+            "async_accuracy_summary.csv": TableSpec(("dataset", "staleness_bound"))})
+"""The asynchronous-pipeline figures, registered in :data:`experiments.plugins.FIGURES`."""
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-"""What every experiment shares: the modes, where outputs go by default, CSV writing with provenance columns, and
-the common command-line options.
+"""What every experiment shares: the modes, where outputs go by default, what a figure is (:class:`Figure`), CSV
+writing with provenance columns, and the common command-line options.
 
-A figure job is one module with a typed ``run(*, mode, results, ...)`` (what ``experiments/reproduce.py`` calls)
-and a thin ``main(argv)`` that parses flags, built with :func:`add_common_options`, and calls ``run``.
+A figure is one module: a typed ``run(*, mode, results, ...)`` and a thin ``main(argv)`` that parses flags (built
+with :func:`add_common_options`) and calls ``run``; its plot function(s), its claims (:func:`experiments.report.claim`)
+and the table specs ``report --against`` compares (:class:`experiments.compare.TableSpec`), all listed in the
+module's ``FIGURE`` (a :class:`Figure`), which one line of :data:`experiments.plugins.FIGURES` registers.
 Tables are written by :func:`write_csv` (the harness's atomic writer, :func:`suite.results.export`); their
 provenance columns come from :func:`provenance`.
 """
@@ -15,7 +17,8 @@ import importlib
 import os
 import platform
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -38,6 +41,54 @@ Mode = Literal["quick", "full"]
 """How much an experiment runs: ``quick`` (small settings, minutes) or ``full`` (the paper-scale settings)."""
 
 MODES: tuple[Mode, ...] = get_args(Mode)
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where a job reads and writes: ``results`` (tables and figures), ``runs`` (run folders), ``data``."""
+
+    results: Path
+    runs: Path
+    data: Path
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One figure drawn from a table: ``draw(csv_path, out_png) -> Path`` writes ``<name>.png`` from ``table``
+    (a second table, if it needs one, is found beside the first)."""
+
+    name: str
+    draw: Callable[..., Path]
+    table: str
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure's job, as ``gnnsuite reproduce`` runs it and ``gnnsuite report`` reads it.
+
+    Attributes:
+        name: the figure's name (``--only NAME``), its line of :data:`experiments.plugins.FIGURES`.
+        title: what the figure shows.
+        run: ``run(mode, paths)`` calls the experiment's typed ``run(*, mode, ...)`` with where its outputs go
+            under ``paths``.
+        outputs: file names the job writes under ``paths.results``.
+        full_cost: expected time and disk of the full mode, on a 2-core machine.
+        experiment: the module of the experiment (``experiments.sampling``); ``python experiments/<module>.py`` is
+            its command line.
+        plots: the figures it draws (``python experiments/draw.py NAME`` redraws one).
+        claims: the paper's claims (and those against peers) its tables decide (:class:`experiments.report.Claim`).
+        tables: the tables ``report --against`` compares, by file name (:class:`experiments.compare.TableSpec`).
+    """
+
+    name: str
+    title: str
+    run: Callable[[Mode, Paths], None]
+    outputs: tuple[str, ...]
+    full_cost: str
+    experiment: str
+    plots: tuple[Plot, ...] = ()
+    claims: tuple[Any, ...] = ()
+    tables: Mapping[str, Any] = field(default_factory=dict)
 
 
 class JobFailed(RuntimeError):
@@ -169,5 +220,5 @@ def cli(run: Callable[..., object], options: dict[str, Any], name: str) -> int:
     return 0
 
 
-__all__ = ["DATA", "JobFailed", "MODES", "Mode", "PROVENANCE_FIELDS", "REPO_ROOT", "RESULTS", "SPECS",
-           "add_common_options", "check_failed", "cli", "parse", "provenance", "write_csv"]
+__all__ = ["DATA", "Figure", "JobFailed", "MODES", "Mode", "PROVENANCE_FIELDS", "Paths", "Plot", "REPO_ROOT",
+           "RESULTS", "SPECS", "add_common_options", "check_failed", "cli", "parse", "provenance", "write_csv"]

@@ -5,11 +5,12 @@ by table, as a researcher checks it after changing a system.
   is shown, and every estimate the claims decided on is matched by name: a change is **flagged** when its interval
   does not overlap the reference's (overlapping intervals, or one that is not defined, are no evidence of a
   change).
-- **Tables**: every table of :data:`TABLES` present in either folder; rows are matched on the table's key columns.
-  Every interval column (``X`` stored with ``X_ci_low`` and ``X_ci_high``) is compared row by row, a change
-  flagged when the intervals do not overlap; the value columns of deterministic tables (simulations, formulas,
-  exact counts: ``exact``) are flagged when they differ by more than a relative 1e-6; rows present on one side
-  only are listed (and flagged). Tables without intervals or exact columns are compared by their rows only.
+- **Tables**: every table a registered figure lists (:func:`tables`) present in either folder; rows are matched on
+  the table's key columns. Every interval column (``X`` stored with ``X_ci_low`` and ``X_ci_high``) is compared row
+  by row, a change flagged when the intervals do not overlap; the value columns of deterministic tables
+  (simulations, formulas, exact counts: ``exact``) are flagged when they differ by more than a relative 1e-6; rows
+  present on one side only are listed (and flagged). Tables without intervals or exact columns are compared by their
+  rows only.
 
 The comparison is pure (it reads the two folders' tables). :func:`compare` returns a :class:`Comparison` whose
 ``text()`` is what the command prints; ``flagged`` counts the changes.
@@ -37,29 +38,12 @@ class TableSpec:
     exact: tuple[str, ...] = ()
 
 
-TABLES: dict[str, TableSpec] = {
-    "sampling.csv": TableSpec(("setting", "layers", "sampler")),
-    "pipeline_speed.csv": TableSpec(("dataset", "sampler", "configuration")),
-    "pipeline_accuracy.csv": TableSpec(("dataset", "configuration", "seed")),
-    "pipeline_accuracy_summary.csv": TableSpec(("dataset", "configuration")),
-    "pipeline_validation.csv": TableSpec(("dataset", "sampler", "configuration")),
-    "pipeline_projection.csv": TableSpec(("dataset", "sampler", "profile", "configuration")),
-    "link_prediction.csv": TableSpec(("name",)),
-    "disk_nc.csv": TableSpec(("configuration",)),
-    "disk_lp.csv": TableSpec(("model", "configuration")),
-    "disk_lp_runs.csv": TableSpec(("model", "configuration", "seed")),
-    "buffer_io.csv": TableSpec(("policy", "num_partitions", "capacity", "logical_partitions"),
-                               exact=("swaps", "bytes_read", "bytes_written", "epoch_time_prefetch_s")),
-    "work_depth.csv": TableSpec(("model",), exact=("layer_work_value", "layer_depth_value", "iteration_work_value",
-                                                   "iteration_depth_value")),
-    "work_depth_fit.csv": TableSpec(("model", "variable", "quantity"),
-                                    exact=("slope_counted", "slope_formula", "passed")),
-    "async_gnn_modes.csv": TableSpec(("mode",), exact=("makespan_s", "iterations_per_s", "utilization_mean")),
-    "async_tradeoff.csv": TableSpec(("dataset", "staleness_bound"), exact=("speedup_vs_sync",)),
-    "async_accuracy_summary.csv": TableSpec(("dataset", "staleness_bound")),
-    "cost.csv": TableSpec(("dataset", "configuration", "mode", "profile")),
-}
-"""The tables compared, by file name."""
+def tables() -> dict[str, TableSpec]:
+    """The tables compared, by file name: those listed by every registered figure
+    (:data:`experiments.plugins.FIGURES`), in its order."""
+    from experiments.plugins import figures
+
+    return {name: spec for figure in figures() for name, spec in figure.tables.items()}
 
 RELATIVE_TOLERANCE = 1e-6
 
@@ -200,7 +184,7 @@ def compare(new: str | Path, reference: str | Path) -> Comparison:
     result = Comparison(new_dir, reference_dir)
     result.claims, flagged = compare_claims(findings(new_dir), findings(reference_dir))
     result.flagged += flagged
-    for name, spec in TABLES.items():
+    for name, spec in tables().items():
         paths = new_dir / name, reference_dir / name
         present = [p.exists() for p in paths]
         if not any(present):
@@ -216,4 +200,4 @@ def compare(new: str | Path, reference: str | Path) -> Comparison:
     return result
 
 
-__all__ = ["Comparison", "TABLES", "TableSpec", "compare", "compare_claims", "compare_table", "results_folder"]
+__all__ = ["Comparison", "TableSpec", "compare", "compare_claims", "compare_table", "results_folder", "tables"]

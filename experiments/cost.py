@@ -34,13 +34,14 @@ three decimals, or ``--target DATASET=VALUE``; every row says which (``target_ru
 training time of the epochs up to that validation (evaluation excluded, as :func:`suite.cost.cost_to_target`).
 
 Outputs: the table (``--csv``, written atomically) and its figure (``--png``, drawn from the CSV alone by
-:func:`experiments.figures.plot_cost`). Bad input (no runs, an unknown profile, a bad target) is a one-line error
+:func:`plot_cost`). Bad input (no runs, an unknown profile, a bad target) is a one-line error
 and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import dataclasses
 import math
 import sys
@@ -49,11 +50,17 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import matplotlib.pyplot as plt
 
-from experiments.common import REPO_ROOT, RESULTS, add_common_options
+from experiments.common import REPO_ROOT, RESULTS, Figure, Mode, Paths, Plot, add_common_options
+from experiments.compare import TableSpec
+from experiments.figures import COLORS, MARIUSGNN, caption, load_note, save_figure, styled
+from experiments.report import (Estimate, Finding, HOLDS, INCONCLUSIVE, NOT_TESTABLE, claim, load_exclusions,
+                                split_under_load)
 from suite.cost import cost_per_epoch, cost_to_target, epochs_to_target, get_profile
 from suite.errors import ConfigError, DataError, SuiteError
-from suite.load import load_columns
+from suite.load import load_columns, measured_under_load
+from suite.stats import below, combine, ratio_interval
 
 DEFAULT_RUNS = (REPO_ROOT / "out" / "reproduce-quick" / "pipeline" / "pipeline_accuracy",
                 REPO_ROOT / "out" / "reproduce-quick" / "disk")
@@ -162,7 +169,7 @@ class Run:
             o = self.options
             return (f"disk {o.get('policy')} p{o.get('num_partitions')} c{o.get('buffer_capacity')}"
                     + ("" if o.get("prefetch", True) else " no-prefetch"))
-        from experiments.pipeline import configuration
+        from experiments.pipeline_runs import configuration
 
         return configuration(self.system, self.options)
 
@@ -388,7 +395,6 @@ def run(*, runs: Sequence[Path] = DEFAULT_RUNS, csv: Path = RESULTS / "cost.csv"
                        given_targets=dict(targets or {}), profiles=profiles)
     export(table, csv)
     if png is not None:
-        from experiments.figures import plot_cost
 
         plot_cost(csv, png)
     with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 24):
@@ -424,6 +430,171 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cost: error: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+# ---------------------------------------------------------------------------------------------- the figure
+_COST_COLUMNS = ("dataset", "configuration", "mode", "profile", "priced_as", "gpus", "hourly_usd",
+                 "cost_per_epoch_usd", "cost_to_target_usd", "target", "valid_metric")
+
+
+def plot_cost(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Dollar cost per machine profile (``experiments/cost.py``): per dataset, USD per epoch beside USD to the
+    target validation metric, per configuration (log y), one bar per profile: measured here (priced as a comparable
+    instance, grey) and projected by the simulator on cloud GPU machines (coloured; multi-GPU: data-parallel).
+    A configuration that never reached the target is marked "not reached".
+
+    Reads only ``csv_path``; ``DataError`` (one line) when a column is missing.
+    """
+    from suite.errors import DataError
+
+    table = pd.read_csv(csv_path)
+    missing = [c for c in _COST_COLUMNS if c not in table.columns]
+    if missing or table.empty:
+        raise DataError(f"{csv_path}: not a cost table ({'no rows' if table.empty else 'no column ' + missing[0]})")
+    table["series"] = [
+        f"measured here, priced as {r.priced_as} ({r.hourly_usd:g} USD/h)" if r.mode == "measured" else
+        f"PROJECTED {r.profile}" + (f" ({int(r.gpus)} GPUs, data-parallel)" if r.gpus > 1 else " (1 GPU)")
+        + f", {r.hourly_usd:g} USD/h" for r in table.itertuples()]
+    if "under_load" not in table:
+        table["under_load"] = False
+    table["under_load"] = table["under_load"].map(measured_under_load).astype(bool)
+    keys = ["dataset", "configuration", "series", "mode", "gpus", "hourly_usd", "target", "valid_metric"]
+    seeds = int(table.groupby(keys, dropna=False).size().max())
+    table = table.groupby(keys, dropna=False, sort=False, as_index=False).agg(  # a bar per configuration: seed mean
+        cost_per_epoch_usd=("cost_per_epoch_usd", "mean"), cost_to_target_usd=("cost_to_target_usd", "mean"),
+        under_load=("under_load", "any"))
+    series = list(dict.fromkeys(table.sort_values(["mode", "gpus", "hourly_usd"])["series"]))
+    simulated = [name for name in series if name.startswith("PROJECTED")]
+    cmap = plt.get_cmap("viridis")
+    color = {name: cmap(0.1 + 0.8 * simulated.index(name) / max(1, len(simulated) - 1)) if name in simulated
+             else COLORS["in_memory"] for name in series}
+    datasets = list(dict.fromkeys(table["dataset"]))
+    with styled():
+        fig, axes = plt.subplots(len(datasets), 2, figsize=(14.0, 4.8 * len(datasets)), squeeze=False,
+                                 layout="constrained")
+        for row, dataset in enumerate(datasets):
+            rows = table[table["dataset"] == dataset]
+            configurations = list(dict.fromkeys(rows["configuration"]))
+            first = rows.iloc[0]
+            for ax, column, label in ((axes[row][0], "cost_per_epoch_usd", "cost per epoch"),
+                                      (axes[row][1], "cost_to_target_usd", "cost to target")):
+                labelled: set[str] = set()
+                for i, configuration in enumerate(configurations):
+                    bars = rows[rows["configuration"] == configuration]
+                    names = [name for name in series if name in set(bars["series"])]
+                    width = 0.8 / len(names)
+                    for offset, name in enumerate(names):
+                        bar = bars[bars["series"] == name].iloc[0]
+                        x = i + (offset - (len(names) - 1) / 2) * width
+                        ax.bar([x], [bar[column]], width, color=color[name],
+                               label=None if name in labelled else name,
+                               hatch="xx" if measured_under_load(bar.get("under_load")) else None)
+                        labelled.add(name)
+                        if column == "cost_to_target_usd" and pd.isna(bar[column]) and pd.notna(bar["target"]):
+                            ax.annotate("not reached", (x, 0), xycoords=("data", "axes fraction"), xytext=(0, 3),
+                                        textcoords="offset points", rotation=90, ha="center", va="bottom",
+                                        fontsize=6)
+                ax.set_yscale("log")
+                values = rows[column][rows[column] > 0]
+                if len(values):  # bars from well below the smallest, room above the largest for the notes
+                    ax.set_ylim(values.min() / 3, values.max() * 3)
+                ax.set_xticks(range(len(configurations)))
+                ax.set_xticklabels(configurations, rotation=20, ha="right")
+                ax.grid(True, axis="y", which="both", alpha=0.25)
+                ax.set_ylabel(f"{label} (USD)")
+                target = (f"target valid {first['valid_metric']} {first['target']:.3f}" if pd.notna(first["target"])
+                          else "no target")
+                ax.set_title(f"{dataset}: {label}" + (f" ({target})" if column == "cost_to_target_usd" else ""))
+            if not (rows["mode"] == "simulated").any():
+                axes[row][0].text(0.5, 0.97, "no simulated projection: no measured pipelined sync run of this "
+                                  "workload to calibrate the simulator on", transform=axes[row][0].transAxes,
+                                  ha="center", va="top", fontsize=7, style="italic")
+            axes[row][1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+        fig.suptitle("Training cost per machine profile: measured on this machine, PROJECTED by the pipeline "
+                     "simulator (calibrated on the measured sync run) on cloud GPU machines")
+        caption(fig, f"{MARIUSGNN}, its cost comparison (disk-based single-machine training vs in-memory multi-GPU "
+                     "training)", Path(csv_path).name,
+                f"none drawn (bars: means over up to {seeds} seed(s); the cost ratio's 95 % interval over epoch "
+                "times is in REPORT.md)",
+                load_note(table, lambda r: f"{r['dataset']} {r['configuration']}"))
+        return save_figure(fig, out_png)
+
+
+# ---------------------------------------------------------------------------------------------- the claims
+def _epoch_times(cell) -> list[float]:
+    values = json.loads(cell) if isinstance(cell, str) else list(cell or [])
+    return [float(v) for v in values]
+
+
+@claim("disk-cost", "Disk-based training costs a fraction of in-memory multi-GPU training (MariusGNN: a disk-based "
+       "run on one machine at a fraction of the cost of in-memory training on multi-GPU machines)", ("cost.csv",))
+def disk_cost(results: Path) -> Finding:
+    table = pd.read_csv(results / "cost.csv")
+    disk_all = table[(table["mode"] == "measured") & (table["kind"] == "disk")]
+    disk, loaded = split_under_load(disk_all)
+    if disk.empty:
+        return Finding("cost.csv has no measured disk-based run without load", "", NOT_TESTABLE,
+                       reason="no disk run", excluded=load_exclusions(loaded, lambda r: r["configuration"]))
+    multi = table[(table["mode"] == "simulated") & (table["kind"] == "in-memory") & (table["gpus"] > 1)]
+    parts, settings, verdicts, estimates, missing = [], [], [], [], []
+    for dataset, disk_rows in disk.groupby("dataset", sort=True):
+        gpu_rows = multi[multi["dataset"] == dataset]
+        if gpu_rows.empty:
+            projected = sorted(set(multi["dataset"]))
+            missing.append(f"no in-memory multi-GPU projection on {dataset} (the disk runs' dataset): the simulator "
+                           "is calibrated on a measured pipelined sync run with batch records of the same workload, "
+                           f"and cost.csv projects {', '.join(projected) if projected else 'no dataset'} (a "
+                           "pipelined sync: true run beside the disk runs would give it)")
+            continue
+        disk_reached = disk_rows["cost_to_target_usd"].notna().any()
+        gpu_reached = gpu_rows["cost_to_target_usd"].notna().any()
+        column = "cost_to_target_usd" if disk_reached and gpu_reached else "cost_per_epoch_usd"
+        disk_best = disk_rows.dropna(subset=[column]).sort_values(column).iloc[0]
+        gpu_best = gpu_rows.dropna(subset=[column]).sort_values(column).iloc[0]
+
+        def scale(row: pd.Series) -> float:  # cost = epochs x mean epoch time x price per second
+            epochs = row["epochs_to_target"] if column == "cost_to_target_usd" else 1
+            return float(epochs) * float(row["hourly_usd"]) / 3600
+
+        ratio = ratio_interval([t * scale(disk_best) for t in _epoch_times(disk_best["epoch_times_s"])],
+                               [t * scale(gpu_best) for t in _epoch_times(gpu_best["epoch_times_s"])], paired=False)
+        if column == "cost_to_target_usd":
+            what, verdict = "to target", below(ratio, 1.0)
+        else:  # a side never reached the target: the cost of an epoch decides only against the disk run
+            what = "per epoch (" + ("neither reached" if not (disk_reached or gpu_reached) else
+                                    "no disk run reached" if gpu_reached else
+                                    "no multi-GPU projection reached") + " the target)"
+            verdict = below(ratio, 1.0)
+            if not disk_reached and verdict == HOLDS:
+                verdict = INCONCLUSIVE  # cheaper per epoch, but it never reached the target
+        kind = "to target" if column == "cost_to_target_usd" else "per epoch"
+        estimates.append(Estimate(f"{dataset} disk / multi-GPU cost {kind}", ratio, "< 1"))
+        verdicts.append(verdict)
+        parts.append(f"{dataset}: {disk_best['configuration']} {disk_best[column]:.6f} USD {what} vs PROJECTED "
+                     f"{gpu_best['configuration']} on {gpu_best['profile']} ({int(gpu_best['gpus'])} GPUs) "
+                     f"{gpu_best[column]:.6f} USD: x{ratio}")
+        settings.append(f"{dataset}: disk measured here, priced as {disk_best['priced_as']} "
+                        f"({disk_best['hourly_usd']:g} USD/h); multi-GPU in-memory is a simulator projection "
+                        "(data-parallel, all-reduce not modelled: a lower bound); interval over epoch times")
+    if not verdicts:
+        return Finding("; ".join(missing), "", NOT_TESTABLE, reason="; ".join(missing))
+    return Finding("; ".join(parts + missing), "; ".join(settings), combine(verdicts), tuple(estimates),
+                   excluded=load_exclusions(loaded, lambda r: r["configuration"]))
+
+
+# ---------------------------------------------------------------------------------------------- the job
+def _reproduce(mode: Mode, paths: Paths) -> None:
+    run(runs=(paths.runs / "pipeline" / "pipeline_accuracy", paths.runs / "disk"), csv=paths.results / "cost.csv",
+        png=paths.results / "cost.png")
+
+
+FIGURE = Figure(
+    "cost", "cost per epoch and to a target accuracy per machine profile: measured here, projected by the "
+    "simulator on cloud GPU machines", _reproduce, ("cost.csv", "cost.png"),
+    "about 1 minute after the pipeline and disk_nc jobs (reads their runs; trains nothing)", __name__,
+    plots=(Plot("cost", plot_cost, "cost.csv"),), claims=(disk_cost,),
+    tables={"cost.csv": TableSpec(("dataset", "configuration", "mode", "profile"))})
+"""The cost figure, registered in :data:`experiments.plugins.FIGURES`."""
 
 
 __all__ = ["Run", "cost_table", "default_profiles", "gpu_hardware", "load_runs", "price_row", "project", "run",

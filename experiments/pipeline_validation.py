@@ -5,8 +5,8 @@ Usage::
     python experiments/pipeline_validation.py [--quick] [--runs out/pipeline/pipeline_speed]
         [--results out/results] [--seeds 3] [--speed-batches 100000] [--contention measure|none|loo|FILE] [--no-plot]
 
-Reads the runs of ``experiments/specs/pipeline_speed.yaml`` (run ``python experiments/pipeline.py`` first; with
-``--quick``, those of ``python experiments/pipeline.py --quick`` in ``out/pipeline-quick/pipeline_speed``, with
+Reads the runs of ``experiments/specs/pipeline_speed.yaml`` (run ``python experiments/pipeline_speed.py`` first; with
+``--quick``, those of ``python experiments/pipeline_speed.py --quick`` in ``out/pipeline-quick/pipeline_speed``, with
 shorter contention measurements: about a minute). A missing runs folder is a one-line error saying what to run. For every
 dataset x sampler, the ``sync`` run is the calibration (its warm epoch's per-batch stage times, without overlap,
 are the stages' work; :mod:`simulators.calibrate`); each *other* pipelined configuration of that dataset and
@@ -42,6 +42,7 @@ machine without a GPU (``experiments/report.py``).
 from __future__ import annotations
 
 import argparse
+import math
 import dataclasses
 import json
 import sys
@@ -51,17 +52,21 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import matplotlib.pyplot as plt
 
-from experiments.common import REPO_ROOT, RESULTS, JobFailed, Mode, add_common_options, cli
+from experiments.common import REPO_ROOT, RESULTS, Figure, JobFailed, Mode, Paths, Plot, add_common_options, cli
+from experiments.compare import TableSpec
+from experiments.figures import caption, marker_of, flagged_under_load, load_note, plain_log_ticks, save_figure, styled
+from experiments.report import Estimate, Finding, claim, load_exclusions, percent, split_under_load
 from experiments.measure.contention import measure_for_run
-from experiments.pipeline import speed_table
+from experiments.pipeline_runs import speed_table
 from simulators.calibrate import calibrate, model_for, summary_of
 from simulators.contention_model import Contention, UniformSlowdown
 from simulators.pipeline_model import simulate
 from suite.config import read_yaml, spec_from_dict
 from suite.io import atomic_write_json, strict_json_dumps
 from suite.results import export
-from suite.stats import bootstrap_interval, mean_interval, ratio_interval
+from suite.stats import below, bootstrap_interval, combine, mean_interval, ratio_interval
 from systems.pipelined import PipelineOptions
 
 
@@ -269,9 +274,10 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
     runs, seeds, speed_batches, contention_window, contention_repeats = (
         defaults[name] if value is None else value for name, value in given.items())
     if not _has_runs(runs):
-        first = "python experiments/pipeline.py" + (" --quick" if mode == "quick" else "")
+        first = "python experiments/pipeline_speed.py" + (" --quick" if mode == "quick" else "")
         raise JobFailed(f"error: {runs}: no recorded runs of the speed grid; run `{first}` first"
-                        + ("" if mode == "quick" else " (or `--quick` after `python experiments/pipeline.py --quick`)"),
+                        + ("" if mode == "quick" else
+                           " (or `--quick` after `python experiments/pipeline_speed.py --quick`)"),
                         status=2)
     contention_option = contention  # the option; `tables`: the contention tables
     measured = speed_table(runs)
@@ -338,7 +344,6 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
                                                                      float_format=lambda v: f"{v:.3f}"))
     print(strict_json_dumps(summary, indent=2))
     if plot:
-        from experiments.figures import plot_pipeline_validation
 
         png = plot_pipeline_validation(results / "pipeline_validation.csv",
                                        results / "pipeline_validation.png")
@@ -374,6 +379,109 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     return cli(run, vars(parse_args(argv)), "pipeline_validation")
+
+
+# ---------------------------------------------------------------------------------------------- the figure
+def plot_pipeline_validation(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Simulator validation (``experiments/pipeline_validation.py``): predicted vs measured epoch time (left,
+    with the +-10 % band; log axes with plain ticks only when the times span more than a factor of 10) and compute
+    utilization (right, +-5 points, axes zoomed to the data), one marker per held-out run.
+
+    Reads only ``csv_path``.
+    """
+    table = pd.read_csv(csv_path)
+    palette = ("tab:blue", "tab:orange", "tab:green", "tab:red")
+    colors = dict(zip(dict.fromkeys(table["dataset"]), palette))
+    with styled():
+        fig, (time_ax, util_ax) = plt.subplots(1, 2, figsize=(11.0, 5.0), layout="constrained")
+        for (dataset, sampler), rows in table.groupby(["dataset", "sampler"], sort=False):
+            loaded = flagged_under_load(rows)
+            style = {"marker": marker_of("SAMPLERS", sampler), "color": colors[dataset], "linestyle": "none",
+                     "label": f"{dataset}, {sampler}"}
+            time_ax.plot(rows["measured_epoch_time_s"], rows["predicted_epoch_time_s"], **style)
+            util_ax.plot(rows["measured_compute_utilization"], rows["predicted_compute_utilization"], **style)
+            if loaded.any():
+                time_ax.plot(rows[loaded]["measured_epoch_time_s"], rows[loaded]["predicted_epoch_time_s"], "o",
+                             markerfacecolor="none", markeredgecolor="k", markersize=11)
+        low = min(table["measured_epoch_time_s"].min(), table["predicted_epoch_time_s"].min()) * 0.85
+        high = max(table["measured_epoch_time_s"].max(), table["predicted_epoch_time_s"].max()) * 1.15
+        line = np.array([low, high])
+        time_ax.plot(line, line, "k-", linewidth=0.8)
+        time_ax.fill_between(line, line * 0.9, line * 1.1, color="0.5", alpha=0.2, label="+-10 %")
+        if high / low > 10:  # a wide range: log axes, with plain numbers (never 2 x 10^0)
+            time_ax.set_xscale("log")
+            time_ax.set_yscale("log")
+            plain_log_ticks(time_ax)
+        time_ax.set_xlim(low, high)
+        time_ax.set_ylim(low, high)
+        time_ax.set_aspect("equal", adjustable="box")
+        time_ax.set_xlabel("measured epoch time (s)")
+        time_ax.set_ylabel("predicted epoch time (s)")
+        error = table["epoch_time_error"].abs().median()
+        time_ax.set_title(f"epoch time: median |error| {100 * error:.1f} %")
+        measured, predicted = table["measured_compute_utilization"], table["predicted_compute_utilization"]
+        lo = max(0.0, math.floor(20 * min(measured.min(), predicted.min()) - 1) / 20)
+        hi = min(1.0, math.ceil(20 * max(measured.max(), predicted.max()) + 0.5) / 20)
+        grid = np.array([lo, hi])
+        util_ax.plot(grid, grid, "k-", linewidth=0.8)
+        util_ax.fill_between(grid, grid - 0.05, grid + 0.05, color="0.5", alpha=0.2, label="+-5 points")
+        util_ax.set_xlim(lo, hi)
+        util_ax.set_ylim(lo, hi)
+        util_ax.set_xlabel("measured compute utilization")
+        util_ax.set_ylabel("predicted compute utilization")
+        points = table["utilization_error_points"].abs().median()
+        util_ax.set_title(f"compute utilization: median |error| {points:.1f} points (axes zoomed to the data)")
+        for ax in (time_ax, util_ax):
+            ax.legend(loc="upper left")
+        fig.suptitle(f"Pipeline simulator calibrated on each group's sync run, {len(table)} held-out runs")
+        caption(fig, "none in the paper: the suite's validation of its pipeline simulator (SimPy) against the "
+                     "measured pipeline of MariusGNN's design", Path(csv_path).name,
+                "none per point (one measured warm epoch each; predictions are means over simulator seeds); the "
+                "median errors' 95 % bootstrap intervals are in REPORT.md",
+                load_note(table, lambda r: f"{r['dataset']}/{r['sampler']} {r['configuration']}"))
+        return save_figure(fig, out_png)
+
+
+# ---------------------------------------------------------------------------------------------- the claims
+@claim("simulator-predicts", "The pipeline simulator predicts the real pipeline (epoch time within 10 %, "
+       "compute utilization within 5 points)", ("pipeline_validation.csv",))
+def simulator_predicts(results: Path) -> Finding:
+    table = pd.read_csv(results / "pipeline_validation.csv")
+    used, loaded = split_under_load(table)
+    time_error = bootstrap_interval(used["epoch_time_error"].abs())
+    points = bootstrap_interval(used["utilization_error_points"].abs())
+    estimates = (Estimate("median |epoch time error|", time_error, "< 0.10"),
+                 Estimate("median |utilization error| (points)", points, "< 5"))
+    verdict = combine([below(time_error, 0.10, min_n=3), below(points, 5.0, min_n=3)])
+    measured = (f"median absolute error (bootstrap 95 % interval over {len(used)} held-out runs): epoch time "
+                f"{percent(time_error)}, compute utilization {points.format(1)} points")
+    summary_path = results / "pipeline_validation_summary.json"
+    if summary_path.exists():
+        speed = json.loads(summary_path.read_text()).get("simulator_speed") or {}
+        if speed:
+            measured += f"; {speed.get('batches', 0):,} batches simulated in {speed.get('wall_s', math.nan):.1f} s"
+    return Finding(measured, "calibrated on each dataset x sampler's sync run, never on the predicted run",
+                   verdict, estimates, excluded=load_exclusions(loaded, lambda r: f"{r['dataset']}/{r['sampler']} "
+                                                                            f"{r['configuration']}"))
+
+
+# ---------------------------------------------------------------------------------------------- the job
+def _reproduce(mode: Mode, paths: Paths) -> None:
+    # quick: shorter contention windows, one repeat, a shorter simulator speed test: about a minute
+    run(mode=mode, runs=paths.runs / "pipeline" / "pipeline_speed", results=paths.results)
+
+
+FIGURE = Figure(
+    "pipeline_validation", "pipeline simulator: predicted vs measured epoch time and utilization; its projection "
+    "on a GPU machine profile", _reproduce,
+    ("pipeline_validation.csv", "pipeline_validation.png", "pipeline_validation_summary.json",
+     "pipeline_validation_contention.json", "pipeline_projection.csv"),
+    "about 12 minutes after the pipeline job (a contention microbenchmark of each calibration run's workload)",
+    __name__, plots=(Plot("pipeline_validation", plot_pipeline_validation, "pipeline_validation.csv"),),
+    claims=(simulator_predicts,),
+    tables={"pipeline_validation.csv": TableSpec(("dataset", "sampler", "configuration")),
+            "pipeline_projection.csv": TableSpec(("dataset", "sampler", "profile", "configuration"))})
+"""The simulator-validation figure, registered in :data:`experiments.plugins.FIGURES`."""
 
 
 if __name__ == "__main__":

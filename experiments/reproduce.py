@@ -1,10 +1,11 @@
 """``gnnsuite reproduce``: run every figure's experiment into a fresh folder, redraw every figure, write
 ``REPORT.md``, and compare the outcome with the committed reference (``gnnsuite report DIR --against results/``).
 
-Each figure is a :class:`Job` registered in :data:`JOBS`: how to run its experiment in ``quick`` and ``full``
-mode, the tables and figures it writes, and what the full mode costs. The report (:mod:`experiments.report`) is
-then generated from the tables alone, and :mod:`experiments.compare` compares them with the reference claim by
-claim and table by table.
+Each figure is a :class:`~experiments.common.Figure` in its own module, registered by one line of
+:data:`experiments.plugins.FIGURES` (whose order is the order the jobs run in): how to run its experiment in
+``quick`` and ``full`` mode, the tables and figures it writes, what the full mode costs, its claims and table
+specs. The report (:mod:`experiments.report`) is then generated from the tables alone, and
+:mod:`experiments.compare` compares them with the reference claim by claim and table by table.
 
 Where things go: ``--out DIR`` (default ``out/reproduce``; ``out/reproduce-full`` in full mode) receives the
 tables, figures and ``REPORT.md`` under ``DIR/results`` and the runs under ``DIR/runs``, with ``DIR/reproduction.json``
@@ -40,171 +41,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.common import MODES, REPO_ROOT, Mode
+from experiments.common import MODES, REPO_ROOT, Figure, Paths
+from experiments.plugins import FIGURES, figure_names
 from suite.errors import ConfigError
-from suite.registry import Registry
-
-
-@dataclass(frozen=True)
-class Paths:
-    """Where a job reads and writes: ``results`` (tables and figures), ``runs`` (run folders), ``data``."""
-
-    results: Path
-    runs: Path
-    data: Path
-
-
-@dataclass(frozen=True)
-class Job:
-    """One figure's reproduction.
-
-    Attributes:
-        name: the figure's name (``--only NAME``).
-        title: what the figure shows.
-        run: ``run(mode, paths)`` calls the experiment's ``run`` with where its outputs go under ``paths``.
-        outputs: file names the job writes under ``paths.results``.
-        full_cost: expected time and disk of the full mode, on a 2-core machine.
-        experiment: the module of the experiment (``experiments.sampling``): its typed ``run(*, mode, ...)`` is what
-            the job calls, and ``python experiments/<name>.py`` its command line.
-    """
-
-    name: str
-    title: str
-    run: Callable[[Mode, Paths], None]
-    outputs: tuple[str, ...]
-    full_cost: str
-    experiment: str
-
-
-JOBS: Registry = Registry("figure")
-
-
-def job(name: str, title: str, outputs: tuple[str, ...], full_cost: str, experiment: str | None = None):
-    """Register the decorated ``run(mode, paths)`` as the job ``name`` of the module ``experiment`` (default
-    ``experiments.<name>``)."""
-    def register(run: Callable[[Mode, Paths], None]) -> Callable[[Mode, Paths], None]:
-        JOBS.register(name, Job(name, title, run, outputs, full_cost, experiment or f"experiments.{name}"))
-        return run
-    return register
-
-
-# ---------------------------------------------------------------------------------------------- the jobs
-@job("sampling", "DENSE vs naive sampling: time per batch and sampled edges vs layers",
-     ("sampling.csv", "sampling.png"), "about 15 minutes; livejournal-like and papers-like-s stores, ~4 GiB")
-def _sampling(mode: Mode, paths: Paths) -> None:
-    from experiments import sampling
-
-    sampling.run(mode=mode, csv=paths.results / "sampling.csv", png=paths.results / "sampling.png", data=paths.data)
-
-
-@job("pipeline", "pipelined vs in-memory: epoch time, compute utilization, efficiency; async vs sync accuracy "
-     "(3 seeds); on a GPU machine also experiments/measure/pipeline_cuda.py (3 seeds)",
-     ("pipeline_speed.csv", "pipeline_accuracy.csv", "pipeline_accuracy_summary.csv", "pipeline_speed.png",
-      "pipeline_cuda.csv"),
-     "about 90 minutes (the accuracy grid: 3 configurations x 3 seeds of 2 full epochs); arxiv-like and "
-     "products-like stores, ~3 GiB")
-def _pipeline(mode: Mode, paths: Paths) -> None:
-    import torch
-
-    from experiments import pipeline
-    from experiments.measure import pipeline_cuda
-
-    pipeline.run(mode=mode, runs=paths.runs / "pipeline", results=paths.results, data=paths.data, quiet=True)
-    if torch.cuda.is_available():  # the claim needs an accelerator: measure it where there is one
-        pipeline_cuda.run(runs=paths.runs / "pipeline_cuda", results=paths.results, seeds=3,
-                          batches=10 if mode == "quick" else 30)
-
-
-@job("pipeline_validation", "pipeline simulator: predicted vs measured epoch time and utilization; its projection "
-     "on a GPU machine profile", ("pipeline_validation.csv", "pipeline_validation.png",
-                                  "pipeline_validation_summary.json", "pipeline_validation_contention.json",
-                                  "pipeline_projection.csv"),
-     "about 12 minutes after the pipeline job (a contention microbenchmark of each calibration run's workload)")
-def _pipeline_validation(mode: Mode, paths: Paths) -> None:
-    from experiments import pipeline_validation
-
-    # quick: shorter contention windows, one repeat, a shorter simulator speed test: about a minute
-    pipeline_validation.run(mode=mode, runs=paths.runs / "pipeline" / "pipeline_speed", results=paths.results)
-
-
-@job("link_prediction", "link prediction on FB15k-237: DistMult (and ComplEx, GraphSAGE + DistMult in full mode), "
-     "pipelined vs synchronous MRR", ("link_prediction.csv",),
-     "about 20 minutes (FB15k-237 from ../shared, one thread)")
-def _link_prediction(mode: Mode, paths: Paths) -> None:
-    from experiments import link_prediction
-
-    link_prediction.run(mode=mode, runs=paths.runs / "lp", csv=paths.results / "link_prediction.csv",
-                        data=paths.data, execute=True)
-
-
-@job("link_prediction_peers", "link prediction against its peers on FB15k-237: the suite vs PyTorch-BigGraph "
-     "(p=1, p=8) vs PyKEEN, triples/s and filtered MRR by the suite's ranking",
-     ("link_prediction_peers.csv", "link_prediction_peers_runs.csv", "link_prediction_peers.png"),
-     "about 90 minutes (5 epochs x 3 seeds x 1 and 2 threads; PyKEEN's epochs take minutes); peers from make peers")
-def _link_prediction_peers(mode: Mode, paths: Paths) -> None:
-    from experiments import link_prediction_peers
-
-    link_prediction_peers.run(mode=mode, runs=paths.runs / "lp_peers", results=paths.results, data=paths.data)
-
-
-@job("disk_nc", "disk-based vs in-memory node classification: epoch time, IO wait, bytes read, accuracy",
-     ("disk_nc.csv", "disk_nc_runs.csv", "disk_nc_curve.csv", "disk_nc_timeline.csv", "disk_nc.png",
-      "disk_nc_timeline.png"), "about 25 minutes; papers-like-s and a partitioned copy, ~6 GiB",
-     experiment="experiments.disk")
-def _disk_nc(mode: Mode, paths: Paths) -> None:
-    from experiments import disk
-
-    disk.run(mode=mode, runs=paths.runs / "disk", results=paths.results, data=paths.data, quiet=True)
-
-
-@job("disk_lp", "disk-based link prediction on FB15k-237: MRR, epoch time and IO of BETA, COMET, random and "
-     "in-memory", ("disk_lp.csv", "disk_lp_runs.csv", "disk_lp.png"),
-     "about 30 minutes at two runs at a time (24 runs: 2 models x 4 configurations x 3 seeds); FB15k-237 from "
-     "../shared/datasets, under 100 MiB")
-def _disk_lp(mode: Mode, paths: Paths) -> None:
-    from experiments import disk_lp
-
-    disk_lp.run(mode=mode, runs=paths.runs / "disk_lp", results=paths.results, data=paths.data)
-
-
-@job("buffer_io", "partition-buffer IO at Hyperlink-2012 scale: BETA vs COMET vs random (simulated)",
-     ("buffer_io.csv", "buffer_io.png"), "about 1 minute")
-def _buffer_io(mode: Mode, paths: Paths) -> None:
-    from experiments import buffer_io
-
-    buffer_io.run(mode=mode, csv=paths.results / "buffer_io.csv", png=paths.results / "buffer_io.png")
-
-
-@job("work_depth", "work and depth of GNN models: formulas, and counts on real operator DAGs",
-     ("work_depth.csv", "work_depth_check.csv", "work_depth_fit.csv", "work_depth_check.png"), "about 1 minute")
-def _work_depth(mode: Mode, paths: Paths) -> None:
-    from experiments import work_depth
-
-    work_depth.run(mode=mode, results=paths.results, data=paths.data)
-
-
-@job("async_gnn", "asynchronous micro/macro GNN pipelines: Gantt charts, staleness vs accuracy and throughput",
-     ("async_gnn_modes.csv", "async_gnn_tasks.csv", "async_gnn_gantt.png", "async_staleness_accuracy.csv",
-      "async_accuracy_summary.csv", "async_tradeoff.csv", "async_tradeoff.png"),
-     "about 15 minutes (Cora 3 seeds, arxiv-like)")
-def _async_gnn(mode: Mode, paths: Paths) -> None:
-    from experiments import async_gnn
-
-    async_gnn.run(mode=mode, results=paths.results)
-
-
-@job("cost", "cost per epoch and to a target accuracy per machine profile: measured here, projected by the "
-     "simulator on cloud GPU machines", ("cost.csv", "cost.png"),
-     "about 1 minute after the pipeline and disk_nc jobs (reads their runs; trains nothing)")
-def _cost(mode: Mode, paths: Paths) -> None:
-    from experiments import cost
-
-    cost.run(runs=(paths.runs / "pipeline" / "pipeline_accuracy", paths.runs / "disk"),
-             csv=paths.results / "cost.csv", png=paths.results / "cost.png")
 
 
 # ---------------------------------------------------------------------------------------------- running
@@ -222,13 +64,14 @@ def reference_dir(mode: str, root: Path = REPO_ROOT) -> Path:
     return root / "results" / ("" if mode == "quick" else "full")
 
 
-def plan(only: Sequence[str] | None) -> list[Job]:
-    """The jobs to run, in registration order (``only``: these names, checked)."""
-    jobs = JOBS.in_order()
-    unknown = [name for name in only or () if name not in JOBS]
+def plan(only: Sequence[str] | None) -> list[Figure]:
+    """The jobs to run, in the order of :data:`experiments.plugins.FIGURES` (``only``: these names, checked; only
+    their modules are imported)."""
+    names = figure_names()
+    unknown = [name for name in only or () if name not in FIGURES]
     if unknown:
-        raise ConfigError(f"--only: unknown figure {unknown[0]!r} (known: {', '.join(j.name for j in jobs)})")
-    return [item for item in jobs if not only or item.name in only]
+        raise ConfigError(f"--only: unknown figure {unknown[0]!r} (known: {', '.join(names)})")
+    return [FIGURES.get(name) for name in names if not only or name in only]
 
 
 def prepare_out(out: Path, *, resume: bool, overwrite: bool, root: Path = REPO_ROOT) -> None:
@@ -439,8 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USER_ERROR
 
 
-__all__ = ["JOBS", "Job", "MANIFEST", "Paths", "add_command", "default_out", "job", "plan", "prepare_out",
-           "reference_dir", "reproduce", "update_reference"]
+__all__ = ["MANIFEST", "add_command", "default_out", "plan", "prepare_out", "reference_dir", "reproduce",
+           "update_reference"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -75,7 +75,7 @@ DENSE); about 20 seconds, for tests and ``gnnsuite reproduce --quick``.
 
 Output: a tidy CSV (one row per setting x layer count x sampler, with provenance: git SHA, a hash of the sampler
 sources, torch / PyG versions, threads, CPU, date), written atomically, and the figure that
-:func:`experiments.figures.plot_sampling` draws from that CSV alone (``--no-plot`` to skip it).
+:func:`plot_sampling` draws from that CSV alone (``--no-plot`` to skip it).
 """
 
 from __future__ import annotations
@@ -95,11 +95,17 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import matplotlib.pyplot as plt
 import torch
 
-from experiments.common import DATA, REPO_ROOT, RESULTS, Mode, add_common_options, cli, provenance
+from experiments.common import DATA, REPO_ROOT, RESULTS, Figure, Mode, Paths, Plot, add_common_options, cli, provenance
+from experiments.compare import TableSpec
+from experiments.figures import (COLORS, MARIUSGNN, caption, color_of, display_label, error_bars, flagged_under_load,
+                                 load_note, marker_of, next_marker, save_figure, styled)
+from experiments.report import (Estimate, Finding, INCONCLUSIVE, NOT_TESTABLE, claim, load_exclusions, split_under_load,
+                                table_interval)
 from suite.load import LoadMonitor, load_columns
-from suite.stats import bootstrap_interval, ratio_interval
+from suite.stats import Interval, above, bootstrap_interval, combine, ratio_interval, slope_interval
 
 DEFAULT_CSV = RESULTS / "sampling.csv"
 DEFAULT_PNG = RESULTS / "sampling.png"
@@ -692,7 +698,6 @@ def run(*, mode: Mode = "full", csv: Path = DEFAULT_CSV, png: Path | None = DEFA
         if len(skipped):
             print(skipped[["setting", "layers", "sampler", "reason"]].to_string(index=False))
     if png is not None:
-        from experiments.figures import plot_sampling
 
         plot_sampling(csv, png)
         print(f"wrote {png}", flush=True)
@@ -746,6 +751,191 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     return cli(run, vars(parse_args(argv)), "sampling")
+
+
+# ---------------------------------------------------------------------------------------------- the figure
+def _setting_title(rows: pd.DataFrame) -> str:
+    first = rows.iloc[0]
+    fanouts = rows.sort_values("layers")["fanouts"].iloc[-1]
+    return (f"{first['setting']}: {first['dataset']} ({int(first['num_nodes']):,} nodes)\n"
+            f"{int(first['num_roots']):,} roots, {first['direction']}-edges, fanouts {fanouts}")
+
+
+def sampler_styles(samplers: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+    """``(marker, label, colour)`` of each sampler of a sampling table, from its registered class (its ``label``
+    and ``marker``; a backend variant ``NAME-BACKEND`` is NAME's label with the backend named, drawn with its own
+    marker); one not registered here is labelled by its name. Every sampler gets a distinct marker."""
+    styles: dict[str, tuple[str, str, str]] = {}
+    for sampler in samplers:
+        base, _, backend = sampler.partition("-")
+        label = display_label("SAMPLERS", base) + (f", {backend} backend" if backend else "")
+        taken = [marker for marker, _, _ in styles.values()]
+        marker = next_marker(taken) if backend else marker_of("SAMPLERS", base, taken)
+        styles[sampler] = (marker, label, color_of(sampler))
+    return styles
+
+
+def plot_sampling(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Sampling comparison (``experiments/sampling.py``): per setting, time per batch vs layers (log y, one line
+    per sampler: the median with its 95 % bootstrap interval; naive / DENSE annotated with its paired 95 %
+    interval) above sampled edges per batch vs layers (log y). Rows measured under foreign load are hollow.
+
+    Reads only ``csv_path``; skipped rows are listed under the panels with their reasons.
+    """
+    table = pd.read_csv(csv_path)
+    settings = list(dict.fromkeys(table["setting"]))
+    with styled():
+        fig, axes = plt.subplots(2, len(settings), figsize=(6.0 * len(settings), 8.0), squeeze=False,
+                                 sharex="col", layout="constrained")
+        for column, setting in enumerate(settings):
+            rows = table[table["setting"] == setting]
+            ok = rows[rows["status"] == "ok"]
+            time_ax, edges_ax = axes[0][column], axes[1][column]
+            styles = sampler_styles(list(dict.fromkeys(table["sampler"])))
+            for sampler in dict.fromkeys(rows["sampler"]):
+                marker, label, color = styles[sampler]
+                line = ok[ok["sampler"] == sampler].sort_values("layers")
+                if line.empty:
+                    continue
+                peer = sampler not in CLAIM_SAMPLERS  # dashed and hollow: never hides DENSE's line
+                style = {"linestyle": "--" if peer else "-", "markerfacecolor": "none" if peer else color,
+                         "zorder": 1.8 if peer else 2.2}
+                time_ax.errorbar(line["layers"], line["time_s"], yerr=error_bars(line, "time_s"), marker=marker,
+                                 color=color, label=label, **style)
+                loaded = line[flagged_under_load(line)]
+                time_ax.plot(loaded["layers"], loaded["time_s"], marker, color=color, markerfacecolor="white",
+                             markersize=9, linestyle="none")
+                edges_ax.plot(line["layers"], line["sampled_edges"], marker=marker, color=color, label=label,
+                              **style, markersize=8 if peer else 5)
+            naive = ok[ok["sampler"] == "naive"].dropna(subset=["time_ratio_vs_dense"])
+            for _, row in naive.iterrows():
+                low, high = row.get("time_ratio_vs_dense_ci_low"), row.get("time_ratio_vs_dense_ci_high")
+                interval = f"\n[{low:.2f}, {high:.2f}]" if pd.notna(low) and pd.notna(high) else ""
+                time_ax.annotate(f"{row['time_ratio_vs_dense']:.2f}x{interval}", (row["layers"], row["time_s"]),
+                                 textcoords="offset points", xytext=(0, 8), ha="center", fontsize=7,
+                                 color=COLORS["naive"])
+                edges_ax.annotate(f"{row['edges_ratio_vs_dense']:.1f}x", (row["layers"], row["sampled_edges"]),
+                                  textcoords="offset points", xytext=(0, 7), ha="center", fontsize=7,
+                                  color=COLORS["naive"])
+            for ax in (time_ax, edges_ax):
+                ax.set_yscale("log")
+                low, high = ax.get_ylim()
+                ax.set_ylim(low, high * 3)  # room for the annotations
+                ax.grid(True, which="both", alpha=0.25)
+            time_ax.set_title(_setting_title(rows))
+            time_ax.set_ylabel("time per batch (s): median, 95 % CI")
+            edges_ax.set_ylabel("sampled edges per batch (median)")
+            edges_ax.set_xlabel("layers (hops)")
+            edges_ax.set_xticks(sorted(rows["layers"].unique()))
+            time_ax.legend(loc="upper left")
+            skipped = rows[rows["status"] == "skipped"]
+            notes = [f"{s} skipped: {', '.join(f'L{int(l)}' for l in grp['layers'])} ({grp['reason'].iloc[0]})"
+                     for s, grp in skipped.groupby("sampler", sort=False)]
+            if notes:
+                edges_ax.text(0.0, -0.16, "\n".join(notes), transform=edges_ax.transAxes, fontsize=7, va="top",
+                              wrap=True)
+        first = table.iloc[0]
+        repeats = table["repeats"].dropna()
+        fig.suptitle(f"Multi-hop sampling per mini-batch (annotations: naive / DENSE, paired by roots)\n"
+                     f"{int(first['threads'])} torch threads, torch {first['torch']}, {str(first['date'])[:10]}, "
+                     f"git {str(first['git_sha'])[:10]}, samplers {first.get('sampling_code_sha', '?')}")
+        caption(fig, f"{MARIUSGNN}, Fig. 7 as the report cites it (DENSE vs layer-wise sampling time as layers grow)",
+                f"{Path(csv_path).name}, {'quick (small graphs)' if bool(first.get('quick')) else 'full'} mode",
+                "95 % bootstrap interval of the median over "
+                + (f"{int(repeats.min())}" if len(repeats) and repeats.min() == repeats.max() else
+                   f"{int(repeats.min()) if len(repeats) else 0}-{int(repeats.max()) if len(repeats) else 0}")
+                + " timed repeats; ratio intervals: paired log t over the repeats",
+                load_note(table.drop_duplicates(["setting", "layers"]),
+                                      lambda r: f"{r['setting']} L{int(r['layers'])}"))
+        return save_figure(fig, out_png)
+
+
+# ---------------------------------------------------------------------------------------------- the claims
+@claim("dense-speedup", "DENSE samples faster than layer-wise sampling, and its advantage grows with the number "
+       "of layers (MariusGNN, Fig. 7)", ("sampling.csv",))
+def dense_speedup(results: Path) -> Finding:
+    table = pd.read_csv(results / "sampling.csv")
+    ok = table[table["status"] == "ok"]
+    used, loaded = split_under_load(ok)
+    parts, verdicts, estimates = [], [], []
+    for setting, rows in used.groupby("setting", sort=False):
+        by = {(r["sampler"], int(r["layers"])): r for _, r in rows.iterrows()}
+        layers = sorted(l for s, l in by if s == "naive" and l >= 3 and ("dense", l) in by)
+        if not layers:
+            continue
+        ratios, xs, logs = [], [], []
+        for count in layers:
+            ratio = table_interval(by[("naive", count)], "time_ratio_vs_dense", "paired_repeats", "paired log t")
+            ratios.append(ratio)
+            estimates.append(Estimate(f"{setting} L{count} naive/DENSE time", ratio, "> 1"))
+            verdicts.append(above(ratio, 1.0))
+            naive, dense = paired_times(by[("naive", count)]["times_s"], by[("dense", count)]["times_s"])
+            xs += [count] * len(naive)
+            logs += [math.log(a / b) for a, b in zip(naive, dense) if a > 0 and b > 0]
+        slope = slope_interval(xs, logs)
+        growth = Interval(math.exp(slope.estimate), math.exp(slope.low), math.exp(slope.high), slope.n, slope.method) \
+            if slope.defined else Interval(math.nan, math.nan, math.nan, slope.n, slope.method)
+        estimates.append(Estimate(f"{setting} growth of naive/DENSE per layer", growth, "> 1"))
+        verdicts.append(above(slope, 0.0, min_n=3) if len(layers) > 1 else INCONCLUSIVE)
+        edges = ", ".join(f"{by[('naive', c)]['edges_ratio_vs_dense']:.2f}" for c in layers)
+        repeats = sorted({int(by[("naive", c)]["paired_repeats"]) for c in layers})
+        parts.append(f"{setting}: naive/DENSE time {'; '.join(str(r) for r in ratios)} at "
+                     f"{', '.join(map(str, layers))} layers ({'-'.join(map(str, repeats))} paired repeats), growth "
+                     f"x{growth} per layer (edges {edges})")
+    if not parts:
+        return Finding("no setting with naive and DENSE rows at 3 or more layers measured without load", "",
+                       INCONCLUSIVE, excluded=load_exclusions(loaded, lambda r: f"{r['setting']} L{r['layers']}"))
+    quick = bool(table["quick"].iloc[0])
+    setting = (f"{'quick (small graphs)' if quick else 'full'}: "
+               + ", ".join(f"{s} {r['dataset']} {int(r['num_roots'])} roots"
+                           for s, r in used[used["sampler"] == "naive"].groupby("setting").first().iterrows())
+               + "; faster: every 3+ layer ratio > 1; grows: the slope of log(naive/DENSE) over layers > 0")
+    return Finding("; ".join(parts), setting, combine(verdicts), tuple(estimates),
+                   excluded=load_exclusions(loaded.drop_duplicates(["setting", "layers"]),
+                                      lambda r: f"{r['setting']} L{int(r['layers'])}"))
+
+
+@claim("dense-vs-pyg", "DENSE samples faster than PyG's sampler, in sampled edges/s, at every layer count (the "
+       "peer a PyG user has today)", ("sampling.csv",), peer=True)
+def dense_vs_pyg(results: Path) -> Finding:
+    table = pd.read_csv(results / "sampling.csv")
+    pyg = table[table["sampler"] == "pyg"]
+    if pyg.empty or (pyg["status"] != "ok").all():
+        reason = pyg["reason"].dropna().iloc[0] if len(pyg) and pyg["reason"].notna().any() else "no pyg row"
+        return Finding(f"PyG rows skipped: {reason}", "", NOT_TESTABLE, reason=f"PyG could not sample here: {reason}")
+    rows, loaded = split_under_load(pyg[pyg["status"] == "ok"])
+    parts, verdicts, estimates = [], [], []
+    for setting, group in rows.groupby("setting", sort=False):
+        ratios = []
+        for _, row in group.sort_values("layers").iterrows():
+            # edges/s of DENSE over PyG's = PyG's time / DENSE's (paired repeats) x DENSE's edges / PyG's
+            edges = float(row["edges_ratio_vs_dense"]) if pd.notna(row.get("edges_ratio_vs_dense")) else 1.0
+            time_ratio = table_interval(row, "time_ratio_vs_dense", "paired_repeats", "paired log t over repeats")
+            speedup = time_ratio.scaled(1.0 / edges) if edges > 0 else time_ratio
+            name = f"{setting} L{int(row['layers'])} DENSE/PyG edges/s"
+            estimates.append(Estimate(name, speedup, "> 1"))
+            verdicts.append(above(speedup, 1.0))
+            ratios.append(f"{int(row['layers'])}L x{speedup}")
+        parts.append(f"{setting}: DENSE/PyG sampled edges/s {', '.join(ratios)}")
+    backend = str(pyg["backend"].dropna().iloc[0]) if pyg["backend"].notna().any() else "PyG"
+    quick = bool(table["quick"].iloc[0]) if "quick" in table else False
+    setting = (f"{'quick (small graphs)' if quick else 'full'}: paired repeats on the same roots, geometric mean of "
+               f"PyG's time / DENSE's with its 95 % interval, scaled by DENSE's / PyG's sampled edges; PyG = {backend}")
+    return Finding("; ".join(parts), setting, combine(verdicts) if verdicts else INCONCLUSIVE, tuple(estimates),
+                   excluded=load_exclusions(loaded, lambda r: f"{r['setting']} L{int(r['layers'])}"))
+
+
+# ---------------------------------------------------------------------------------------------- the job
+def _reproduce(mode: Mode, paths: Paths) -> None:
+    run(mode=mode, csv=paths.results / "sampling.csv", png=paths.results / "sampling.png", data=paths.data)
+
+
+FIGURE = Figure(
+    "sampling", "DENSE vs naive sampling: time per batch and sampled edges vs layers", _reproduce,
+    ("sampling.csv", "sampling.png"), "about 15 minutes; livejournal-like and papers-like-s stores, ~4 GiB", __name__,
+    plots=(Plot("sampling", plot_sampling, "sampling.csv"),), claims=(dense_speedup, dense_vs_pyg),
+    tables={"sampling.csv": TableSpec(("setting", "layers", "sampler"))})
+"""The sampling figure, registered in :data:`experiments.plugins.FIGURES`."""
 
 
 __all__ = ["COLUMNS", "Setting", "Timing", "add_ratios", "available_samplers", "make_settings", "main", "run",

@@ -76,6 +76,9 @@ class PygSystem(System):
     Options: :class:`PygOptions`.
     """
 
+    label = "PyG (NeighborLoader + GraphSAGE, in memory)"
+    """How figures name it."""
+
     options_model = PygOptions
 
     def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device, recorder: Recorder):

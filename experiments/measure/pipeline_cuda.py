@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 
 from experiments.common import REPO_ROOT, JobFailed, check_failed, cli
-from experiments.pipeline import speed_table
+from experiments.pipeline_runs import speed_table
 from suite.config import spec_from_dict
 from suite.grid import failures, run_grid
 from suite.results import load_runs

@@ -1,11 +1,15 @@
 """Outside systems the experiments compare the suite with (issue 17), and what each needs to run here.
 
-- PyG (``torch_geometric`` with ``pyg-lib`` or ``torch-sparse``): the sampler ``pyg``
+A peer is one module holding a :class:`Peer` (``PEER``) and one line of :data:`experiments.plugins.PEERS`: what it
+is, which run specs need it (:meth:`Peer.needs`) and why it may be missing here (:meth:`Peer.missing_reason`).
+
+- PyG (``torch_geometric`` with ``pyg-lib`` or ``torch-sparse``; :mod:`experiments.peers.pyg`): the sampler ``pyg``
   (:mod:`systems.sampling.pyg`) and the system ``pyg`` (:mod:`systems.pyg_baseline`), rows of the sampling,
   pipeline and disk experiments;
-- PyTorch-BigGraph (``torchbiggraph`` 1.0.0, in its own environment ``.venv-pbg``: :mod:`experiments.peers.pbg`,
-  driven through :mod:`experiments.peers.pbg_driver`) and PyKEEN (``pykeen`` 1.11, the extra ``peers``:
-  :mod:`experiments.peers.pykeen_driver`): link prediction, ``experiments/link_prediction_peers.py``.
+- PyTorch-BigGraph (``torchbiggraph`` 1.0.0, in its own environment ``.venv-pbg``, driven through
+  :mod:`experiments.peers.pbg_driver`) and PyKEEN (``pykeen`` 1.11, the extra ``peers``:
+  :mod:`experiments.peers.pykeen_driver`): link prediction, ``experiments/link_prediction_peers.py`` (which checks
+  them per configuration).
 
 ``make peers`` installs them (the prebuilt torch-sparse/torch-scatter wheels of ``../shared/wheels`` when that
 folder is there). A peer that is not installed is never an error of an experiment: its rows are recorded as
@@ -14,16 +18,46 @@ folder is there). A peer that is not installed is never an error of an experimen
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Peer:
+    """An outside system the experiments run beside the suite's.
+
+    Attributes:
+        name: its name (its line of :data:`experiments.plugins.PEERS`).
+        what: what it is and what it needs installed.
+        needed_by: ``needed_by(spec) -> bool``: whether a run spec needs it.
+        missing: ``missing() -> str | None``: why it cannot run here (None when it can).
+    """
+
+    name: str
+    what: str
+    needed_by: Callable[[object], bool]
+    missing: Callable[[], str | None]
+
+    def needs(self, spec) -> bool:
+        """Whether the run spec ``spec`` needs this peer."""
+        return self.needed_by(spec)
+
+    def missing_reason(self) -> str | None:
+        """Why this peer cannot run here (None when it can)."""
+        return self.missing()
 
 
 def spec_skip_reason(spec) -> str | None:
-    """Why a run spec needs a peer that is missing here (None when it can run): the ``pyg`` system or sampler
-    without PyG's sampling backend."""
-    from systems.sampling.pyg import missing_reason
+    """Why a run spec needs a peer that is missing here (None when it can run): the first registered peer it needs
+    whose :meth:`Peer.missing_reason` is not None."""
+    from experiments.plugins import PEERS, PEER_TABLE
 
-    if spec.system.name == "pyg" or spec.sampler.name == "pyg":
-        return missing_reason()
+    for name in PEER_TABLE:
+        peer = PEERS.get(name)
+        if peer.needs(spec):
+            reason = peer.missing_reason()
+            if reason is not None:
+                return reason
     return None
 
 
@@ -39,4 +73,4 @@ def split_runnable(specs: Iterable) -> tuple[list, list[tuple[object, str]]]:
     return runnable, skipped
 
 
-__all__ = ["spec_skip_reason", "split_runnable"]
+__all__ = ["Peer", "spec_skip_reason", "split_runnable"]

@@ -274,6 +274,11 @@ class DenseSampler:
         logits = model(features[sample.input_nodes], sample)   # rows of sample.roots, in order
     """
 
+    label = "DENSE"
+    """How figures name it."""
+    marker = "s"
+    """Its marker in figures."""
+
     def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False,
                  backend: str = "auto", truncate: bool = True) -> None:
         fanouts = checked_fanouts(fanouts)

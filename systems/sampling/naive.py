@@ -172,6 +172,11 @@ class NaiveSampler:
         sample = sampler.sample(torch.tensor([0, 5]), torch.Generator().manual_seed(0))
     """
 
+    label = "naive (layer-wise, DGL-style)"
+    """How figures name it."""
+    marker = "o"
+    """Its marker in figures."""
+
     def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False,
                  backend: str = "auto") -> None:
         fanouts = checked_fanouts(fanouts)

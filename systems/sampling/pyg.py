@@ -149,6 +149,11 @@ class PygSampler:
         ConfigError: PyG has no sampling backend here (pyg-lib or torch-sparse).
     """
 
+    label = "PyG NeighborSampler"
+    """How figures name it."""
+    marker = "^"
+    """Its marker in figures."""
+
     def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False) -> None:
         fanouts = checked_fanouts(fanouts)
         self.graph = graph

@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments import cost, figures, report, reproduce
+from experiments import cost, report, reproduce
+from experiments.plugins import FIGURES
 from simulators.calibrate import HARDWARE
 from suite.config import load_spec
 from suite.errors import ConfigError, DataError
@@ -140,7 +141,7 @@ def test_main_writes_the_table_and_figure_and_the_claim_reads_it(recorded, tmp_p
     assert (results / "cost.png").stat().st_size > 0
     table = pd.read_csv(results / "cost.csv")
     assert list(table.columns) == list(cost.COLUMNS)
-    finding = report.CLAIMS.get("disk-cost").evaluate(results)
+    finding = report.claims().get("disk-cost").evaluate(results)
     assert finding.verdict == report.NOT_TESTABLE
     assert "no in-memory multi-GPU projection on toy-disk" in finding.measured and "projects toy" in finding.measured
 
@@ -159,11 +160,11 @@ def test_figure_from_a_small_csv(tmp_path):
          "cost_to_target_usd": None, "target": 0.5, "valid_metric": "accuracy"},
     ]
     pd.DataFrame(rows).to_csv(tmp_path / "cost.csv", index=False)
-    out = figures.FIGURES["cost"](tmp_path / "cost.csv", tmp_path / "cost.png")
+    out = cost.plot_cost(tmp_path / "cost.csv", tmp_path / "cost.png")
     assert out.stat().st_size > 0
     pd.DataFrame(rows).drop(columns=["cost_to_target_usd"]).to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(DataError, match="bad.csv: not a cost table \\(no column cost_to_target_usd\\)"):
-        figures.plot_cost(tmp_path / "bad.csv", tmp_path / "bad.png")
+        cost.plot_cost(tmp_path / "bad.csv", tmp_path / "bad.png")
 
 
 # ---------------------------------------------------------------------------------------------- the claim
@@ -202,19 +203,19 @@ def _claim_table(disk_to_target, gpu_to_target, disk_per_epoch=1e-5, gpu_per_epo
 ])
 def test_disk_cost_claim_verdicts(tmp_path, disk, gpu, kwargs, verdict, text):
     _claim_table(disk, gpu, **kwargs).to_csv(tmp_path / "cost.csv", index=False)
-    finding = report.CLAIMS.get("disk-cost").evaluate(tmp_path)
+    finding = report.claims().get("disk-cost").evaluate(tmp_path)
     assert finding.verdict == verdict
     assert text in finding.measured
 
 
 def test_disk_cost_claim_without_a_disk_run_or_table(tmp_path):
-    assert report.CLAIMS.get("disk-cost").evaluate(tmp_path).verdict == report.NOT_TESTABLE  # no cost.csv
+    assert report.claims().get("disk-cost").evaluate(tmp_path).verdict == report.NOT_TESTABLE  # no cost.csv
     _claim_table(2e-5, 2e-4).query("kind != 'disk'").to_csv(tmp_path / "cost.csv", index=False)
-    finding = report.CLAIMS.get("disk-cost").evaluate(tmp_path)
+    finding = report.claims().get("disk-cost").evaluate(tmp_path)
     assert (finding.verdict, finding.measured) == (report.NOT_TESTABLE,
                                                    "cost.csv has no measured disk-based run without load")
     _claim_table(2e-5, 2e-4, disk_load=True).to_csv(tmp_path / "cost.csv", index=False)
-    finding = report.CLAIMS.get("disk-cost").evaluate(tmp_path)
+    finding = report.claims().get("disk-cost").evaluate(tmp_path)
     assert finding.verdict == report.NOT_TESTABLE and "measured under foreign load" in finding.excluded
 
 
@@ -238,6 +239,6 @@ def test_bad_input_is_a_one_line_error(recorded, tmp_path, capsys, args, message
 
 
 def test_cost_job_is_registered():
-    job = reproduce.JOBS.get("cost")
+    job = FIGURES.get("cost")
     assert job.outputs == ("cost.csv", "cost.png")
     assert [j.name for j in reproduce.plan(["cost", "pipeline"])] == ["pipeline", "cost"]

@@ -7,7 +7,7 @@ import pytest
 
 from experiments import report
 from experiments.disk_lp import configuration, summary_table
-from experiments.figures import plot_disk_lp
+from experiments.disk_lp import plot_disk_lp
 
 
 def runs(mrr: dict[str, list[float]], times: dict[str, float]) -> pd.DataFrame:
@@ -49,7 +49,7 @@ def test_comet_claim_verdicts(tmp_path, comet, beta, verdict):
     runs({"in_memory": [0.25, 0.26, 0.25], "comet p32 c8 l8": comet, "beta p32 c8": beta},
          {"in_memory": 1.0, "comet p32 c8 l8": 1.0, "beta p32 c8": 1.0}).to_csv(tmp_path / "disk_lp_runs.csv",
                                                                              index=False)
-    finding = report.CLAIMS.get("comet-accuracy").evaluate(tmp_path)
+    finding = report.claims().get("comet-accuracy").evaluate(tmp_path)
     assert finding.verdict == verdict
     assert "in-memory 0.253 [" in finding.measured and "3 seed(s)" in finding.setting
 
@@ -58,13 +58,13 @@ def test_comet_claim_needs_three_seeds(tmp_path):
     runs({"in_memory": [0.25], "comet p32 c8 l8": [0.25], "beta p32 c8": [0.2]},
          {"in_memory": 1.0, "comet p32 c8 l8": 1.0, "beta p32 c8": 1.0}).to_csv(tmp_path / "disk_lp_runs.csv",
                                                                              index=False)
-    finding = report.CLAIMS.get("comet-accuracy").evaluate(tmp_path)
+    finding = report.claims().get("comet-accuracy").evaluate(tmp_path)
     assert finding.verdict == report.INCONCLUSIVE and "1 seed(s); the claim needs 3" in finding.reason
 
 
 def test_comet_claim_without_the_rows_is_not_testable(tmp_path):
     runs({"in_memory": [0.25]}, {"in_memory": 1.0}).to_csv(tmp_path / "disk_lp_runs.csv", index=False)
-    assert report.CLAIMS.get("comet-accuracy").evaluate(tmp_path).verdict == report.NOT_TESTABLE
+    assert report.claims().get("comet-accuracy").evaluate(tmp_path).verdict == report.NOT_TESTABLE
 
 
 def test_figure_from_the_summary(tmp_path):
@@ -88,7 +88,7 @@ def test_out_of_core_claim_reads_the_link_prediction_timing_when_present(tmp_pat
               "buffer_capacity": None, "num_partitions": None, "time_ratio_vs_in_memory": 1.0, "test_accuracy": 0.34}
     pd.DataFrame([memory, _disk_nc_row("sequential p16 c4", (3.0, 2.8, 3.2), (0.5, 0.45, 0.55))]).to_csv(
         tmp_path / "disk_nc.csv", index=False)
-    finding = report.CLAIMS.get("disk-out-of-core").evaluate(tmp_path)
+    finding = report.claims().get("disk-out-of-core").evaluate(tmp_path)
     assert finding.verdict == report.FAILS
     assert "sequential p16 c4: epoch x3.000 [2.800, 3.200] of in-memory, IO wait 50.0 [45.0, 55.0] %" in \
         finding.measured
@@ -98,7 +98,7 @@ def test_out_of_core_claim_reads_the_link_prediction_timing_when_present(tmp_pat
               for c, t, w, times in (("in_memory", 10.0, float("nan"), [10.0, 10.2, 9.9]),
                                      ("comet p32 c8 l8", 9.0, 0.05, [9.0, 9.1, 8.9]))]
     summary_table(pd.DataFrame(timing)).to_csv(tmp_path / "disk_lp_timing.csv", index=False)
-    finding = report.CLAIMS.get("disk-out-of-core").evaluate(tmp_path)
+    finding = report.claims().get("disk-out-of-core").evaluate(tmp_path)
     assert finding.verdict == report.FAILS  # the node-classification setting fails: the claim does not hold
     assert "FB15k-237 shallow+distmult comet p32 c8 l8: epoch x0.8" in finding.measured
 
@@ -108,6 +108,6 @@ def test_out_of_core_claim_holds_when_one_c_p4_configuration_meets_both_goals(tm
                   _disk_nc_row("dispersed p16 c4", (4.0, 3.5, 4.5), (0.8, 0.7, 0.9)),
                   _disk_nc_row("sequential p16 c4", (1.2, 1.0, 1.5), (0.05, 0.03, 0.07), under_load=True)]
                  ).to_csv(tmp_path / "disk_nc.csv", index=False)
-    finding = report.CLAIMS.get("disk-out-of-core").evaluate(tmp_path)
+    finding = report.claims().get("disk-out-of-core").evaluate(tmp_path)
     assert finding.verdict == report.HOLDS
     assert finding.excluded == "1 measured under foreign load, left out: sequential p16 c4"

@@ -1,4 +1,4 @@
-"""The disk node-classification tables (experiments/disk.py): runs (each its warm epochs' mean) as the timing
+"""The disk node-classification tables (experiments/disk_nc.py): runs (each its warm epochs' mean) as the timing
 repeats, intervals over seeds, ratios to in-memory paired by seed, foreign load per run, and the figure drawn from the table; and the pipeline simulator's
 accelerator projection (experiments/pipeline_validation.py) on hand-made recorded runs."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments import disk, figures
+from experiments import disk_nc
 from suite.config import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,9 +64,9 @@ def test_runs_are_the_repeats_and_ratios_pair_seeds(tmp_path):
                     for t in (9.0, disk_time, disk_time)], load=QUIET, seed=seed, accuracy=0.45 + 0.01 * seed)
     _write_run(runs, "seq-loaded", "disk", {**SEQUENTIAL, "prefetch": False},
                [{"epoch_time_s": t} for t in (9.0, 5.0)], load=LOADED, seed=0)
-    per_run = disk.run_table(runs)
+    per_run = disk_nc.run_table(runs)
     assert sorted(per_run["warm_epochs"]) == [1] + [2] * 6
-    table = disk.summary_table(per_run).set_index("configuration")
+    table = disk_nc.summary_table(per_run).set_index("configuration")
     memory, seq = table.loc["in_memory"], table.loc["sequential p8 c2"]
     assert memory["seeds"] == 3 and memory["epoch_time_s"] == pytest.approx(2.0)
     assert memory["epoch_time_s_ci_low"] < 2.0 < memory["epoch_time_s_ci_high"]
@@ -82,16 +82,16 @@ def test_runs_are_the_repeats_and_ratios_pair_seeds(tmp_path):
 
     csv = tmp_path / "disk_nc.csv"
     table.reset_index().assign(disk_read_bytes=1e6).to_csv(csv, index=False)
-    png = figures.FIGURES["disk_nc"](csv, tmp_path / "disk_nc.png")
+    png = disk_nc.plot_disk_nc(csv, tmp_path / "disk_nc.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_runs_without_the_load_field_are_unknown_not_flagged(tmp_path):
     runs = tmp_path / "runs"
     _write_run(runs, "mem", "in_memory", {}, [{"epoch_time_s": t} for t in (3.0, 2.0)])
-    row = disk.run_table(runs).iloc[0]
+    row = disk_nc.run_table(runs).iloc[0]
     assert pd.isna(row["under_load"]) and math.isnan(row["foreign_cores"])
-    summary = disk.summary_table(disk.run_table(runs)).iloc[0]
+    summary = disk_nc.summary_table(disk_nc.run_table(runs)).iloc[0]
     assert summary["timed_runs"] == 1 and math.isnan(summary["epoch_time_s_ci_low"])  # one run: no interval
 
 

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments import figures, link_prediction_peers as peers
-from experiments.report import CLAIMS
+from experiments import link_prediction_peers as peers
+from experiments.report import claims
 
 CONFIGURATIONS = ("suite", "suite-pipelined", "pbg-p1", "pbg-p8", "pykeen")
 
@@ -101,13 +101,13 @@ def test_table_pairs_seeds_against_pbg_and_the_figure_reads_it(recorded, tmp_pat
                 expected = table.loc[name, "triples_per_s"] / table.loc["pbg-p1", "triples_per_s"]
                 assert table.loc[name, "speed_vs_pbg-p1"] == pytest.approx(expected)
         assert table.loc["pbg-p1", "speed_vs_pbg-p1"] == pytest.approx(1.0)
-    out = figures.plot_link_prediction_peers(recorded / peers.TABLE_CSV, tmp_path / "peers.png")
+    out = peers.plot_link_prediction_peers(recorded / peers.TABLE_CSV, tmp_path / "peers.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert figures.FIGURES["link_prediction_peers"] is figures.plot_link_prediction_peers
+    assert [plot.draw for plot in peers.FIGURE.plots] == [peers.plot_link_prediction_peers]
 
 
 def test_claim_reads_the_table_and_one_seed_decides_nothing(recorded):
-    finding = CLAIMS.get("lp-vs-pbg").evaluate(recorded)
+    finding = claims().get("lp-vs-pbg").evaluate(recorded)
     if missing("pbg-p1") is not None:
         assert finding.verdict == "not testable here"
     else:

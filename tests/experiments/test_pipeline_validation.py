@@ -12,7 +12,7 @@ SLOW = ContentionTable({(True, 1): {"compute": 0.5, "load": 0.8}, (True, 2): {"c
 
 
 def _measured_table(run_dir, epochs):
-    """A measured table like experiments/pipeline.py's: the sync run and three 'other' runs (the same folder)."""
+    """A measured table like experiments/pipeline_speed.py's: the sync run and three 'other' runs (the same folder)."""
     import pandas as pd
 
     rows = [{"system": "pipelined", "dataset": "d", "sampler": "s", "configuration": "sync", "run_dir": run_dir,

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from experiments import compare, report, reproduce
+from experiments.plugins import FIGURES
 from suite.cli import main as gnnsuite
 from suite.errors import ConfigError
 
@@ -63,7 +64,7 @@ def test_one_job_goes_to_the_out_folder_and_never_to_the_reference(repo, tmp_pat
     out = tmp_path / "repro"
     times = reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo)
     assert set(times) == {"buffer_io"}
-    for name in reproduce.JOBS.get("buffer_io").outputs:
+    for name in FIGURES.get("buffer_io").outputs:
         assert (out / "results" / name).stat().st_size > 0
     text = (out / "results" / "REPORT.md").read_text()
     assert "| dense-speedup |" in text and "**not testable here**" in text and "buffer_io.png" in text
@@ -155,7 +156,7 @@ def _repeats(ratio: float, n: int = 8, jitter: float = 0.02) -> tuple[list[float
 def test_dense_claim_is_decided_from_paired_repeats(tmp_path, ratios, verdict):
     _sampling_table({layers: _repeats(r) for layers, r in ratios.items()}).to_csv(tmp_path / "sampling.csv",
                                                                                  index=False)
-    finding = report.CLAIMS.get("dense-speedup").evaluate(tmp_path)
+    finding = report.claims().get("dense-speedup").evaluate(tmp_path)
     assert finding.verdict == verdict
     assert "papers: naive/DENSE time 1." in finding.measured or "papers: naive/DENSE time 2." in finding.measured \
         or "papers: naive/DENSE time 0." in finding.measured
@@ -165,7 +166,7 @@ def test_dense_claim_is_decided_from_paired_repeats(tmp_path, ratios, verdict):
 def test_dense_claim_from_one_repeat_is_inconclusive(tmp_path):
     _sampling_table({3: ([0.02], [0.01]), 4: ([0.03], [0.01]), 5: ([0.05], [0.01])}).to_csv(
         tmp_path / "sampling.csv", index=False)
-    finding = report.CLAIMS.get("dense-speedup").evaluate(tmp_path)
+    finding = report.claims().get("dense-speedup").evaluate(tmp_path)
     assert finding.verdict == report.INCONCLUSIVE
     assert "no interval" in finding.measured
 
@@ -174,7 +175,7 @@ def test_dense_claim_leaves_out_rows_measured_under_load(tmp_path):
     table = _sampling_table({layers: _repeats(r) for layers, r in {3: 1.3, 4: 1.6, 5: 2.0}.items()})
     table.loc[table["layers"] == 5, "under_load"] = True
     table.to_csv(tmp_path / "sampling.csv", index=False)
-    finding = report.CLAIMS.get("dense-speedup").evaluate(tmp_path)
+    finding = report.claims().get("dense-speedup").evaluate(tmp_path)
     assert "at 3, 4 layers" in finding.measured
     assert finding.excluded.startswith("1 measured under foreign load, left out: papers L5")
 
@@ -184,12 +185,12 @@ def test_old_tables_without_repeats_cannot_be_decided(tmp_path):
                    "time_ratio_vs_dense": 2.0 if sampler == "naive" else 1.0, "edges_ratio_vs_dense": 1.5,
                    "quick": True} for layers in (3, 4) for sampler in ("naive", "dense")]).to_csv(
         tmp_path / "sampling.csv", index=False)
-    finding = report.CLAIMS.get("dense-speedup").evaluate(tmp_path)
+    finding = report.claims().get("dense-speedup").evaluate(tmp_path)
     assert finding.verdict == report.INCONCLUSIVE and "missing" in finding.reason
 
 
 def test_missing_tables_are_not_testable_with_the_reason(tmp_path):
-    for item in report.CLAIMS.in_order():
+    for item in report.claims().in_order():
         finding = item.evaluate(tmp_path)
         assert finding.verdict == report.NOT_TESTABLE and "missing" in finding.reason
 
@@ -208,14 +209,14 @@ def test_async_accuracy_claim(tmp_path, gaps, verdict):
         rows += [{"dataset": "arxiv-like", "configuration": config, "seed": s, "test_accuracy": sync[s] + g}
                  for s, g in enumerate(values)]
     pd.DataFrame(rows).to_csv(tmp_path / "pipeline_accuracy.csv", index=False)
-    assert report.CLAIMS.get("async-accuracy").evaluate(tmp_path).verdict == verdict
+    assert report.claims().get("async-accuracy").evaluate(tmp_path).verdict == verdict
 
 
 def test_async_accuracy_claim_needs_three_seeds(tmp_path):
     rows = [{"dataset": "a", "configuration": c, "seed": s, "test_accuracy": 0.7} for c in ("sync", "b16")
             for s in (0, 1)]
     pd.DataFrame(rows).to_csv(tmp_path / "pipeline_accuracy.csv", index=False)
-    finding = report.CLAIMS.get("async-accuracy").evaluate(tmp_path)
+    finding = report.claims().get("async-accuracy").evaluate(tmp_path)
     assert finding.verdict == report.INCONCLUSIVE and "2 seed(s); the claim needs 3" in finding.reason
 
 
@@ -236,7 +237,7 @@ def test_pipeline_claim_is_not_testable_without_an_accelerator_and_shows_the_pro
          "time_ratio_vs_sync": 0.45, "time_ratio_vs_sync_ci_low": 0.44, "time_ratio_vs_sync_ci_high": 0.46,
          "hardware": "V100"},
     ]).to_csv(tmp_path / "pipeline_projection.csv", index=False)
-    finding = report.CLAIMS.get("pipeline-utilization").evaluate(tmp_path)
+    finding = report.claims().get("pipeline-utilization").evaluate(tmp_path)
     assert finding.verdict == report.NOT_TESTABLE and "no accelerator" in finding.reason
     assert "PROJECTION (simulator, not a measurement) on p3.2xlarge" in finding.measured
     assert "the projection holds" in finding.measured and "measured here on the CPU" in finding.measured
@@ -320,7 +321,7 @@ def _pyg_table(ratios: dict[int, tuple[float, float, float]], status="ok", edges
 ])
 def test_dense_vs_pyg_is_decided_from_the_paired_intervals(tmp_path, ratios, verdict):
     _pyg_table(ratios).to_csv(tmp_path / "sampling.csv", index=False)
-    finding = report.CLAIMS.get("dense-vs-pyg").evaluate(tmp_path)
+    finding = report.claims().get("dense-vs-pyg").evaluate(tmp_path)
     assert finding.verdict == verdict
     assert "1L x3.000 [2.800, 3.200]" in finding.measured
 
@@ -328,10 +329,10 @@ def test_dense_vs_pyg_is_decided_from_the_paired_intervals(tmp_path, ratios, ver
 def test_dense_vs_pyg_counts_edges_per_second(tmp_path):
     # PyG takes twice DENSE's time but samples three times the edges: DENSE is slower per edge
     _pyg_table({1: (2.0, 1.9, 2.1)}, edges_ratio=3.0).to_csv(tmp_path / "sampling.csv", index=False)
-    assert report.CLAIMS.get("dense-vs-pyg").evaluate(tmp_path).verdict == report.FAILS
+    assert report.claims().get("dense-vs-pyg").evaluate(tmp_path).verdict == report.FAILS
 
 
 def test_dense_vs_pyg_not_testable_when_pyg_was_skipped(tmp_path):
     _pyg_table({1: (1.0, 1.0, 1.0)}, status="skipped").to_csv(tmp_path / "sampling.csv", index=False)
-    finding = report.CLAIMS.get("dense-vs-pyg").evaluate(tmp_path)
+    finding = report.claims().get("dense-vs-pyg").evaluate(tmp_path)
     assert finding.verdict == report.NOT_TESTABLE and "pyg-lib/torch-sparse not installed" in finding.measured

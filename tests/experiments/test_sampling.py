@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments import figures, sampling
+from experiments import sampling
 
 SAMPLERS = ("naive", "dense", "pyg")
 
@@ -109,11 +109,11 @@ def test_figure_from_the_csv_alone(recorded, tmp_path, monkeypatch):
 
     monkeypatch.setattr(sampling, "run", forbidden)
     monkeypatch.setattr(sampling, "run_setting", forbidden)
-    out = figures.plot_sampling(copy, tmp_path / "fig" / "sampling.png")
+    out = sampling.plot_sampling(copy, tmp_path / "fig" / "sampling.png")
     assert out == tmp_path / "fig" / "sampling.png"
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p.name for p in out.parent.iterdir()] == ["sampling.png"]  # no temporary left behind
-    assert figures.FIGURES["sampling"] is figures.plot_sampling
+    assert [plot.draw for plot in sampling.FIGURE.plots] == [sampling.plot_sampling]
 
 
 def test_over_budget_configurations_are_skipped_with_an_estimate(tmp_path):

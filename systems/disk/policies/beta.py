@@ -90,6 +90,8 @@ def _beta_phase(slots: np.ndarray, on_disk: np.ndarray, rng: np.random.Generator
 class BetaPolicy(PartitionPolicy):
     """Marius's BETA ordering with greedy bucket assignment. ``randomize=False``: canonical, hand-checkable."""
 
+    label: ClassVar[str] = "BETA"  # how figures name it
+
     name: ClassVar[str] = "beta"
     randomize: bool = True
 
@@ -104,6 +106,8 @@ class BetaPolicy(PartitionPolicy):
 @dataclass(frozen=True)
 class CometPolicy(PartitionPolicy):
     """MariusGNN's COMET: BETA over random logical partitions, uniformly random bucket assignment."""
+
+    label: ClassVar[str] = "COMET"  # how figures name it
 
     name: ClassVar[str] = "comet"
     randomize: bool = True

@@ -24,7 +24,7 @@ def test_cuda_script_runs_the_same_path_on_cpu(tmp_path, capsys):
     # (as if measured on a quiet machine: this test checks how the claim reads the table, not the load)
     table.assign(under_load=False).to_csv(tmp_path / "pipeline_cuda.csv", index=False)
     table.to_csv(tmp_path / "pipeline_speed.csv", index=False)
-    finding = report.CLAIMS.get("pipeline-utilization").evaluate(tmp_path)
+    finding = report.claims().get("pipeline-utilization").evaluate(tmp_path)
     assert finding.verdict != report.NOT_TESTABLE and "measured on cpu" in finding.setting
     assert "3 seeds" in finding.setting and "compute utilization" in finding.measured
 

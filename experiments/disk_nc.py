@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/disk.py [--quick | --deep] [--out DIR] [--results DIR] [--data-dir DIR] [--no-plot]
+    python experiments/disk_nc.py [--quick | --deep] [--out DIR] [--results DIR] [--data-dir DIR] [--no-plot]
         [--rerun-under-load]
 
 Runs ``experiments/specs/disk_nc.yaml`` through the harness, each run in its own process so that its peak RSS is its
@@ -39,14 +39,24 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+import numpy as np
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-from experiments.common import REPO_ROOT, RESULTS, SPECS, Mode, add_common_options, check_failed, cli, parse
+from experiments.common import (REPO_ROOT, RESULTS, SPECS, Figure, Mode, Paths, Plot, add_common_options, check_failed,
+                                cli, parse)
+from experiments.compare import TableSpec
+from experiments.figures import (MARIUSGNN, caption, color_of, display_label, error_bars, flagged_under_load, load_note,
+                                 save_figure, styled)
+from experiments.report import (Estimate, Finding, INCONCLUSIVE, MIN_SEEDS, NOT_TESTABLE, claim, load_exclusions,
+                                percent,  split_under_load, table_interval)
 from experiments.peers import split_runnable
 from suite.errors import ConfigError
 from suite.grid import expand_grid, failures
 from suite.load import load_columns, measured_under_load
 from suite.results import export, load_epochs, load_evals, load_runs, load_timeline
-from suite.stats import Interval, difference_interval, mean_interval, ratio_interval
+from suite.stats import Interval, above, any_of, below, combine, difference_interval, mean_interval, ratio_interval
 
 GRID = SPECS / "disk_nc.yaml"
 DEEP_GRID = SPECS / "disk_nc_deep.yaml"
@@ -289,7 +299,6 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
                       "time_ratio_vs_in_memory_ci_high", "io_wait_fraction", "partitions_read", "read_bandwidth_bytes_per_s",
                       "test_accuracy", "accuracy_gap_vs_in_memory", "peak_rss_bytes"]].to_string(index=False))
     if plot and not deep:
-        from experiments.figures import plot_disk_nc, plot_disk_nc_timeline
 
         print(f"wrote {plot_disk_nc(results / 'disk_nc.csv', results / 'disk_nc.png')}")
         print(f"wrote {plot_disk_nc_timeline(results / 'disk_nc_timeline.csv', results / 'disk_nc_timeline.png')}")
@@ -324,6 +333,245 @@ def _store_path(run: pd.Series) -> Path:
     spec = spec_from_dict(read_yaml(Path(run["run_dir"]) / "config.yaml"))
     options = DiskOptions.model_validate(spec.system.options)
     return partitioned_store_path(open_dataset(spec.dataset), options.num_partitions, options.order, spec.seed)
+
+
+# ---------------------------------------------------------------------------------------------- the figure
+def _has_policy(policy) -> bool:
+    return isinstance(policy, str) and policy != ""
+
+
+def _system_color(system: str, policy) -> str:
+    """A disk configuration in its policy's colour, any other in its system's."""
+    return color_of(policy, color_of(system)) if _has_policy(policy) else color_of(system)
+
+
+def _system_label(system: str, policy) -> str:
+    """The legend entry of a system (its registered class's ``label``), with its policy where it has one."""
+    label = display_label("SYSTEMS", system)
+    return f"{label}, {policy} policy" if _has_policy(policy) else label
+
+
+def _system_rank(system: str, policy) -> int:
+    """Bars in order: in-memory (the reference of every ratio), other in-memory systems, systems with a partition
+    policy, peers (:data:`experiments.plugins.PEERS`)."""
+    from experiments.plugins import PEER_TABLE
+
+    return 0 if system == "in_memory" else 3 if system in PEER_TABLE else 2 if _has_policy(policy) else 1
+
+
+def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Disk-based vs in-memory node classification (``experiments/disk_nc.py``): warm epoch time per configuration
+    (mean over seeds with its 95 % interval; IO wait hatched; ratio to in-memory annotated), test accuracy (95 %
+    interval over seeds), and MiB read per epoch; colours by system and disk policy, explained in one legend.
+
+    Reads only ``csv_path``.
+    """
+    table = pd.read_csv(csv_path)
+    if "status" in table:  # peers that could not run here are rows without numbers
+        table = table[table["status"].fillna("ok") == "ok"]
+    policies = table["policy"] if "policy" in table else pd.Series(None, index=table.index, dtype=object)
+    table = table.assign(rank=[_system_rank(s, p) for s, p in zip(table["system"], policies)])
+    table = table.sort_values(["rank", "configuration"]).drop(columns="rank").reset_index(drop=True)
+    labels = list(table["configuration"])
+    positions = np.arange(len(labels))
+    colors = [_system_color(s, p) for s, p in zip(table["system"], table.get("policy", [None] * len(table)))]
+    loaded = flagged_under_load(table).to_numpy()
+    with styled():
+        fig, (time_ax, acc_ax, io_ax) = plt.subplots(1, 3, figsize=(15.0, 5.0), layout="constrained")
+        bars = time_ax.bar(positions, table["epoch_time_s"], color=colors, yerr=error_bars(table, "epoch_time_s"),
+                           edgecolor=["k" if flag else "none" for flag in loaded])
+        time_ax.bar(positions, table["io_wait_s"].fillna(0), color="none", edgecolor="k", hatch="//", linewidth=0.5)
+        tops = table.get("epoch_time_s_ci_high", table["epoch_time_s"]).fillna(table["epoch_time_s"])
+        for bar, ratio, top in zip(bars, table["time_ratio_vs_in_memory"], tops):
+            time_ax.annotate(f"x{ratio:.2f}", (bar.get_x() + bar.get_width() / 2, max(top, bar.get_height())),
+                             textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+        time_ax.set_ylabel("warm epoch time (s), mean")
+        time_ax.set_title("epoch time (hatched: IO wait; annotated: / in-memory)")
+        seeds = int(table["seeds"].min()) if "seeds" in table else 1
+        acc_ax.bar(positions, table["test_accuracy"], color=colors, yerr=error_bars(table, "test_accuracy"))
+        acc_ax.set_ylabel("test accuracy")
+        acc_ax.set_ylim(0, None)
+        acc_ax.set_title(f"test accuracy ({seeds} seed{'s' if seeds > 1 else ''})")
+        io_ax.bar(positions, table["io_read_bytes"].fillna(0) / 2**20, color=colors)
+        io_ax.plot(positions, table["disk_read_bytes"].fillna(0) / 2**20, "kD", linestyle="none")
+        io_ax.set_ylabel("MiB read per epoch")
+        io_ax.set_title("bytes read: bars by the suite, diamonds from storage")
+        for ax in (time_ax, acc_ax, io_ax):
+            ax.set_xticks(positions)
+            ax.set_xticklabels(labels, rotation=25, ha="right")
+        systems = list(dict.fromkeys(zip(table["system"], table.get("policy", [None] * len(table)))))
+        handles = [Patch(color=_system_color(s, p), label=_system_label(s, p)) for s, p in systems]
+        handles += [Patch(facecolor="white", edgecolor="k", hatch="//", label="IO wait (compute waiting for the "
+                                                                                 "buffer)"),
+                    Line2D([], [], color="k", marker="D", linestyle="none",
+                           label="read from storage (/proc/self/io)")]
+        fig.legend(handles=handles, loc="outside right upper")
+        first = table.iloc[0]
+        dd = first.get("dd_read_bandwidth_bytes_per_s")
+        dd_text = f", dd {dd / 1e6:.0f} MB/s" if pd.notna(dd) else ""
+        fig.suptitle(f"Disk-based node classification on {first['dataset']} (features "
+                     f"{first.get('features_bytes', float('nan')) / 2**20:.0f} MiB{dd_text})")
+        warm = table["warm_epochs"].dropna() if "warm_epochs" in table else pd.Series(dtype=float)
+        caption(fig, f"{MARIUSGNN}, its disk-based node-classification experiment (ogbn-papers100M, partition buffer "
+                     "with c = p/4)", Path(csv_path).name,
+                f"95 % t interval over {seeds} seed(s) (each the mean of its {int(warm.min()) if len(warm) else '?'} "
+                "warm epochs) for epoch time and accuracy", load_note(table, lambda r: r["configuration"]))
+        return save_figure(fig, out_png)
+
+
+_TIMELINE_STYLE = {("read", "features"): ("tab:blue", "read features"),
+                   ("read", "embeddings"): ("tab:blue", "read embeddings"),
+                   ("read", "buckets"): ("tab:cyan", "read edge buckets"),
+                   ("build", None): ("tab:orange", "assemble in-buffer CSR"),
+                   ("wait", None): ("tab:red", "compute waits for the buffer"),
+                   ("compute", None): ("tab:green", "compute (train or evaluate)")}
+
+
+def plot_disk_nc_timeline(csv_path: str | Path, out_png: str | Path) -> Path:
+    """Where one warm epoch's time goes in the disk system (``experiments/disk_nc.py``; MariusGNN's Figure 1
+    argument: IO hidden behind compute): a Gantt chart per configuration with two lanes, the compute thread
+    (waits for the buffer, training, the evaluation before the epoch) and the prefetch thread (partition and
+    bucket reads, the in-buffer CSR assembly); reads done on the compute thread (no prefetch) sit in its lane.
+
+    Reads only ``csv_path`` (:func:`suite.results.load_timeline` rows with a ``configuration`` column, times
+    already relative to the window shown).
+    """
+    table = pd.read_csv(csv_path)
+    configurations = list(dict.fromkeys(table["configuration"]))
+    with styled():
+        fig, axes = plt.subplots(len(configurations), 1, figsize=(11.0, 1.6 + 1.05 * len(configurations)),
+                                 sharex=True, layout="constrained", squeeze=False)
+        _draw_timeline(table, configurations, axes)
+        caption(fig, f"{MARIUSGNN}, its argument that whole-partition IO hides behind compute (pipelined "
+                     "partition buffer)", Path(csv_path).name, "none: one warm epoch of seed 0 per configuration")
+        return save_figure(fig, out_png)
+
+
+def _draw_timeline(table: pd.DataFrame, configurations: list[str], axes) -> None:
+    fig = axes[0, 0].figure
+    lanes = {"compute": 1, "prefetch": 0}
+    shown = set()
+    for ax, configuration in zip(axes[:, 0], configurations):
+        rows = table[table["configuration"] == configuration]
+        for _, row in rows.iterrows():
+            what = row["what"] if row["activity"] == "read" else None
+            color, label = _TIMELINE_STYLE[(row["activity"], what)]
+            width = max(row["end"] - row["start"], 1e-4)
+            ax.broken_barh([(row["start"], width)], (lanes[row["lane"]] - 0.35, 0.7), facecolors=color,
+                           edgecolor="none", label=None if label in shown else label)
+            shown.add(label)
+        ax.set_yticks([0, 1])
+        ax.set_yticklabels(["prefetch\nthread", "compute\nthread"], fontsize=8)
+        ax.set_ylim(-0.6, 1.6)
+        ax.set_title(configuration, fontsize=9, loc="left")
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[-1, 0].set_xlabel("seconds from the start of the warm epoch's window")
+    fig.suptitle("Disk-based node classification: one warm epoch per configuration", fontsize=10)
+    fig.legend(loc="outside right upper", fontsize=8)
+
+
+# ---------------------------------------------------------------------------------------------- the claims
+def _disk_setting(label: str, rows: pd.DataFrame) -> tuple[list[str], list[str], list[Estimate]]:
+    parts, verdicts, estimates = [], [], []
+    for _, row in rows.iterrows():
+        if "timed_runs" in row:  # intervals over seeds (each run's warm-epoch mean), ratios paired by seed
+            ratio = table_interval(row, "time_ratio_vs_in_memory", "timed_runs", "paired log t over seeds")
+            wait = table_interval(row, "io_wait_fraction", "timed_runs", "t over seeds")
+        else:  # intervals over the warm epochs of one run
+            ratio = table_interval(row, "time_ratio_vs_in_memory", "warm_epochs", "Welch log t over warm epochs")
+            wait = table_interval(row, "io_wait_fraction", "warm_epochs", "t over warm epochs")
+        name = f"{label} {row['configuration']}"
+        estimates += [Estimate(f"{name} epoch / in-memory", ratio, "<= 1.3"),
+                      Estimate(f"{name} IO wait fraction", wait, "<= 0.10")]
+        verdicts.append(combine([below(ratio, 1.3), below(wait, 0.10)]))
+        parts.append(f"{name}: epoch x{ratio} of in-memory, IO wait {percent(wait)}")
+    return parts, verdicts, estimates
+
+
+@claim("disk-out-of-core", "Disk-based training with a buffer of a fraction of the graph runs near in-memory "
+       "speed, the IO hidden by prefetching (MariusGNN: disk-based runs cost a fraction of in-memory multi-GPU "
+       "training)", ("disk_nc.csv",))
+def disk_out_of_core(results: Path) -> Finding:
+    table = pd.read_csv(results / "disk_nc.csv")
+    disk = table[(table["system"] == "disk") & table["prefetch"].astype(bool)]
+    if disk.empty:
+        return Finding("no disk run with prefetch", "", NOT_TESTABLE, reason="disk_nc.csv has no such run")
+    quarter = disk[disk["buffer_capacity"] * 4 == disk["num_partitions"]]
+    rows, loaded = split_under_load(quarter if len(quarter) else disk)
+    dataset = str(table["dataset"].iloc[0])
+    parts, verdicts, estimates = _disk_setting(f"{dataset} 2-layer NC", rows)
+    groups = [any_of(verdicts) if verdicts else INCONCLUSIVE]
+    excluded = [load_exclusions(loaded, lambda r: r["configuration"])]
+    for name, label, keep in (("disk_nc_deep.csv", f"{dataset} 3-layer NC", lambda t: t["system"] == "disk"),
+                              ("disk_lp_timing.csv", "FB15k-237", lambda t: t["configuration"] != "in_memory")):
+        if (results / name).exists():  # full mode: the 3-layer NC and the link-prediction timing runs
+            extra = pd.read_csv(results / name)
+            extra, extra_loaded = split_under_load(extra[keep(extra)])
+            if "model" in extra:
+                extra = extra.assign(configuration=extra["model"] + " " + extra["configuration"])
+            more_parts, more_verdicts, more_estimates = _disk_setting(label, extra)
+            parts += more_parts
+            estimates += more_estimates
+            groups.append(any_of(more_verdicts) if more_verdicts else INCONCLUSIVE)
+            excluded.append(load_exclusions(extra_loaded, lambda r: r["configuration"]))
+    memory = table[table["system"] == "in_memory"]
+    if "accuracy_gap_vs_in_memory" in table and len(memory):
+        accuracy = ", ".join(f"{r['configuration']} {table_interval(r, 'accuracy_gap_vs_in_memory', 'seeds')}"
+                             for _, r in rows.iterrows())
+        measured = "; ".join(parts) + (f" (test accuracy, not part of this verdict, see disk-accuracy: in-memory "
+                                       f"{table_interval(memory.iloc[0], 'test_accuracy', 'seeds')}; disk - "
+                                       f"in-memory {accuracy})")
+    else:
+        accuracy = ", ".join(f"{r['configuration']} {r['test_accuracy']:.3f}" for _, r in rows.iterrows())
+        measured = "; ".join(parts) + (f" (test accuracy, one seed, not part of the verdict: {accuracy} vs "
+                                       f"in-memory {memory['test_accuracy'].iloc[0]:.3f})" if len(memory) else "")
+    return Finding(measured, f"{dataset} node classification, c = p/4 where measured; per setting, some "
+                   "configuration needs epoch x1.3 or less of in-memory and IO wait 10 % or less (intervals over "
+                   "warm epochs)", combine(groups), tuple(estimates),
+                   excluded="; ".join(e for e in excluded if e))
+
+
+@claim("disk-accuracy", "Training from a partition buffer of a fraction of the graph keeps in-memory accuracy "
+       "(MariusGNN: disk-based node classification on papers100M within about a point of in-memory)", ("disk_nc.csv",))
+def disk_accuracy(results: Path) -> Finding:
+    table = pd.read_csv(results / "disk_nc.csv")
+    if "accuracy_gap_vs_in_memory" not in table:
+        return Finding("no paired accuracy in disk_nc.csv", "", NOT_TESTABLE,
+                       reason="disk_nc.csv has no accuracy_gap_vs_in_memory (one seed per run)")
+    disk = table[(table["system"] == "disk") & table["accuracy_gap_vs_in_memory"].notna()]
+    if disk.empty:
+        return Finding("no disk run with a paired in-memory run", "", NOT_TESTABLE,
+                       reason="disk_nc.csv has no disk row with an accuracy difference")
+    memory = table[table["system"] == "in_memory"]
+    estimates = [Estimate("in-memory test accuracy", table_interval(memory.iloc[0], "test_accuracy", "seeds"))] \
+        if len(memory) else []
+    verdicts, parts = [], []
+    for _, row in disk.iterrows():
+        gap = table_interval(row, "accuracy_gap_vs_in_memory", "seeds", "paired t over seeds")
+        quarter = row["buffer_capacity"] * 4 == row["num_partitions"]
+        estimates.append(Estimate(f"{row['configuration']} - in-memory test accuracy", gap,
+                                  ">= -0.01" if quarter else ""))
+        if quarter:
+            verdicts.append(above(gap, -0.01, min_n=MIN_SEEDS))
+        parts.append(f"{row['configuration']} {gap}")
+    return Finding("test accuracy difference to in-memory, paired by seed: " + "; ".join(parts),
+                   f"{table['dataset'].iloc[0]}, the same epochs and model; c = p/4 rows decide (some configuration "
+                   "within 0.01)", any_of(verdicts) if verdicts else NOT_TESTABLE, tuple(estimates))
+
+
+# ---------------------------------------------------------------------------------------------- the job
+def _reproduce(mode: Mode, paths: Paths) -> None:
+    run(mode=mode, runs=paths.runs / "disk", results=paths.results, data=paths.data, quiet=True)
+
+
+FIGURE = Figure(
+    "disk_nc", "disk-based vs in-memory node classification: epoch time, IO wait, bytes read, accuracy", _reproduce,
+    ("disk_nc.csv", "disk_nc_runs.csv", "disk_nc_curve.csv", "disk_nc_timeline.csv", "disk_nc.png",
+     "disk_nc_timeline.png"), "about 25 minutes; papers-like-s and a partitioned copy, ~6 GiB", __name__,
+    plots=(Plot("disk_nc", plot_disk_nc, "disk_nc.csv"),
+           Plot("disk_nc_timeline", plot_disk_nc_timeline, "disk_nc_timeline.csv")),
+    claims=(disk_out_of_core, disk_accuracy), tables={"disk_nc.csv": TableSpec(("configuration",))})
+"""The disk node-classification figures, registered in :data:`experiments.plugins.FIGURES`."""
 
 
 if __name__ == "__main__":

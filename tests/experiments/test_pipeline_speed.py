@@ -1,18 +1,18 @@
-"""The pipeline experiment (experiments/pipeline.py) end to end on the tiny preset."""
+"""The pipeline experiment (experiments/pipeline_speed.py) end to end on the tiny preset."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from experiments import pipeline
+from experiments import pipeline_runs, pipeline_speed
 from systems.sampling.pyg import missing_reason
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     root = tmp_path_factory.mktemp("pipeline")
-    status = pipeline.main(["--smoke", "--out", str(root / "runs"), "--results", str(root), "--data-dir",
+    status = pipeline_speed.main(["--smoke", "--out", str(root / "runs"), "--results", str(root), "--data-dir",
                             str(root / "data"), "--quiet"])
     assert status == 0
     return root
@@ -50,28 +50,28 @@ def test_accuracy_table_compares_sync_and_async(recorded):
 
 
 def test_configuration_labels():
-    assert pipeline.configuration("in_memory", {}) == "in_memory"
-    assert pipeline.configuration("pipelined", {"sync": True, "staleness_bound": 3}) == "sync"
-    assert pipeline.configuration("pipelined", {}) == "4T 2X q4/4 b16"
-    assert pipeline.configuration("pipelined", {"loader_workers": "process", "batch_loader_threads": 3,
+    assert pipeline_runs.configuration("in_memory", {}) == "in_memory"
+    assert pipeline_runs.configuration("pipelined", {"sync": True, "staleness_bound": 3}) == "sync"
+    assert pipeline_runs.configuration("pipelined", {}) == "4T 2X q4/4 b16"
+    assert pipeline_runs.configuration("pipelined", {"loader_workers": "process", "batch_loader_threads": 3,
                                                 "batch_host_queue_size": 2}) == "3P 2X q2/4 b16"
-    assert pipeline.configuration("pipelined", {"in_order_compute": False}) == "4T 2X q4/4 b16 ooo"
-    assert pipeline.configuration("pyg", {}) == "pyg"
+    assert pipeline_runs.configuration("pipelined", {"in_order_compute": False}) == "4T 2X q4/4 b16 ooo"
+    assert pipeline_runs.configuration("pyg", {}) == "pyg"
     labels = ["pyg", "2P 1X q4/4 b8", "sync", "in_memory", "1T 1X q2/2 b2"]
-    assert sorted(labels, key=pipeline.configuration_order) == ["in_memory", "sync", "1T 1X q2/2 b2", "2P 1X q4/4 b8",
-                                                                "pyg"]
+    assert sorted(labels, key=pipeline_runs.configuration_order) == ["in_memory", "sync", "1T 1X q2/2 b2",
+                                                                     "2P 1X q4/4 b8", "pyg"]
 
 
 def test_pyg_runs_once_per_dataset_as_sampler_pyg_or_is_skipped_with_the_reason(monkeypatch):
-    specs, skipped = pipeline.grid_specs(pipeline.SPEED_GRID, "smoke")
+    specs, skipped = pipeline_speed.grid_specs(pipeline_speed.SPEED_GRID, "smoke")
     peers = [spec for spec in specs if spec.system.name == "pyg"] + [spec for spec, _ in skipped]
     assert len(peers) == 1 and peers[0].sampler.name == "pyg"
     assert len(specs) + len(skipped) == 13
     monkeypatch.setattr("systems.sampling.pyg.missing_reason", lambda: "pyg-lib/torch-sparse not installed")
-    specs, skipped = pipeline.grid_specs(pipeline.SPEED_GRID, "smoke")
+    specs, skipped = pipeline_speed.grid_specs(pipeline_speed.SPEED_GRID, "smoke")
     assert len(specs) == 12 and all(spec.system.name != "pyg" for spec in specs)
     assert [(spec.system.name, reason) for spec, reason in skipped] == [("pyg", "pyg-lib/torch-sparse not installed")]
-    row = pipeline.skipped_rows(skipped).iloc[0]
+    row = pipeline_speed.skipped_rows(skipped).iloc[0]
     assert (row["configuration"], row["status"], row["sampler"]) == ("pyg", "skipped", "pyg")
 
 
@@ -86,6 +86,7 @@ def test_validation_without_the_speed_runs_says_what_to_run_first(tmp_path, caps
         argv += ["--runs", str(tmp_path / "missing")]
     assert pipeline_validation.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    expected = "python experiments/pipeline.py --quick` first" if quick else "python experiments/pipeline.py` first"
+    command = "python experiments/pipeline_speed.py" + (" --quick" if quick else "")
+    expected = f"{command}` first"
     assert len(err) == 1 and expected in err[0], err
     assert not (tmp_path / "results").exists()

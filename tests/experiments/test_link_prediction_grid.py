@@ -1,4 +1,4 @@
-"""The link-prediction specs validate, and experiments/link_prediction.py tabulates recorded runs."""
+"""The link-prediction specs validate, and experiments/link_prediction_grid.py tabulates recorded runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments import link_prediction
+from experiments import link_prediction_grid
 from suite.config import load_spec
 from suite.grid import expand_grid
 from suite.runner import run_spec
@@ -42,7 +42,7 @@ def test_table_of_recorded_runs(tmp_path: Path) -> None:
             run_spec(spec, tmp_path / "runs")
     finally:
         torch.set_num_threads(threads)
-    link_prediction.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "lp.csv")])
+    link_prediction_grid.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "lp.csv")])
     table = pd.read_csv(tmp_path / "lp.csv")
     assert sorted(table["system"]) == ["in_memory", "pipelined"]
     assert table["test_mrr"].between(0, 1).all() and (table["test_mrr"] >= table["test_unfiltered_mrr"]).all()
