@@ -480,7 +480,7 @@ def _estimate(graph, fanouts: tuple[int, ...], num_roots: int, adapter: SamplerA
 def run_setting(setting: Setting, store, layers: Sequence[int], adapters: dict[str, SamplerAdapter],
                 missing: dict[str, str], timing: Timing, provenance: dict[str, Any]) -> list[dict]:
     """All rows of one setting: every layer count x sampler, increasing layer counts."""
-    from systems.sampling import SamplingGraph
+    from systems.sampling.sampler import SamplingGraph
 
     graph = SamplingGraph.from_store(store, setting.direction)
     pool = store.split("train") if setting.root_pool == "train" else None

@@ -39,7 +39,9 @@ import torch
 
 from suite.data import GraphStore
 from suite.data.synthetic import config_from_spec, generate
-from systems.sampling import DenseSampler, NaiveSampler, SamplingGraph
+from systems.sampling.dense import DenseSampler
+from systems.sampling.naive import NaiveSampler
+from systems.sampling.sampler import SamplingGraph
 
 
 def open_store(spec: str, workdir: Path) -> GraphStore:

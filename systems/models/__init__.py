@@ -16,30 +16,7 @@ is called as ``model(x, sample) -> logits [num_roots, out_dim]`` (see :mod:`syst
 Link prediction adds edge decoders (:mod:`systems.models.decoders`, the ``decoders`` table, :data:`suite.registry.DECODERS`:
 ``distmult``, ``complex``, ``dot``, ``transe``, ``transe_l2``) and learnable node embeddings outside the model
 (:class:`~systems.models.embeddings.EmbeddingTable`, sparse Adagrad).
+
+The package imports none of its modules: import what you need from the module that defines it, so that a
+run imports only the plugins its spec names.
 """
-
-from __future__ import annotations
-
-from torch import nn
-
-from suite.config import ModelSpec
-from suite.registry import MODELS
-from systems.models.encoder import ModelBuilder, root_rows
-from systems.models.gat import GAT, build_gat
-from systems.models.gcn import GCN, build_gcn
-from systems.models.graphsage import GraphSAGE, build_graphsage
-from systems.models.mlp import MLP, build_mlp
-from systems.models.rgcn import RGCN, RelationLookup, build_fast_rgcn, build_rgcn
-from systems.models.shallow import Shallow, build_shallow
-from systems.models.decoders import ComplEx, Decoder, DistMult, Dot, build_decoder
-from systems.models.embeddings import EmbeddingTable
-
-
-def build_model(spec: ModelSpec, in_dim: int, out_dim: int) -> nn.Module:
-    """Build the registered model ``spec.encoder`` (raises ConfigError naming the known ones if unknown)."""
-    return MODELS.get(spec.encoder)(spec, in_dim, out_dim)
-
-
-__all__ = ["GAT", "GCN", "ComplEx", "Decoder", "DistMult", "Dot", "EmbeddingTable", "GraphSAGE", "MLP", "ModelBuilder", "RGCN", "RelationLookup", "build_fast_rgcn", "build_rgcn",
-           "Shallow", "build_decoder", "build_gat", "build_gcn", "build_graphsage", "build_mlp", "build_model",
-           "build_shallow", "root_rows"]

@@ -20,6 +20,7 @@ from torch.nn import functional as F
 
 from suite.config import ModelSpec
 from suite.errors import ConfigError
+from suite.registry import MODELS
 from systems.sampling.sampler import LayerBlock, SampledSubgraph
 
 ModelBuilder = Callable[[ModelSpec, int, int], nn.Module]
@@ -86,4 +87,9 @@ class BlockStack(nn.Module):
             conv.reset_parameters()
 
 
-__all__ = ["BlockStack", "ModelBuilder", "check_layers", "layer_dims", "root_rows"]
+def build_model(spec: ModelSpec, in_dim: int, out_dim: int) -> nn.Module:
+    """Build the registered model ``spec.encoder`` (raises ConfigError naming the known ones if unknown)."""
+    return MODELS.get(spec.encoder)(spec, in_dim, out_dim)
+
+
+__all__ = ["BlockStack", "ModelBuilder", "build_model", "check_layers", "layer_dims", "root_rows"]

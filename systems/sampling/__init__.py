@@ -6,11 +6,7 @@ The built-in samplers, declared in the ``samplers`` table of :mod:`systems.plugi
 - ``dense``: :class:`~systems.sampling.dense.DenseSampler`, DENSE (each node's neighbours sampled once per batch);
 - ``pyg``: :class:`~systems.sampling.pyg.PygSampler`, PyG's C++ neighbour sampler (pyg-lib or torch-sparse, when
   installed) behind the same contract, as layer-wise blocks.
+
+The package imports none of its modules: import what you need from the module that defines it, so that a
+run imports only the plugins its spec names.
 """
-
-from systems.sampling.sampler import LayerBlock, SampledSubgraph, Sampler, SamplingGraph
-from systems.sampling.naive import NaiveSampler
-from systems.sampling.dense import DenseSampler, DenseSubgraph
-from systems.sampling.pyg import PygSampler
-
-__all__ = ["DenseSampler", "DenseSubgraph", "LayerBlock", "NaiveSampler", "PygSampler", "SampledSubgraph", "Sampler", "SamplingGraph"]

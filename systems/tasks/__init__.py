@@ -7,10 +7,7 @@
 Systems (in-memory, pipelined, disk) decide when and where the stages run; a task decides what they do. What a
 system may call is listed in :mod:`systems.tasks.task` (a system that holds the data elsewhere binds a
 :class:`NodeView` or :class:`EdgeView` per buffer state).
+
+The package imports none of its modules: import what you need from the module that defines it, so that a
+run imports only the plugins its spec names.
 """
-
-from systems.tasks.task import Task
-from systems.tasks.node_classification import NodeClassificationTask, NodeView, make_optimizer
-from systems.tasks.link_prediction import EdgeView, LinkPredictionTask
-
-__all__ = ["EdgeView", "LinkPredictionTask", "NodeClassificationTask", "NodeView", "Task", "make_optimizer"]

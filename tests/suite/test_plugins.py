@@ -58,6 +58,10 @@ def test_spec_validation_and_run_id_import_only_what_the_spec_names():
     unnamed = [m for m in spec if m.startswith(("systems.disk", "systems.pyg_baseline", "systems.pipelined",
                                                  "systems.distributed", "experiments", "simulators"))]
     assert unnamed == []
+    other_plugins = {"systems.sampling.naive", "systems.sampling.dense", "systems.sampling.pyg", "systems.models.gat",
+                     "systems.models.gcn", "systems.models.graphsage", "systems.models.decoders",
+                     "systems.tasks.link_prediction"}
+    assert other_plugins & spec == set()  # the packages import none of their plugins
 
 
 @pytest.mark.parametrize("kind", sorted(REGISTRIES))

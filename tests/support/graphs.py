@@ -11,7 +11,7 @@ import torch
 
 from suite.data import GraphStore, create_store
 from suite.data.csr import EdgeChunk, write_csrs
-from systems.sampling import SamplingGraph
+from systems.sampling.sampler import SamplingGraph
 
 
 def graph_from_lists(neighbours: list[list[int]]) -> SamplingGraph:

@@ -11,7 +11,7 @@ import torch
 from suite.data import create_store
 from suite.data.csr import EdgeChunk, write_csrs
 from suite.data.store import GraphStore
-from systems.sampling import SamplingGraph
+from systems.sampling.sampler import SamplingGraph
 from systems.sampling.sampler import LayerBlock, SampledSubgraph
 from tests.support.graphs import graph_from_lists
 

@@ -7,7 +7,8 @@ import torch
 
 from suite.recorder import Recorder
 from systems.in_memory import InMemorySystem
-from systems.sampling import DenseSampler, NaiveSampler
+from systems.sampling.dense import DenseSampler
+from systems.sampling.naive import NaiveSampler
 from tests.support.in_memory import make_spec, run
 
 

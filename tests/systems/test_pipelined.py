@@ -18,7 +18,7 @@ from suite.registry import SYSTEMS
 from suite.run_contract import RunOutcome
 from systems.batch import Batch
 from systems.pipelined import PipelinedSystem
-from systems.tasks import NodeClassificationTask
+from systems.tasks.node_classification import NodeClassificationTask
 from tests.support.graphs import planted_partition, write_node_store
 
 

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from suite.config import ModelSpec
-from systems.models import build_model
-from systems.sampling import DenseSampler, NaiveSampler
+from systems.models.encoder import build_model
+from systems.sampling.dense import DenseSampler
+from systems.sampling.naive import NaiveSampler
 from tests.support.graphs import in_graph
 
 IN_DIM, OUT_DIM = 8, 3

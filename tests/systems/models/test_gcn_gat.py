@@ -10,9 +10,12 @@ from torch_geometric.nn import GATConv
 from suite.config import ModelSpec
 from suite.errors import ConfigError
 from suite.registry import MODELS
-from systems.models import GAT, GCN, build_model
+from systems.models.encoder import build_model
+from systems.models.gat import GAT
+from systems.models.gcn import GCN
 from systems.models.gat import HIDDEN_HEADS, block_edges_with_self_loops
-from systems.sampling import LayerBlock, NaiveSampler
+from systems.sampling.naive import NaiveSampler
+from systems.sampling.sampler import LayerBlock
 from tests.support.graphs import graph_from_lists, in_graph
 from tests.support.sampling import destinations_last
 

@@ -9,8 +9,10 @@ from torch.nn import functional as F
 from suite.config import ModelSpec
 from suite.errors import ConfigError
 from suite.registry import MODELS
-from systems.models import MLP, GraphSAGE, build_model
-from systems.sampling import NaiveSampler
+from systems.models.encoder import build_model
+from systems.models.graphsage import GraphSAGE
+from systems.models.mlp import MLP
+from systems.sampling.naive import NaiveSampler
 from tests.support.graphs import graph_from_lists, in_graph
 
 NUM_NODES, NUM_EDGES, IN_DIM, OUT_DIM = 40, 160, 8, 3

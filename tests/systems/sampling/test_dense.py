@@ -13,7 +13,10 @@ from torch_geometric.nn import SAGEConv
 
 from suite.registry import SAMPLERS
 from systems.models.graphsage import GraphSAGE
-from systems.sampling import DenseSampler, DenseSubgraph, LayerBlock, NaiveSampler, SamplingGraph, kernels
+from systems.sampling import kernels
+from systems.sampling.dense import DenseSampler, DenseSubgraph
+from systems.sampling.naive import NaiveSampler
+from systems.sampling.sampler import LayerBlock, SamplingGraph
 from systems.sampling.dense import shuffle_plan
 from tests.support.graphs import graph_from_lists
 from tests.support.sampling import TINY, directed_store, gen, hub_graph, random_graph

@@ -8,7 +8,9 @@ import numpy as np
 import torch
 from scipy import stats
 
-from systems.sampling import NaiveSampler, kernels
+from systems.sampling import kernels
+
+from systems.sampling.naive import NaiveSampler
 from systems.sampling.naive import sample_neighbours
 from tests.support.sampling import gen, random_graph
 
@@ -154,7 +156,7 @@ def test_large_arrays_come_from_the_shared_pool():
 @pytest.mark.skipif(not kernels.BOUNDSCHECK, reason="the kernels' debug mode is off (GNNSUITE_KERNEL_BOUNDSCHECK)")
 @pytest.mark.parametrize("sampler_name", ["naive", "dense"])
 def test_in_the_debug_mode_an_id_out_of_range_is_an_index_error_not_a_crash(sampler_name):
-    from systems.sampling import DenseSampler
+    from systems.sampling.dense import DenseSampler
     from systems.sampling.sampler import SamplingGraph
 
     sampler_class = {"naive": NaiveSampler, "dense": DenseSampler}[sampler_name]

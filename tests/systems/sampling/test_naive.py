@@ -11,7 +11,8 @@ import torch
 from scipy import stats
 
 from suite.registry import SAMPLERS
-from systems.sampling import LayerBlock, NaiveSampler, SampledSubgraph, SamplingGraph
+from systems.sampling.naive import NaiveSampler
+from systems.sampling.sampler import LayerBlock, SampledSubgraph, SamplingGraph
 from systems.sampling.naive import relabel, sample_neighbours
 from tests.support.graphs import graph_from_lists
 from tests.support.sampling import TINY, directed_store, gen, hub_graph, random_graph

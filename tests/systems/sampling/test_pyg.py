@@ -14,8 +14,9 @@ import torch
 from suite.config import ModelSpec
 from suite.errors import ConfigError
 from suite.registry import SAMPLERS
-from systems.models import build_model
-from systems.sampling import NaiveSampler, SampledSubgraph
+from systems.models.encoder import build_model
+from systems.sampling.naive import NaiveSampler
+from systems.sampling.sampler import SampledSubgraph
 from systems.sampling import pyg as pyg_sampling
 from systems.sampling.pyg import PygSampler
 from tests.support.graphs import graph_from_lists, in_graph
