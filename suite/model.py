@@ -137,9 +137,7 @@ class TrainedModel:
         task = self.task
         generator = torch.Generator().manual_seed(self.spec.seed + 0x5EED)  # the task's evaluation seed
         for roots in nodes.split(self.spec.evaluation.batch_size):
-            sample = task.eval_sampler.sample(roots, generator)
-            x = task.features.index_select(0, sample.input_nodes).float().to(self.device)
-            out = self.model(x, sample.to(self.device)).detach().float().cpu()
+            out = task.node_outputs(roots, generator).detach().float().cpu()
             yield torch.softmax(out, dim=-1) if probabilities else out
 
     @torch.no_grad()

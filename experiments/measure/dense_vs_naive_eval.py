@@ -26,7 +26,6 @@ import torch
 from suite.config import RunSpec, apply_overrides, read_yaml, spec_from_dict
 from suite.datasets import open_dataset
 from suite.recorder import Recorder
-from suite.registry import SAMPLERS
 from systems.in_memory import InMemorySystem
 
 SAMPLER_NAMES = ("naive", "dense")
@@ -60,7 +59,7 @@ def train_and_test(spec: RunSpec, columns: list[tuple[str, str, tuple[int, ...]]
             system.train_epoch(epoch)
         accuracies = {}
         for column, sampler, fanouts in columns:
-            system.task.eval_sampler = SAMPLERS.get(sampler)(system.task.graph, fanouts, replace=spec.sampler.replace)
+            system.task.set_eval_sampler(sampler, fanouts)
             accuracies[column] = system.evaluate("test")["accuracy"]
         return accuracies
     finally:

@@ -147,11 +147,16 @@ class NodeClassificationTask(Task):
         self.graph = self.features = self.labels = None
         self.train_sampler = self.eval_sampler = None
 
-    def _make_sampler(self, fanouts: tuple[int, ...]) -> Sampler:
+    def _make_sampler(self, fanouts: tuple[int, ...], name: str | None = None) -> Sampler:
         if not getattr(self.model, "uses_neighbours", True):
             fanouts = ()  # the model reads only the roots: sample no hops
-        sampler_cls = SAMPLERS.get(self.spec.sampler.name)
+        sampler_cls = SAMPLERS.get(name or self.spec.sampler.name)
         return sampler_cls(self.graph, fanouts, replace=self.spec.sampler.replace)
+
+    def set_eval_sampler(self, name: str, fanouts: tuple[int, ...]) -> None:
+        """Evaluate from now on with the registered sampler ``name`` drawing ``fanouts`` over the bound graph (a
+        measurement that compares samplers at evaluation swaps it; the run's own comes from the spec)."""
+        self.eval_sampler = self._make_sampler(tuple(fanouts), name)
 
     # ------------------------------------------------------------------ stages
     def plan_epoch(self, epoch: int) -> list[Batch]:
@@ -213,9 +218,15 @@ class NodeClassificationTask(Task):
     def predict(self, roots: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """The predicted class of every root (rows of the bound view), its neighbourhood drawn by the evaluation
         sampler from ``generator``; the caller has put the model in eval mode."""
+        return self.node_outputs(roots, generator).argmax(dim=-1).cpu()
+
+    @torch.no_grad()
+    def node_outputs(self, roots: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """The model's outputs (class logits, on the task's device) for every root, its neighbourhood drawn by the
+        evaluation sampler from ``generator``; the caller has put the model in eval mode."""
         sample = self.eval_sampler.sample(roots, generator)
         x = self.features.index_select(0, sample.input_nodes).float().to(self.device)
-        return self.model(x, sample.to(self.device)).argmax(dim=-1).cpu()
+        return self.model(x, sample.to(self.device))
 
     def teardown(self) -> None:
         """Drop the in-memory graph, features, labels and samplers (the trained model stays)."""
