@@ -8,7 +8,7 @@ is, which run specs need it (:meth:`Peer.needs`) and why it may be missing here 
   pipeline and disk experiments;
 - PyTorch-BigGraph (``torchbiggraph`` 1.0.0, in its own environment ``.venv-pbg``, driven through
   :mod:`experiments.peers.pbg_driver`) and PyKEEN (``pykeen`` 1.11, the extra ``peers``:
-  :mod:`experiments.peers.pykeen_driver`): link prediction, ``experiments/link_prediction_peers.py`` (which checks
+  :mod:`experiments.peers.pykeen_driver`): link prediction, ``experiments/figures/link_prediction_peers.py`` (which checks
   them per configuration).
 
 ``make peers`` installs them (the prebuilt torch-sparse/torch-scatter wheels of ``../shared/wheels`` when that

@@ -1,4 +1,4 @@
-"""The link-prediction peer comparison (experiments/link_prediction_peers.py) on a few hundred FB15k-237 triples:
+"""The link-prediction peer comparison (experiments/figures/link_prediction_peers.py) on a few hundred FB15k-237 triples:
 the suite, PyTorch-BigGraph (p = 1 and p = 8, in its own environment) and PyKEEN really train, their exported
 embeddings are ranked by the suite's evaluation, and the table, figure and REPORT claim read the result.
 
@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments import link_prediction_peers as peers
+from experiments.figures import link_prediction_peers as peers
 from experiments.report import claims
 
 CONFIGURATIONS = ("suite", "suite-pipelined", "pbg-p1", "pbg-p8", "pykeen")

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/link_prediction_peers.py [--quick] [--out out/lp_peers] [--results out/results]
+    python -m experiments.figures.link_prediction_peers [--quick] [--out out/lp_peers] [--results out/results]
         [--configurations suite pbg-p1 pbg-p8 pykeen] [--threads 1 2] [--seeds 0 1 2] [--epochs 5]
         [--pbg-python .venv-pbg/bin/python] [--data-dir data] [--no-run] [--no-plot] [--overwrite]
 
@@ -70,7 +70,7 @@ import matplotlib.pyplot as plt
 
 from experiments.common import (DATA, REPO_ROOT, RESULTS, SPECS, Figure, JobFailed, Mode, Paths, Plot,
                                 add_common_options, cli)
-from experiments.figures import caption, color_of, save_figure, styled
+from experiments.style import caption, color_of, save_figure, styled
 from experiments.report import Estimate, Finding, MIN_SEEDS, NOT_TESTABLE, claim, table_interval
 from suite.errors import ConfigError
 from suite.io import atomic_write_bytes
@@ -561,7 +561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # ---------------------------------------------------------------------------------------------- the figure
 def plot_link_prediction_peers(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Link prediction against its peers (``experiments/link_prediction_peers.py``): per thread count, training
+    """Link prediction against its peers (``experiments/figures/link_prediction_peers.py``): per thread count, training
     triples/s of every configuration (median over seeds, whiskers the seeds' range, the speed ratio to PBG p=1 at
     the same thread count annotated) beside its filtered test MRR (mean over seeds, 95 % interval).
 
