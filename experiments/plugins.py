@@ -30,6 +30,8 @@ FIGURES: Registry = Registry("figure", table=FIGURE_TABLE)
 
 PEER_TABLE: dict[str, str] = {
     "pyg": "experiments.peers.pyg:PEER",
+    "pbg": "experiments.peers.pbg:PEER",
+    "pykeen": "experiments.peers.pykeen:PEER",
 }
 """Peer name -> its module's :class:`~experiments.peers.Peer`."""
 

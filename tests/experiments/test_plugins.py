@@ -78,13 +78,25 @@ def _spec(system: str, sampler: str):
 
 def test_a_peer_is_one_registered_object_that_says_what_it_needs():
     pyg = plugins.PEERS.get("pyg")
-    assert isinstance(pyg, Peer) and plugins.PEER_TABLE == {"pyg": "experiments.peers.pyg:PEER"}
+    assert isinstance(pyg, Peer) and plugins.PEER_TABLE["pyg"] == "experiments.peers.pyg:PEER"
     spec, peer_spec = _spec("in_memory", "dense"), _spec("in_memory", "pyg")
     assert not pyg.needs(spec) and pyg.needs(peer_spec)
     runnable, skipped = split_runnable([spec, peer_spec])
     reason = pyg.missing_reason()
     assert runnable == ([spec, peer_spec] if reason is None else [spec])
     assert skipped == ([] if reason is None else [(peer_spec, reason)])
+
+
+def test_the_link_prediction_peers_run_every_registered_peer_s_configurations():
+    from experiments.figures import link_prediction_peers
+
+    peers = [plugins.PEERS.get(name) for name in plugins.PEER_TABLE]
+    supplied = [c.name for peer in peers for c in peer.link_prediction]
+    assert supplied == ["pbg-p1", "pbg-p8", "pykeen"]
+    assert link_prediction_peers.CONFIGURATIONS.names_in_order() == ["suite", "suite-bf16", "suite-pipelined",
+                                                                     *supplied]
+    assert link_prediction_peers.DEFAULT_CONFIGURATIONS == ("suite", *supplied)
+    assert not any(peer.needs(_spec("in_memory", "dense")) for peer in peers if peer.link_prediction)
 
 
 def test_every_registered_figure_is_a_job_of_the_independent_figures_package():
