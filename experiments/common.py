@@ -73,7 +73,7 @@ class Figure:
             under ``paths``.
         outputs: file names the job writes under ``paths.results``.
         full_cost: expected time and disk of the full mode, on a 2-core machine.
-        experiment: the module of the experiment (``experiments.sampling``); ``python experiments/<module>.py`` is
+        experiment: the module of the experiment (``experiments.figures.sampling``); ``python -m <module>`` is
             its command line.
         plots: the figures it draws (``python experiments/draw.py NAME`` redraws one).
         claims: the paper's claims (and those against peers) its tables decide (:class:`experiments.report.Claim`).

@@ -1,6 +1,6 @@
 """Tables of pipelined runs, shared by the jobs that read them: the pipeline speed job
-(:mod:`experiments.pipeline_speed`), its simulator validation (:mod:`experiments.pipeline_validation`), the cost job
-(:mod:`experiments.cost`) and the accelerator measurement (:mod:`experiments.measure.pipeline_cuda`).
+(:mod:`experiments.figures.pipeline_speed`), its simulator validation (:mod:`experiments.figures.pipeline_validation`), the cost job
+(:mod:`experiments.figures.cost`) and the accelerator measurement (:mod:`experiments.measure.pipeline_cuda`).
 
 A configuration label (:func:`configuration`) names a system configuration in a few characters; :func:`speed_table`
 is one row per recorded speed run (warm epoch time, busy times, utilization, efficiency, ratio to in-memory).

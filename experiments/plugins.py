@@ -11,17 +11,17 @@ from __future__ import annotations
 from suite.registry import Registry
 
 FIGURE_TABLE: dict[str, str] = {
-    "sampling": "experiments.sampling:FIGURE",
-    "pipeline": "experiments.pipeline_speed:FIGURE",
-    "pipeline_validation": "experiments.pipeline_validation:FIGURE",  # reads the pipeline job's speed runs
-    "link_prediction": "experiments.link_prediction_grid:FIGURE",
-    "link_prediction_peers": "experiments.link_prediction_peers:FIGURE",
-    "disk_nc": "experiments.disk_nc:FIGURE",
-    "disk_lp": "experiments.disk_lp:FIGURE",
-    "buffer_io": "experiments.buffer_io:FIGURE",
-    "work_depth": "experiments.work_depth:FIGURE",
-    "async_gnn": "experiments.async_gnn:FIGURE",
-    "cost": "experiments.cost:FIGURE",  # last: reads the runs of the pipeline and disk_nc jobs
+    "sampling": "experiments.figures.sampling:FIGURE",
+    "pipeline": "experiments.figures.pipeline_speed:FIGURE",
+    "pipeline_validation": "experiments.figures.pipeline_validation:FIGURE",  # reads the pipeline job's speed runs
+    "link_prediction": "experiments.figures.link_prediction_grid:FIGURE",
+    "link_prediction_peers": "experiments.figures.link_prediction_peers:FIGURE",
+    "disk_nc": "experiments.figures.disk_nc:FIGURE",
+    "disk_lp": "experiments.figures.disk_lp:FIGURE",
+    "buffer_io": "experiments.figures.buffer_io:FIGURE",
+    "work_depth": "experiments.figures.work_depth:FIGURE",
+    "async_gnn": "experiments.figures.async_gnn:FIGURE",
+    "cost": "experiments.figures.cost:FIGURE",  # last: reads the runs of the pipeline and disk_nc jobs
 }
 """Figure name -> its module's :class:`~experiments.common.Figure`, in the order ``reproduce`` runs them (a job
 that reads the runs of others comes after them) and the report lists their claims and tables."""
@@ -30,6 +30,8 @@ FIGURES: Registry = Registry("figure", table=FIGURE_TABLE)
 
 PEER_TABLE: dict[str, str] = {
     "pyg": "experiments.peers.pyg:PEER",
+    "pbg": "experiments.peers.pbg:PEER",
+    "pykeen": "experiments.peers.pykeen:PEER",
 }
 """Peer name -> its module's :class:`~experiments.peers.Peer`."""
 

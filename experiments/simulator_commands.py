@@ -6,7 +6,7 @@
   a stored measurement.
 - ``gnnsuite simulate-async SPEC [--out DIR] [--gantt PNG]``: the asynchronous GNN pipeline modes
   (:mod:`simulators.async_gnn_model`); a spec whose durations are ``measured`` gets them timed here
-  (:mod:`experiments.measure.kernels`); the Gantt chart is :func:`experiments.async_gnn.plot_simulated_gantt`.
+  (:mod:`experiments.measure.kernels`); the Gantt chart is :func:`experiments.figures.async_gnn.plot_simulated_gantt`.
 
 They live here, not in :mod:`simulators`, because the simulators never measure nor draw. :func:`add_commands`
 adds both to the ``gnnsuite`` subcommands; errors a user causes are :class:`~suite.errors.SuiteError` (one line,
@@ -93,7 +93,7 @@ def _cmd_simulate_async(args: argparse.Namespace) -> int:
         _write_async_tables(Path(args.out), spec, results)
         print(f"wrote {args.out}/summary.csv, tasks.csv, summary.json", file=sys.stderr)
     if args.gantt:
-        from experiments.async_gnn import plot_simulated_gantt
+        from experiments.figures.async_gnn import plot_simulated_gantt
 
         with tempfile.TemporaryDirectory() as scratch:
             tasks = Path(args.out) / "tasks.csv" if args.out else _write_async_tables(Path(scratch), spec, results)

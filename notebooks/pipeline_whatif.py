@@ -24,7 +24,7 @@
 #   bandwidth; every figure an assumption named in `simulators.calibrate.HARDWARE`).
 #
 # By default the notebook records its own small sync run on the `tiny` preset; point `RUN_DIR` at a recorded
-# run folder (e.g. `out/pipeline/pipeline_speed/<run>` from `python experiments/pipeline_speed.py`) to use that instead.
+# run folder (e.g. `out/pipeline/pipeline_speed/<run>` from `python -m experiments.figures.pipeline_speed`) to use that instead.
 
 # %% tags=["parameters"]
 RUN_DIR = None               # a recorded pipelined run folder to calibrate on (None: record one on PRESET)

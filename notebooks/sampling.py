@@ -19,7 +19,7 @@
 # them at an earlier hop; DENSE (`systems/sampling/dense.py`) samples each node's neighbours once per batch and
 # reuses them at every layer. Here both sample the same roots of a generated power-law graph: time per batch,
 # sampled edges and unique nodes per hop, for 1 to `len(FANOUTS)` layers. The recorded reference table
-# (`results/sampling.csv`, from `python experiments/sampling.py` on much bigger graphs) follows if present.
+# (`results/sampling.csv`, from `python -m experiments.figures.sampling` on much bigger graphs) follows if present.
 
 # %% tags=["parameters"]
 NUM_NODES = 20_000
@@ -48,7 +48,6 @@ import torch
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from experiments.sampling import dense_stats, naive_stats
 from suite.data.synthetic import SyntheticConfig, generate
 from suite.registry import SAMPLERS
 from systems.sampling.sampler import SamplingGraph
@@ -70,7 +69,6 @@ roots = torch.randperm(NUM_NODES, generator=torch.Generator().manual_seed(SEED))
 print(f"graph: {NUM_NODES:,} nodes, {num_edges:,} stored edges; {len(roots)} roots")
 
 # %%
-STATS = {"naive": naive_stats, "dense": dense_stats}
 rows = []
 for layers in range(1, len(FANOUTS) + 1):
     for name in ("naive", "dense"):
@@ -82,7 +80,7 @@ for layers in range(1, len(FANOUTS) + 1):
             started = time.perf_counter()
             sample = sampler.sample(roots, generator)
             times.append(time.perf_counter() - started)
-            stats.append(STATS[name](sample))
+            stats.append(sampler.counts(sample))
         hops = [round(statistics.median(s.unique_nodes_per_hop[i] for s in stats))
                 for i in range(len(stats[0].unique_nodes_per_hop))]
         rows.append({"layers": layers, "sampler": name, "time_ms": 1e3 * statistics.median(times),
@@ -108,7 +106,7 @@ ratios.round(3)
 # %% [markdown]
 # ## The recorded reference table
 #
-# `results/sampling.csv` (naive vs DENSE on `livejournal-like` and `papers-like-s`; see `experiments/sampling.py`
+# `results/sampling.csv` (naive vs DENSE on `livejournal-like` and `papers-like-s`; see `experiments/figures/sampling.py`
 # for what every column means). Skipped when the file is not there.
 
 # %%
@@ -119,7 +117,7 @@ if RESULTS_CSV.exists():
     display(ok.pivot_table(index=["dataset", "layers"], columns="sampler",
                            values=["time_s", "sampled_edges"]).round(4))
 else:
-    print(f"{RESULTS_CSV} not found: run python experiments/sampling.py")
+    print(f"{RESULTS_CSV} not found: run python -m experiments.figures.sampling")
 
 # %%
 summary = {

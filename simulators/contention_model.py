@@ -30,7 +30,7 @@ The result keeps its provenance (machine, torch threads, load of other processes
 what-if simulation on other hardware does not use them.
 
 :class:`UniformSlowdown` is the one-parameter alternative (one factor for every oversubscribed job), which
-``experiments/pipeline_validation.py --contention loo`` fits leave-one-out on held-out runs, for comparison.
+``experiments/figures/pipeline_validation.py --contention loo`` fits leave-one-out on held-out runs, for comparison.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class ContentionTable:
 @dataclass(frozen=True)
 class UniformSlowdown:
     """One factor for every CPU job while the cores are oversubscribed: the one-parameter model that
-    ``experiments/pipeline_validation.py --contention loo`` fits leave-one-out (never on the run it predicts)."""
+    ``experiments/figures/pipeline_validation.py --contention loo`` fits leave-one-out (never on the run it predicts)."""
 
     value: float
 
@@ -172,7 +172,7 @@ class Contention:
 
 def load_contention(path: str | os.PathLike, run: str | os.PathLike | None = None) -> Contention:
     """A :class:`Contention` stored as JSON by :meth:`Contention.to_dict`, or one of those stored per calibration
-    run (``{"tables": {run folder name: ...}}``, as ``experiments/pipeline_validation.py`` writes them): the one of
+    run (``{"tables": {run folder name: ...}}``, as ``experiments/figures/pipeline_validation.py`` writes them): the one of
     ``run``'s folder name, or the only one."""
     data = json.loads(Path(path).read_text())
     if "cores" in data:

@@ -129,7 +129,7 @@ AWS_PROFILES: tuple[MachineProfile, ...] = (
 
 
 # CPU-only instances, to price runs measured on a machine without a GPU at the price of a comparable cloud instance
-# (``machine.hourly_usd``, or ``experiments/cost.py --price-local-as``). Not in AWS_PROFILES (the GPU machines).
+# (``machine.hourly_usd``, or ``experiments/figures/cost.py --price-local-as``). Not in AWS_PROFILES (the GPU machines).
 CPU_PROFILES: tuple[MachineProfile, ...] = (
     MachineProfile(
         name="m6a.large", hourly_usd=0.0864, price_source=_AWS_PRICE_LIST, price_date=_READ_ON,

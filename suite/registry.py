@@ -141,6 +141,11 @@ class Registry(Generic[T]):
         self._fill()
         return sorted(self._order)
 
+    def names_in_order(self) -> list[str]:
+        """Registered names in registration (declaration) order (imports no plugin module)."""
+        self._fill()
+        return list(self._order)
+
     def __contains__(self, name: object) -> bool:
         self._fill()
         return name in self._items or name in self._targets

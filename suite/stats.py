@@ -1,7 +1,7 @@
 """Confidence intervals and verdicts: the statistics behind every table, claim and error bar of the suite.
 
 Computation only (as rliable separates it from plotting): the tables (``experiments/*.py``), the report
-(``experiments/report.py``) and the figures' error bars (``experiments/figures.py``) all call these functions, so a
+(``experiments/report.py``) and the figures' error bars (``experiments/style.py``) all call these functions, so a
 number and its interval mean the same thing everywhere.
 
 Intervals (95 % by default, :data:`CONFIDENCE`):

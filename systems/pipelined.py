@@ -30,7 +30,7 @@ epoch's batches; forked after setup, they share graph, features and labels copy-
 single feeder thread admits in planned order; the workers' own timestamps are the ``load`` stamps. The
 DataLoader prefetches up to ``batch_host_queue_size`` batches ahead of admission (loading reads nothing the
 model changes for node classification).
-``experiments/pipeline_speed.py`` measures both.
+``experiments/figures/pipeline_speed.py`` measures both.
 
 Recorded per epoch, besides the epoch record: one ``batch`` record per batch (admission, per-stage start/end and
 worker, staleness; times in seconds from the epoch's start), one ``queues`` record (occupancy of each queue after

@@ -94,21 +94,27 @@ def test_import_linter_contracts_are_kept() -> None:
     assert "0 broken" in done.stdout
 
 
-def test_import_linter_catches_an_upward_import(tmp_path: Path) -> None:
-    """The same contracts on a copy of the packages in which the harness imports an experiment: broken."""
+@pytest.mark.parametrize(("module", "imported", "reported"), [
+    ("suite/errors.py", "experiments.common", "suite.errors -> experiments.common"),
+    ("experiments/figures/buffer_io.py", "experiments.figures.cost",
+     "experiments.figures.buffer_io -> experiments.figures.cost"),
+], ids=["upward", "between-figure-jobs"])
+def test_import_linter_catches_a_forbidden_import(tmp_path: Path, module: str, imported: str, reported: str) -> None:
+    """The same contracts on a copy of the packages in which one module gains a forbidden import (the harness an
+    experiment's, a figure job another's): broken."""
     for package in PACKAGES:
         for source in (REPO_ROOT / package).rglob("*.py"):
             target = tmp_path / source.relative_to(REPO_ROOT)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(source.read_bytes())
     (tmp_path / "pyproject.toml").write_bytes((REPO_ROOT / "pyproject.toml").read_bytes())
-    errors = tmp_path / "suite" / "errors.py"
-    errors.write_text(errors.read_text() + "\n\ndef _upward():\n    import experiments.common  # noqa: F401\n")
+    source = tmp_path / module
+    source.write_text(source.read_text() + f"\n\ndef _forbidden():\n    import {imported}  # noqa: F401\n")
     lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
     done = subprocess.run([lint, "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert done.returncode != 0, done.stdout
-    assert "suite.errors -> experiments.common" in done.stdout
+    assert reported in done.stdout
 
 
 def test_upper_layers_plug_in_through_entry_points() -> None:

@@ -107,8 +107,8 @@ def test_every_relative_link_points_at_a_file():
 
 
 def test_long_commands_get_their_quick_flag():
-    command = Command("python experiments/pipeline_speed.py   # 90 minutes", "long", "x:1")
-    assert command.to_run() == "python experiments/pipeline_speed.py --quick"
+    command = Command("python -m experiments.figures.pipeline_speed   # 90 minutes", "long", "x:1")
+    assert command.to_run() == "python -m experiments.figures.pipeline_speed --quick"
     assert Command("gnnsuite run a.yaml  # one run", "", "x:1").to_run() == "gnnsuite run a.yaml  # one run"
     text = "```bash\na \\\n   --b\n# c\n```\n```bash no-test\nd\n```\n```text\ne\n```\n"
     assert [(c.text, c.tag, c.where) for c in block_commands(text, "p")] == [("a --b", "", "p:2"),

@@ -6,10 +6,11 @@ is, which run specs need it (:meth:`Peer.needs`) and why it may be missing here 
 - PyG (``torch_geometric`` with ``pyg-lib`` or ``torch-sparse``; :mod:`experiments.peers.pyg`): the sampler ``pyg``
   (:mod:`systems.sampling.pyg`) and the system ``pyg`` (:mod:`systems.pyg_baseline`), rows of the sampling,
   pipeline and disk experiments;
-- PyTorch-BigGraph (``torchbiggraph`` 1.0.0, in its own environment ``.venv-pbg``, driven through
-  :mod:`experiments.peers.pbg_driver`) and PyKEEN (``pykeen`` 1.11, the extra ``peers``:
-  :mod:`experiments.peers.pykeen_driver`): link prediction, ``experiments/link_prediction_peers.py`` (which checks
-  them per configuration).
+- PyTorch-BigGraph (``torchbiggraph`` 1.0.0, in its own environment ``.venv-pbg``; :mod:`experiments.peers.pbg`,
+  driving :mod:`experiments.peers.pbg_driver`) and PyKEEN (``pykeen`` 1.11, the extra ``peers``;
+  :mod:`experiments.peers.pykeen`, driving :mod:`experiments.peers.pykeen_driver`): link prediction, their
+  configurations (``Peer.link_prediction``, :mod:`experiments.peers.link_prediction`) run by
+  :mod:`experiments.figures.link_prediction_peers`, which checks them per configuration.
 
 ``make peers`` installs them (the prebuilt torch-sparse/torch-scatter wheels of ``../shared/wheels`` when that
 folder is there). A peer that is not installed is never an error of an experiment: its rows are recorded as
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -31,12 +33,16 @@ class Peer:
         what: what it is and what it needs installed.
         needed_by: ``needed_by(spec) -> bool``: whether a run spec needs it.
         missing: ``missing() -> str | None``: why it cannot run here (None when it can).
+        link_prediction: its configurations in the link-prediction comparison
+            (:class:`experiments.peers.link_prediction.Configuration`; the peers experiment runs those of every
+            registered peer).
     """
 
     name: str
     what: str
     needed_by: Callable[[object], bool]
     missing: Callable[[], str | None]
+    link_prediction: tuple[Any, ...] = ()
 
     def needs(self, spec) -> bool:
         """Whether the run spec ``spec`` needs this peer."""

@@ -2,7 +2,7 @@
 
 Runs inside PBG's own environment (``make peers`` builds ``.venv-pbg``: ``torchbiggraph`` imports ``pkg_resources``,
 so it needs setuptools < 70, which the suite's environment does not pin), as a subprocess of
-``experiments/link_prediction_peers.py``. Standalone on purpose: it imports only PBG, torch, h5py and numpy.
+``experiments/figures/link_prediction_peers.py``. Standalone on purpose: it imports only PBG, torch, h5py and numpy.
 
 Input (``--data``): ``train.npy`` (``(k, 3)`` int64 ``(head, relation, tail)``) and ``meta.json``
 (``num_entities``, ``num_relations``). The entities are split into ``--partitions`` partitions by ``id % p``

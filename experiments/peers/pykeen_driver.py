@@ -1,6 +1,6 @@
 """Train PyKEEN's DistMult (``pykeen`` 1.11, the extra ``peers``) on triples in the suite's ids; export embeddings.
 
-Run as a subprocess of ``experiments/link_prediction_peers.py`` so that its thread count (``--threads``) is its
+Run as a subprocess of ``experiments/figures/link_prediction_peers.py`` so that its thread count (``--threads``) is its
 own. Input (``--data``): ``train.npy`` (``(k, 3)`` int64 ``(head, relation, tail)``) and ``meta.json``
 (``num_entities``, ``num_relations``), used as PyKEEN's mapped triples (entity and relation ids unchanged).
 

@@ -36,7 +36,7 @@ Modules: :mod:`~simulators.async_gnn_model.spec` (the typed spec, YAML loading a
 and the field on one line), :mod:`~simulators.async_gnn_model.partitions` (the partitioned graph),
 :mod:`~simulators.async_gnn_model.durations` (stage durations), :mod:`~simulators.async_gnn_model.simulation` (the SimPy
 model) and :mod:`~simulators.async_gnn_model.tables` (summary and task tables). The names below are re-exported from
-them; the Gantt chart is :func:`experiments.async_gnn.plot_simulated_gantt`.
+them; the Gantt chart is :func:`experiments.figures.async_gnn.plot_simulated_gantt`.
 """
 
 from simulators.async_gnn_model.durations import DURATION_SOURCES, stage_durations

@@ -67,7 +67,7 @@ import torch
 
 from suite.config import ALL_NEIGHBOURS
 from systems.sampling import kernels
-from systems.sampling.sampler import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
+from systems.sampling.sampler import LayerBlock, SampledSubgraph, SampleCounts, Sampler, SamplingGraph, checked_fanouts
 from systems.sampling.naive import sample_neighbours
 
 _INT32_MAX = (1 << 31) - 1
@@ -239,7 +239,7 @@ def _layer_edges_torch(edges: torch.Tensor, nbr_offsets: torch.Tensor, first: in
     return torch.cat([edges[:, first:inner_first], inner[:, rank < cap]], 1).sub_(shift)
 
 
-class DenseSampler:
+class DenseSampler(Sampler):
     """DENSE multi-hop sampler (MariusGNN): each unique node's neighbours are sampled at most once per batch.
 
     Args:
@@ -278,6 +278,19 @@ class DenseSampler:
     """How figures name it."""
     marker = "s"
     """Its marker in figures."""
+    variants = {"torch": {"backend": "torch"}}
+    """The sampling figure also runs its tensor-operations backend (``dense-torch``)."""
+
+    @classmethod
+    def counts(cls, output: DenseSubgraph) -> SampleCounts:
+        """The counts of a DENSE sample, as it reports them."""
+        return SampleCounts(int(output.num_sampled_edges), [int(n) for n in output.unique_nodes_per_hop],
+                            int(output.one_hop_calls))
+
+    @staticmethod
+    def nodes_to_sample_next(counts: SampleCounts) -> int:
+        """Each node is sampled once: hop K samples the nodes first reached at hop K - 1."""
+        return counts.unique_nodes_per_hop[-1]
 
     def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False,
                  backend: str = "auto", truncate: bool = True) -> None:

@@ -32,7 +32,7 @@ import torch
 
 from suite.config import ALL_NEIGHBOURS
 from systems.sampling import kernels
-from systems.sampling.sampler import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
+from systems.sampling.sampler import LayerBlock, SampledSubgraph, Sampler, SamplingGraph, checked_fanouts
 
 
 def _segment_offsets(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -154,7 +154,7 @@ def relabel(dst_nodes: torch.Tensor, neighbours: torch.Tensor) -> tuple[torch.Te
     return unique[order], rank[inverse[len(dst_nodes):]]
 
 
-class NaiveSampler:
+class NaiveSampler(Sampler):
     """Layer-wise sampler with DGL semantics: every frontier node is re-sampled at every hop.
 
     Args:
@@ -176,6 +176,8 @@ class NaiveSampler:
     """How figures name it."""
     marker = "o"
     """Its marker in figures."""
+    variants = {"torch": {"backend": "torch"}}
+    """The sampling figure also runs its tensor-operations backend (``naive-torch``)."""
 
     def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False,
                  backend: str = "auto") -> None:

@@ -42,7 +42,7 @@ from typing import Any
 import torch
 
 from suite.errors import ConfigError
-from systems.sampling.sampler import LayerBlock, SampledSubgraph, SamplingGraph, checked_fanouts
+from systems.sampling.sampler import LayerBlock, SampledSubgraph, SampleCounts, Sampler, SamplingGraph, checked_fanouts
 
 _GLOBAL_GENERATOR = threading.Lock()
 _SEED_BOUND = 1 << 62
@@ -137,7 +137,7 @@ def blocks_from_pyg(node: torch.Tensor, row: torch.Tensor, col: torch.Tensor, nu
     return tuple(blocks)
 
 
-class PygSampler:
+class PygSampler(Sampler):
     """PyG's NeighborSampler behind the suite's sampler contract (layer-wise blocks, explicit generator).
 
     Args:
@@ -153,6 +153,43 @@ class PygSampler:
     """How figures name it."""
     marker = "^"
     """Its marker in figures."""
+
+    @classmethod
+    def missing_reason(cls) -> str | None:
+        """Why PyG cannot sample here (None when it can)."""
+        return missing_reason()
+
+    @classmethod
+    def implementation(cls) -> str:
+        """PyG's sampler (the instance's ``backend``, pyg-lib or torch-sparse, is added)."""
+        return "torch_geometric.sampler.NeighborSampler"
+
+    def timed_sample(self, roots: torch.Tensor, seed: int) -> tuple[torch.Tensor, Any, int]:
+        """PyG's own call only, seeded through torch's global generator (the assembly of blocks by :meth:`sample`
+        is not timed, which favours PyG): ``(roots, PyG's output, layers)``."""
+        from torch_geometric.sampler import NodeSamplerInput
+
+        torch.manual_seed(seed)  # PyG's sampler draws from torch's global generator
+        return roots, self._sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=roots)), len(self.fanouts)
+
+    @classmethod
+    def counts(cls, output: tuple[torch.Tensor, Any, int]) -> SampleCounts:
+        """The counts of PyG's output (:meth:`timed_sample`); the per-hop node counts are recovered from the edge
+        order when the backend does not return them (torch-sparse: targets visited hop by hop, new nodes appended
+        in order; :func:`nodes_per_hop`)."""
+        roots, out, layers = output
+        if out.num_sampled_nodes is not None:
+            per_hop = [int(n) for n in out.num_sampled_nodes]
+        else:
+            within = nodes_per_hop(out.row, out.col, len(roots), layers)
+            per_hop = [within[0]] + [b - a for a, b in zip(within, within[1:])]
+        per_hop += [0] * (layers + 1 - len(per_hop))
+        return SampleCounts(int(out.row.numel()), per_hop, sum(per_hop[:-1]))
+
+    @staticmethod
+    def nodes_to_sample_next(counts: SampleCounts) -> int:
+        """Each node is sampled once: hop K samples the nodes first reached at hop K - 1."""
+        return counts.unique_nodes_per_hop[-1]
 
     def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False) -> None:
         fanouts = checked_fanouts(fanouts)

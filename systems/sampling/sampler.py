@@ -14,9 +14,9 @@ Models consume either through ``SampledSubgraph``'s fields.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, ClassVar
 
 import torch
 
@@ -130,14 +130,72 @@ class SamplingGraph:
         return self.indptr[nodes + 1] - self.indptr[nodes]
 
 
-class Sampler(Protocol):
-    """What every registered sampler implements."""
+@dataclass(frozen=True)
+class SampleCounts:
+    """What one sampled batch is counted as (benchmarks read it after the clock stops).
 
-    def __init__(self, graph: SamplingGraph, fanouts: Sequence[int], *, replace: bool = False) -> None: ...
+    Attributes:
+        sampled_edges: edges sampled in total.
+        unique_nodes_per_hop: ``[roots, delta_1, ..., delta_K]``, the nodes first reached at each hop (for a
+            layer-wise sampler, the growth of its frontier).
+        one_hop_calls: nodes whose neighbour lists were sampled, over all hops.
+    """
+
+    sampled_edges: int
+    unique_nodes_per_hop: list[int]
+    one_hop_calls: int
+
+
+class Sampler:
+    """Base of every registered sampler: ``SamplerClass(graph, fanouts, replace=...)``, then ``sample(roots,
+    generator)`` per mini-batch.
+
+    A subclass sets ``label`` and ``marker`` (how figures draw it) and implements :meth:`sample`. What a benchmark
+    (the sampling figure, ``experiments/figures/sampling.py``) needs beyond that has defaults here, those of a
+    layer-wise sampler (its blocks counted as such, its whole frontier sampled again at every hop); a sampler
+    overrides what differs.
+    """
+
+    label: ClassVar[str] = ""
+    """How figures name it (empty: its registered name)."""
+    marker: ClassVar[str] = ""
+    """Its marker in figures (empty: the next free one)."""
+    variants: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    """Constructor options a benchmark also runs it with, by suffix: ``{"torch": {"backend": "torch"}}`` adds the
+    row ``<name>-torch``."""
 
     def sample(self, roots: torch.Tensor, generator: torch.Generator) -> SampledSubgraph:
         """Sample the multi-hop neighbourhood of ``roots`` (fanouts outermost last; -1 = all neighbours)."""
-        ...
+        raise NotImplementedError
+
+    @classmethod
+    def missing_reason(cls) -> str | None:
+        """Why this sampler cannot run here (a package not installed), or None when it can."""
+        return None
+
+    @classmethod
+    def implementation(cls) -> str:
+        """What implements it, as benchmarks record it (its module; the instance's ``backend`` is added)."""
+        return cls.__module__
+
+    def timed_sample(self, roots: torch.Tensor, seed: int) -> Any:
+        """One call as a benchmark times it: the sample of ``roots`` from a generator seeded with ``seed``."""
+        return self.sample(roots, torch.Generator().manual_seed(seed))
+
+    @classmethod
+    def counts(cls, output: Any) -> SampleCounts:
+        """The counts of one output of :meth:`timed_sample`: for layer-wise blocks, the frontier's growth per hop,
+        every frontier node counted at every hop."""
+        hops = list(reversed(output.blocks))  # innermost (destinations = roots) first
+        frontier = [len(output.roots)] + [len(block.src_nodes) for block in hops]
+        deltas = [frontier[0]] + [b - a for a, b in zip(frontier, frontier[1:])]
+        return SampleCounts(int(output.num_sampled_edges), deltas, sum(int(block.num_dst) for block in hops))
+
+    @staticmethod
+    def nodes_to_sample_next(counts: SampleCounts) -> int:
+        """From the counts at K - 1 layers, the nodes whose neighbours hop K samples (a memory estimate): a
+        layer-wise sampler's whole frontier (an upper bound for any sampler)."""
+        return sum(counts.unique_nodes_per_hop)
 
 
 def checked_fanouts(fanouts: Sequence[int]) -> tuple[int, ...]:

@@ -288,7 +288,7 @@ def rank_triples(decoder: Decoder, z: torch.Tensor, edges: torch.Tensor, known: 
     Every true tail of ``(h, r, ?)`` and true head of ``(?, r, t)`` is ranked among all entities (``negatives``
     None) or among that many uniformly sampled ones per query (drawn from a generator seeded with ``seed``; OGB's
     link Evaluator), ties at their mean rank (:func:`suite.metrics.target_ranks`). The task's evaluation and the
-    peers' (``experiments/link_prediction_peers.py``: PyTorch-BigGraph's and PyKEEN's exported embeddings) go
+    peers' (``experiments/figures/link_prediction_peers.py``: PyTorch-BigGraph's and PyKEEN's exported embeddings) go
     through this one function, so their numbers compare.
 
     Args:

@@ -13,7 +13,7 @@ import pytest
 from experiments import common
 from tests.support.paths import REPO_ROOT
 
-SCRIPTS = sorted(path for folder in ("experiments", "experiments/measure")
+SCRIPTS = sorted(path for folder in ("experiments", "experiments/figures", "experiments/measure")
                  for path in (REPO_ROOT / folder).glob("*.py") if path.name != "__init__.py")
 
 
@@ -72,7 +72,7 @@ def test_no_script_edits_sys_path():
     assert SCRIPTS and not [path.name for path in SCRIPTS if "sys.path" in path.read_text()]
 
 
-@pytest.mark.parametrize("script", ["experiments/buffer_io.py", "experiments/measure/store_open.py"])
+@pytest.mark.parametrize("script", ["experiments/figures/buffer_io.py", "experiments/measure/store_open.py"])
 def test_scripts_run_as_files_from_the_checkout(script):
     done = subprocess.run([sys.executable, script, "--help"], cwd=REPO_ROOT, capture_output=True, text=True,
                           timeout=120)

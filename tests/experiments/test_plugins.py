@@ -10,7 +10,7 @@ import pytest
 
 from experiments import compare, draw, plugins, report
 from experiments.common import SPECS, Figure
-from experiments.figures import color_of, display_label
+from experiments.style import color_of, display_label
 from experiments.peers import Peer, split_runnable
 from suite.config import load_spec
 
@@ -61,7 +61,7 @@ def test_every_plot_is_drawable_by_name():
 
 
 def test_a_sampler_appears_by_registration():
-    from experiments.sampling import sampler_styles
+    from experiments.figures.sampling import sampler_styles
 
     styles = sampler_styles(["naive", "dense", "pyg", "naive-torch", "toy"])
     assert styles["dense"][:2] == ("s", "DENSE")
@@ -78,7 +78,7 @@ def _spec(system: str, sampler: str):
 
 def test_a_peer_is_one_registered_object_that_says_what_it_needs():
     pyg = plugins.PEERS.get("pyg")
-    assert isinstance(pyg, Peer) and plugins.PEER_TABLE == {"pyg": "experiments.peers.pyg:PEER"}
+    assert isinstance(pyg, Peer) and plugins.PEER_TABLE["pyg"] == "experiments.peers.pyg:PEER"
     spec, peer_spec = _spec("in_memory", "dense"), _spec("in_memory", "pyg")
     assert not pyg.needs(spec) and pyg.needs(peer_spec)
     runnable, skipped = split_runnable([spec, peer_spec])
@@ -87,11 +87,25 @@ def test_a_peer_is_one_registered_object_that_says_what_it_needs():
     assert skipped == ([] if reason is None else [(peer_spec, reason)])
 
 
-def test_the_figure_jobs_contract_lists_every_registered_figure():
+def test_the_link_prediction_peers_run_every_registered_peer_s_configurations():
+    from experiments.figures import link_prediction_peers
+
+    peers = [plugins.PEERS.get(name) for name in plugins.PEER_TABLE]
+    supplied = [c.name for peer in peers for c in peer.link_prediction]
+    assert supplied == ["pbg-p1", "pbg-p8", "pykeen"]
+    assert link_prediction_peers.CONFIGURATIONS.names_in_order() == ["suite", "suite-bf16", "suite-pipelined",
+                                                                     *supplied]
+    assert link_prediction_peers.DEFAULT_CONFIGURATIONS == ("suite", *supplied)
+    assert not any(peer.needs(_spec("in_memory", "dense")) for peer in peers if peer.link_prediction)
+
+
+def test_every_registered_figure_is_a_job_of_the_independent_figures_package():
     import tomllib
 
     from experiments.common import REPO_ROOT
 
     contracts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     jobs = next(c for c in contracts if c["name"].startswith("The figure jobs are independent"))
-    assert sorted(jobs["modules"]) == sorted(target.split(":")[0] for target in plugins.FIGURE_TABLE.values())
+    assert jobs["modules"] == ["experiments.figures.*"]
+    modules = [target.split(":")[0] for target in plugins.FIGURE_TABLE.values()]
+    assert [m for m in modules if m.rpartition(".")[0] != "experiments.figures"] == []

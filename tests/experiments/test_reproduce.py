@@ -129,7 +129,7 @@ def test_cli_refuses_results_as_out_with_a_one_line_error(capsys):
 # ---------------------------------------------------------------------------------------------- claims
 def _sampling_table(times: dict[int, tuple[list[float], list[float]]], quick: bool = False) -> pd.DataFrame:
     """naive and DENSE rows per layer count from per-repeat times (the ratios computed as the experiment does)."""
-    from experiments.sampling import add_ratios
+    from experiments.figures.sampling import add_ratios
 
     rows = []
     for layers, (naive, dense) in times.items():

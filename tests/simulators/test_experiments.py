@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from experiments import async_gnn, work_depth
+from experiments.figures import async_gnn, work_depth
 
 
 @pytest.mark.slow

@@ -10,13 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments import cost, report, reproduce
+from experiments import report, reproduce
+from experiments.figures import cost
 from experiments.plugins import FIGURES
 from simulators.calibrate import HARDWARE
 from suite.config import load_spec
 from suite.errors import ConfigError, DataError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 M6A = 0.0864  # m6a.large, $/h: the price the runs measured here are priced at
 
 

@@ -1,4 +1,4 @@
-"""The sampling experiment (experiments/sampling.py) and its figure, on tiny generated graphs."""
+"""The sampling experiment (experiments/figures/sampling.py) and its figure, on tiny generated graphs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments import sampling
+from experiments.figures import sampling
+from systems.sampling import PygSampler
 
 SAMPLERS = ("naive", "dense", "pyg")
 
@@ -51,7 +52,7 @@ def test_pyg_row_present_or_skipped_with_reason(recorded):
     table, _ = recorded
     pyg = table[table["sampler"] == "pyg"]
     assert len(pyg) == 10
-    if sampling.pyg_backend() is None:
+    if PygSampler.missing_reason() is not None:
         assert (pyg["status"] == "skipped").all()
         assert (pyg["reason"] == "pyg-lib/torch-sparse not installed").all()
         assert pyg["time_s"].isna().all()
@@ -144,7 +145,7 @@ def test_pyg_stats_recovers_hops_from_the_edge_order():
     # torch.ops.torch_sparse.neighbor_sample): targets visited hop by hop, new nodes appended.
     out = SimpleNamespace(row=torch.tensor([1, 2, 3, 3, 4, 0]), col=torch.tensor([0, 0, 1, 2, 2, 3]),
                           num_sampled_nodes=None)
-    stats = sampling.pyg_stats((torch.tensor([0]), out, 3))
+    stats = PygSampler.counts((torch.tensor([0]), out, 3))
     assert stats.sampled_edges == 6
     assert stats.unique_nodes_per_hop == [1, 2, 2, 0]
     assert stats.one_hop_calls == 5
@@ -159,3 +160,34 @@ def test_short_configurations_get_extra_rounds_up_to_the_cap(tmp_path):
     assert list(pd.read_csv(csv)["repeats"]) == [4, 4]
     sampling.main(common + ["--min-seconds", "0"])  # never short: the planned rounds only
     assert list(pd.read_csv(csv)["repeats"]) == [2, 2]
+
+
+def test_a_newly_registered_sampler_gets_its_rows_and_its_line_in_the_figure(tmp_path, monkeypatch):
+    import suite.registry
+    from suite.registry import Registry
+    from systems import plugins
+    from systems.sampling import NaiveSampler
+
+    class EveryOtherRootSampler(NaiveSampler):
+        """A toy: the naive sampler on half the roots (registered here only)."""
+
+        label = "every other root"
+        variants = {}
+
+        def sample(self, roots, generator):
+            return super().sample(roots[::2], generator)
+
+    samplers = Registry("sampler", table=plugins.SAMPLERS)
+    samplers.register("toy", EveryOtherRootSampler)
+    monkeypatch.setattr(suite.registry, "SAMPLERS", samplers)
+    csv = tmp_path / "s.csv"
+    sampling.main(["--num-nodes", "2000", "--settings", "papers", "--layers", "1", "--repeats", "1", "--warmup", "0",
+                   "--threads", "1", "--data-dir", str(tmp_path / "data"), "--csv", str(csv),
+                   "--png", str(tmp_path / "s.png")])
+    table = pd.read_csv(csv)
+    assert list(table["sampler"]) == ["naive", "dense", "pyg", "toy"]
+    toy = table.set_index("sampler").loc["toy"]
+    assert toy["status"] == "ok" and toy["unique_nodes_per_hop"].startswith(f"[{(toy['num_roots'] + 1) // 2},")
+    assert toy["backend"].startswith(f"{__name__} (")
+    assert sampling.sampler_styles(["naive", "toy"])["toy"][1] == "every other root"
+    assert (tmp_path / "s.png").is_file()

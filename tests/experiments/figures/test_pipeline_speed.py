@@ -1,11 +1,12 @@
-"""The pipeline experiment (experiments/pipeline_speed.py) end to end on the tiny preset."""
+"""The pipeline experiment (experiments/figures/pipeline_speed.py) end to end on the tiny preset."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from experiments import pipeline_runs, pipeline_speed
+from experiments import pipeline_runs
+from experiments.figures import pipeline_speed
 from systems.sampling.pyg import missing_reason
 
 
@@ -77,7 +78,7 @@ def test_pyg_runs_once_per_dataset_as_sampler_pyg_or_is_skipped_with_the_reason(
 
 @pytest.mark.parametrize("quick", [False, True])
 def test_validation_without_the_speed_runs_says_what_to_run_first(tmp_path, capsys, quick):
-    from experiments import pipeline_validation
+    from experiments.figures import pipeline_validation
 
     argv = ["--results", str(tmp_path / "results")] + (["--quick"] if quick else [])
     if not quick:
@@ -86,7 +87,7 @@ def test_validation_without_the_speed_runs_says_what_to_run_first(tmp_path, caps
         argv += ["--runs", str(tmp_path / "missing")]
     assert pipeline_validation.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    command = "python experiments/pipeline_speed.py" + (" --quick" if quick else "")
+    command = "python -m experiments.figures.pipeline_speed" + (" --quick" if quick else "")
     expected = f"{command}` first"
     assert len(err) == 1 and expected in err[0], err
     assert not (tmp_path / "results").exists()

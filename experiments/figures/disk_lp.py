@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/disk_lp.py [--quick] [--out out/disk-lp] [--results out/results] [--jobs 2] [--no-plot]
+    python -m experiments.figures.disk_lp [--quick] [--out out/disk-lp] [--results out/results] [--jobs 2] [--no-plot]
 
 Runs ``experiments/specs/disk_lp_distmult.yaml`` (shallow DistMult) and ``experiments/specs/disk_lp_graphsage.yaml``
 (GraphSAGE + DistMult) through the harness: p = 32 partitions, a buffer of c = 8 (p/4), policies ``beta``,
@@ -39,7 +39,7 @@ import matplotlib.pyplot as plt
 from experiments.common import (REPO_ROOT, RESULTS, SPECS, Figure, Mode, Paths, Plot, add_common_options, check_failed,
                                 cli, parse)
 from experiments.compare import TableSpec
-from experiments.figures import MARIUSGNN, caption, color_of, configuration_label, error_bars, save_figure, styled
+from experiments.style import MARIUSGNN, caption, color_of, configuration_label, error_bars, save_figure, styled
 from experiments.report import Estimate, Finding, MIN_SEEDS, NOT_TESTABLE, claim
 from suite.datasets import shared_datasets_dir
 from suite.errors import ConfigError
@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # ---------------------------------------------------------------------------------------------- the figure
 def plot_disk_lp(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Disk-based link prediction per policy (``experiments/disk_lp.py``), one row of panels per model: test MRR
+    """Disk-based link prediction per policy (``experiments/figures/disk_lp.py``), one row of panels per model: test MRR
     (mean over seeds, 95 % t interval; axis from 0; the in-memory mean dashed), warm epoch time (95 % interval)
     with the ratio to in-memory annotated and IO wait hatched, and MiB read and written per epoch.
 

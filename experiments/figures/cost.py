@@ -3,7 +3,7 @@ the pipeline simulator on cloud GPU machines.
 
 Usage::
 
-    python experiments/cost.py [--runs RUNS_DIR ...] [--csv out/results/cost.csv] [--png out/results/cost.png]
+    python -m experiments.figures.cost [--runs RUNS_DIR ...] [--csv out/results/cost.csv] [--png out/results/cost.png]
         [--price-local-as m6a.large] [--target-fraction 0.95] [--target DATASET=VALUE ...]
         [--profiles p3.2xlarge,g5.xlarge,...] [--no-plot]
 
@@ -54,7 +54,7 @@ import matplotlib.pyplot as plt
 
 from experiments.common import REPO_ROOT, RESULTS, Figure, Mode, Paths, Plot, add_common_options
 from experiments.compare import TableSpec
-from experiments.figures import COLORS, MARIUSGNN, caption, load_note, save_figure, styled
+from experiments.style import COLORS, MARIUSGNN, caption, load_note, save_figure, styled
 from experiments.report import (Estimate, Finding, HOLDS, INCONCLUSIVE, NOT_TESTABLE, claim, load_exclusions,
                                 split_under_load)
 from suite.cost import cost_per_epoch, cost_to_target, epochs_to_target, get_profile
@@ -438,7 +438,7 @@ _COST_COLUMNS = ("dataset", "configuration", "mode", "profile", "priced_as", "gp
 
 
 def plot_cost(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Dollar cost per machine profile (``experiments/cost.py``): per dataset, USD per epoch beside USD to the
+    """Dollar cost per machine profile (``experiments/figures/cost.py``): per dataset, USD per epoch beside USD to the
     target validation metric, per configuration (log y), one bar per profile: measured here (priced as a comparable
     instance, grey) and projected by the simulator on cloud GPU machines (coloured; multi-GPU: data-parallel).
     A configuration that never reached the target is marked "not reached".

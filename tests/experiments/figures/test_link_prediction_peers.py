@@ -1,4 +1,4 @@
-"""The link-prediction peer comparison (experiments/link_prediction_peers.py) on a few hundred FB15k-237 triples:
+"""The link-prediction peer comparison (experiments/figures/link_prediction_peers.py) on a few hundred FB15k-237 triples:
 the suite, PyTorch-BigGraph (p = 1 and p = 8, in its own environment) and PyKEEN really train, their exported
 embeddings are ranked by the suite's evaluation, and the table, figure and REPORT claim read the result.
 
@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments import link_prediction_peers as peers
+from experiments.figures import link_prediction_peers as peers
+from experiments.peers.link_prediction import exported
 from experiments.report import claims
 
 CONFIGURATIONS = ("suite", "suite-pipelined", "pbg-p1", "pbg-p8", "pykeen")
@@ -61,8 +62,8 @@ def test_peers_exports_are_ranked_by_the_suites_evaluation(recorded):
         driver = json.loads((run_dir / "result.json").read_text())
         assert len(driver["epoch_time_s"]) == 2 and driver["triples"] == peers.QUICK_TRIPLES["train"]
         row = runs[runs["configuration"] == name].iloc[0]
-        assert row["test_mrr"] == pytest.approx(peers._exported(_context(recorded), run_dir,
-                                                                name.startswith("pbg"))["filtered_mrr"])
+        assert row["test_mrr"] == pytest.approx(exported(_context(recorded), run_dir,
+                                                         name.startswith("pbg"))["filtered_mrr"])
 
 
 def _context(recorded):

@@ -7,7 +7,7 @@ Reads every completed link-prediction run under ``--runs`` (default ``out/lp``; 
 bound (1 = sync), epochs, training time, filtered and unfiltered test MRR and Hits@1/3/10, the last validation
 MRR, and the mean and maximum embedding staleness of pipelined runs (from their batch records).
 
-Usage: ``python experiments/link_prediction_grid.py [--runs out/lp] [--out out/results/link_prediction.csv]``;
+Usage: ``python -m experiments.figures.link_prediction_grid [--runs out/lp] [--out out/results/link_prediction.csv]``;
 ``--run [--quick]`` first runs the specs of ``gnnsuite reproduce``'s job into ``--runs`` (FB15k-237 DistMult, and in
 full mode ComplEx and GraphSAGE + DistMult, and the pipelined grid; quick: 3 epochs, test split only).
 """

@@ -1,4 +1,4 @@
-"""The pipeline simulator's validation (experiments/pipeline_validation.py): predictions with and without a
+"""The pipeline simulator's validation (experiments/figures/pipeline_validation.py): predictions with and without a
 contention table, and the leave-one-out cross-check."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ SLOW = ContentionTable({(True, 1): {"compute": 0.5, "load": 0.8}, (True, 2): {"c
 
 
 def _measured_table(run_dir, epochs):
-    """A measured table like experiments/pipeline_speed.py's: the sync run and three 'other' runs (the same folder)."""
+    """A measured table like experiments/figures/pipeline_speed.py's: the sync run and three 'other' runs (the same folder)."""
     import pandas as pd
 
     rows = [{"system": "pipelined", "dataset": "d", "sampler": "s", "configuration": "sync", "run_dir": run_dir,
@@ -24,7 +24,7 @@ def _measured_table(run_dir, epochs):
 
 
 def test_validation_predicts_with_and_without_the_table_and_says_which(sync_pipelined_run):
-    from experiments.pipeline_validation import predict
+    from experiments.figures.pipeline_validation import predict
 
     _, run_dir = sync_pipelined_run
     measured = _measured_table(run_dir, [1.0, 1.0, 1.0])
@@ -38,7 +38,7 @@ def test_validation_predicts_with_and_without_the_table_and_says_which(sync_pipe
 
 
 def test_leave_one_out_never_uses_the_predicted_run(sync_pipelined_run):
-    from experiments.pipeline_validation import predict_leave_one_out
+    from experiments.figures.pipeline_validation import predict_leave_one_out
 
     _, run_dir = sync_pipelined_run
     grid = (1.0, 0.5, 0.25)

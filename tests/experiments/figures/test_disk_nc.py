@@ -1,6 +1,6 @@
-"""The disk node-classification tables (experiments/disk_nc.py): runs (each its warm epochs' mean) as the timing
+"""The disk node-classification tables (experiments/figures/disk_nc.py): runs (each its warm epochs' mean) as the timing
 repeats, intervals over seeds, ratios to in-memory paired by seed, foreign load per run, and the figure drawn from the table; and the pipeline simulator's
-accelerator projection (experiments/pipeline_validation.py) on hand-made recorded runs."""
+accelerator projection (experiments/figures/pipeline_validation.py) on hand-made recorded runs."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments import disk_nc
+from experiments.figures import disk_nc
 from suite.config import load_spec
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _write_run(root: Path, run_id: str, system: str, options: dict, epochs: list[dict], load: dict | None = None,
@@ -96,7 +96,7 @@ def test_runs_without_the_load_field_are_unknown_not_flagged(tmp_path):
 
 
 def test_accelerator_projection_of_a_recorded_sync_run(tmp_path):
-    from experiments.pipeline_validation import project
+    from experiments.figures.pipeline_validation import project
 
     run = _write_run(tmp_path / "runs", "sync", "pipelined", {"sync": True},
                      [{"epoch_time_s": 0.25}, {"epoch_time_s": 0.25}], batches=4)

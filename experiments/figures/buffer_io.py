@@ -10,7 +10,7 @@ Epoch times are estimates of this model, not measurements; swaps and bytes are e
 
 Usage::
 
-    python experiments/buffer_io.py [--csv out/results/buffer_io.csv] [--png out/results/buffer_io.png] [--quick]
+    python -m experiments.figures.buffer_io [--csv out/results/buffer_io.csv] [--png out/results/buffer_io.png] [--quick]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 
 from experiments.common import RESULTS, Figure, Mode, Paths, Plot, add_common_options, cli, write_csv
 from experiments.compare import TableSpec
-from experiments.figures import MARIUSGNN, caption, color_of, display_label, save_figure, styled
+from experiments.style import MARIUSGNN, caption, color_of, display_label, save_figure, styled
 from simulators.buffer_model import HYPERLINK_2012, compare_policies
 
 DEFAULT_CSV = RESULTS / "buffer_io.csv"
@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # ---------------------------------------------------------------------------------------------- the figure
 def plot_buffer_io(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Partition-buffer IO at Hyperlink-2012 scale (``experiments/buffer_io.py``, simulated): TB read per epoch
+    """Partition-buffer IO at Hyperlink-2012 scale (``experiments/figures/buffer_io.py``, simulated): TB read per epoch
     (top) and the modelled epoch time with prefetch (bottom) per (p, c), one bar per policy, COMET once per
     number of logical partitions (written under its bar)."""
     table = pd.read_csv(csv_path)

@@ -1,4 +1,4 @@
-"""The link-prediction specs validate, and experiments/link_prediction_grid.py tabulates recorded runs."""
+"""The link-prediction specs validate, and experiments/figures/link_prediction_grid.py tabulates recorded runs."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments import link_prediction_grid
+from experiments.figures import link_prediction_grid
 from suite.config import load_spec
 from suite.grid import expand_grid
 from suite.runner import run_spec
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments" / "specs"
+EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments" / "specs"
 
 
 @pytest.mark.parametrize("name", ["fb15k237_distmult", "fb15k237_complex", "fb15k237_graphsage_distmult",

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/disk_nc.py [--quick | --deep] [--out DIR] [--results DIR] [--data-dir DIR] [--no-plot]
+    python -m experiments.figures.disk_nc [--quick | --deep] [--out DIR] [--results DIR] [--data-dir DIR] [--no-plot]
         [--rerun-under-load]
 
 Runs ``experiments/specs/disk_nc.yaml`` through the harness, each run in its own process so that its peak RSS is its
@@ -47,7 +47,7 @@ from matplotlib.patches import Patch
 from experiments.common import (REPO_ROOT, RESULTS, SPECS, Figure, Mode, Paths, Plot, add_common_options, check_failed,
                                 cli, parse)
 from experiments.compare import TableSpec
-from experiments.figures import (MARIUSGNN, caption, color_of, display_label, error_bars, flagged_under_load, load_note,
+from experiments.style import (MARIUSGNN, caption, color_of, display_label, error_bars, flagged_under_load, load_note,
                                  save_figure, styled)
 from experiments.report import (Estimate, Finding, INCONCLUSIVE, MIN_SEEDS, NOT_TESTABLE, claim, load_exclusions,
                                 percent,  split_under_load, table_interval)
@@ -360,7 +360,7 @@ def _system_rank(system: str, policy) -> int:
 
 
 def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Disk-based vs in-memory node classification (``experiments/disk_nc.py``): warm epoch time per configuration
+    """Disk-based vs in-memory node classification (``experiments/figures/disk_nc.py``): warm epoch time per configuration
     (mean over seeds with its 95 % interval; IO wait hatched; ratio to in-memory annotated), test accuracy (95 %
     interval over seeds), and MiB read per epoch; colours by system and disk policy, explained in one legend.
 
@@ -428,7 +428,7 @@ _TIMELINE_STYLE = {("read", "features"): ("tab:blue", "read features"),
 
 
 def plot_disk_nc_timeline(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Where one warm epoch's time goes in the disk system (``experiments/disk_nc.py``; MariusGNN's Figure 1
+    """Where one warm epoch's time goes in the disk system (``experiments/figures/disk_nc.py``; MariusGNN's Figure 1
     argument: IO hidden behind compute): a Gantt chart per configuration with two lanes, the compute thread
     (waits for the buffer, training, the evaluation before the epoch) and the prefetch thread (partition and
     bucket reads, the in-buffer CSR assembly); reads done on the compute thread (no prefetch) sit in its lane.

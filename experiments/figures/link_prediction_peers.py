@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/link_prediction_peers.py [--quick] [--out out/lp_peers] [--results out/results]
+    python -m experiments.figures.link_prediction_peers [--quick] [--out out/lp_peers] [--results out/results]
         [--configurations suite pbg-p1 pbg-p8 pykeen] [--threads 1 2] [--seeds 0 1 2] [--epochs 5]
         [--pbg-python .venv-pbg/bin/python] [--data-dir data] [--no-run] [--no-plot] [--overwrite]
 
@@ -55,127 +55,30 @@ import argparse
 import json
 import math
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from experiments.common import (DATA, REPO_ROOT, RESULTS, SPECS, Figure, JobFailed, Mode, Paths, Plot,
+from experiments.common import (DATA, REPO_ROOT, RESULTS, Figure, JobFailed, Mode, Paths, Plot,
                                 add_common_options, cli)
-from experiments.figures import caption, color_of, save_figure, styled
+from experiments.peers.link_prediction import (DEFAULT_PBG_PYTHON, SPEC, Configuration, Context, Setting,
+                                               run_measured, store_of)
+from experiments.style import caption, color_of, save_figure, styled
 from experiments.report import Estimate, Finding, MIN_SEEDS, NOT_TESTABLE, claim, table_interval
 from suite.errors import ConfigError
 from suite.io import atomic_write_bytes
 from suite.stats import above, any_of, combine, difference_interval, ratio_interval
 from suite.registry import Registry
 
-SPEC = SPECS / "fb15k237_peers.yaml"
-DRIVERS = REPO_ROOT / "experiments" / "peers"
-DEFAULT_PBG_PYTHON = Path(os.environ.get("GNNSUITE_PBG_PYTHON", REPO_ROOT / ".venv-pbg" / "bin" / "python"))
-"""PyTorch-BigGraph's interpreter: ``$GNNSUITE_PBG_PYTHON``, else the environment ``make peers`` builds."""
 QUICK_TRIPLES = {"train": 400, "valid": 50, "test": 50}
 UNDER_LOAD_CORES = 0.25
-ALLOCATOR_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36)}
-"""glibc's allocator keeps freed memory for reuse (every system gets it): PyKEEN's per-batch temporaries of
-``batch x negatives x dim`` floats (400 MB) otherwise go back to the kernel at every free and fault in again at
-every allocation, which made its epochs 3x slower (system time over user time)."""
 RUNS_CSV, TABLE_CSV, FIGURE_PNG = "link_prediction_peers_runs.csv", "link_prediction_peers.csv", "link_prediction_peers.png"
-
-
-@dataclass(frozen=True)
-class Setting:
-    """What every system of one invocation shares."""
-
-    epochs: int
-    pykeen_epochs: int | None = None  # PyKEEN's own (its epochs take minutes here); None = ``epochs``
-    dim: int = 100
-    negatives: int = 1000
-    batch_size: int = 1000
-    learning_rate: float = 0.1
-    init_scale: float = 1e-3
-
-
-    def epochs_of(self, system: str) -> int:
-        """The epochs a run of ``system`` trains."""
-        return self.pykeen_epochs if system == "pykeen" and self.pykeen_epochs else self.epochs
-
-
-@dataclass(frozen=True)
-class Context:
-    """Where one invocation reads and writes: the run folders, the triples for the peers, the dataset spec."""
-
-    out: Path
-    data: Path  # train.npy + meta.json for the peers' drivers
-    dataset_overrides: tuple[str, ...]  # --set overrides of the suite's spec (its dataset)
-    pbg_python: Path
-    setting: Setting
-
-
-@dataclass(frozen=True)
-class Configuration:
-    """One system configuration of the comparison.
-
-    Attributes:
-        name: short name (``suite``, ``pbg-p1``, ...).
-        system: the library (``suite``, ``pbg``, ``pykeen``).
-        label: how the table and figure name it.
-        differs: what its negatives, loss and optimizer do differently from the suite's.
-        missing: ``missing(context) -> reason or None`` (not installed here).
-        train: ``train(context, threads, seed, run_dir) -> result`` (trains, exports, writes nothing itself).
-    """
-
-    name: str
-    system: str
-    label: str
-    differs: str
-    missing: Callable[[Context], str | None]
-    train: Callable[[Context, int, int, Path], dict[str, Any]]
-
-
-CONFIGURATIONS: Registry = Registry("peer configuration")
-
-
-# ---------------------------------------------------------------------------------------------- load
-def _cpu_busy_s() -> float:
-    """Busy CPU seconds of the whole machine so far (``/proc/stat``: all but idle and iowait)."""
-    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    ticks = [int(v) for v in fields]
-    busy = sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)
-    return busy / os.sysconf("SC_CLK_TCK")
-
-
-def _own_cpu_s() -> float:
-    """CPU seconds of this process and its reaped children."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
-def run_measured(command: list[str], threads: int, log: Path) -> tuple[float, float]:
-    """Run ``command`` with ``threads`` (OMP/MKL) threads, its output into ``log``; return ``(wall seconds,
-    foreign cores)``: other processes' CPU seconds during the run per wall second.
-
-    Raises:
-        RuntimeError: the command failed (naming the log).
-    """
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), **ALLOCATOR_ENV}
-    busy, own, started = _cpu_busy_s(), _own_cpu_s(), time.perf_counter()
-    with open(log, "w") as handle:
-        status = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT).returncode
-    wall = time.perf_counter() - started
-    foreign = max(0.0, (_cpu_busy_s() - busy) - (_own_cpu_s() - own)) / wall if wall > 0 else 0.0
-    if status:
-        tail = log.read_text().strip().splitlines()[-1:] or [""]
-        raise RuntimeError(f"{command[1] if len(command) > 1 else command[0]} exited with status {status} "
-                           f"(see {log}): {tail[0]}")
-    return wall, foreign
 
 
 # ---------------------------------------------------------------------------------------------- the systems
@@ -209,76 +112,13 @@ def _suite_trainer(system_options: dict[str, Any] | None, gradient_precision: st
     return train
 
 
-def _exported(context: Context, run_dir: Path, inverse: bool) -> dict[str, float]:
-    """The suite's filtered ranking of the embeddings a peer exported into ``run_dir``."""
-    import numpy as np
-    import torch
-
-    from systems.models.decoders import DistMult
-    from systems.tasks.link_prediction import known_triples, rank_triples
-
-    store = _store(context)
-    z = torch.from_numpy(np.load(run_dir / "embeddings.npy"))
-    relations = torch.from_numpy(np.load(run_dir / "relations.npy"))
-    decoder = DistMult(store.num_relations, z.shape[1], inverse_relations=inverse)
-    with torch.no_grad():
-        decoder.relations.copy_(relations)
-    return rank_triples(decoder, z, store.edges("test"), known_triples(store), batch_size=1000)
-
-
-def _peer_result(context: Context, run_dir: Path, wall: float, foreign: float, inverse: bool) -> dict[str, Any]:
-    driver = json.loads((run_dir / "result.json").read_text())
-    metrics = _exported(context, run_dir, inverse)
-    return {"epoch_time_s": driver["epoch_time_s"], "wall_s": wall, "foreign_cores": foreign,
-            "filtered_mrr": metrics["filtered_mrr"], "filtered_hits@10": metrics["filtered_hits@10"],
-            "unfiltered_mrr": metrics["unfiltered_mrr"], "versions": driver.get("versions", {})}
-
-
-def _pbg_missing(context: Context) -> str | None:
-    if not context.pbg_python.exists():
-        return f"PyTorch-BigGraph environment missing ({context.pbg_python}; make peers builds it)"
-    return None
-
-
-def _pbg_trainer(partitions: int) -> Callable[[Context, int, int, Path], dict[str, Any]]:
-    def train(context: Context, threads: int, seed: int, run_dir: Path) -> dict[str, Any]:
-        s = context.setting
-        command = [str(context.pbg_python), str(DRIVERS / "pbg_driver.py"), "--data", str(context.data),
-                   "--out", str(run_dir), "--partitions", str(partitions), "--workers", str(threads),
-                   "--epochs", str(s.epochs), "--dim", str(s.dim), "--negatives", str(s.negatives),
-                   "--batch-size", str(s.batch_size), "--lr", str(s.learning_rate), "--init-scale",
-                   str(s.init_scale), "--seed", str(seed)]
-        wall, foreign = run_measured(command, 1, run_dir / "log.txt")  # PBG's workers use one thread each
-        return _peer_result(context, run_dir, wall, foreign, inverse=True)
-
-    return train
-
-
-def _pykeen_missing(context: Context) -> str | None:
-    import importlib.util
-
-    if importlib.util.find_spec("pykeen") is None:
-        return "pykeen not installed (pip install 'gnnsuite[peers]', or make peers)"
-    return None
-
-
-def _pykeen_train(context: Context, threads: int, seed: int, run_dir: Path) -> dict[str, Any]:
-    s = context.setting
-    command = [sys.executable, str(DRIVERS / "pykeen_driver.py"), "--data", str(context.data), "--out", str(run_dir),
-               "--threads", str(threads), "--epochs", str(s.epochs_of("pykeen")), "--dim", str(s.dim), "--negatives",
-               str(s.negatives), "--batch-size", str(s.batch_size), "--lr", str(s.learning_rate), "--init-scale",
-               str(s.init_scale), "--seed", str(seed)]
-    wall, foreign = run_measured(command, threads, run_dir / "log.txt")
-    return _peer_result(context, run_dir, wall, foreign, inverse=False)
-
-
 def _always(context: Context) -> str | None:
     return None
 
 
 SUITE_NEGATIVES = ("chunks of 1000 positives share 1000 uniform negatives per side; softmax; inverse relations; "
                    "element-wise sparse Adagrad")
-for _configuration in (
+SUITE_CONFIGURATIONS = (
     Configuration("suite", "suite", "suite (in-memory)", SUITE_NEGATIVES, _always, _suite_trainer(None)),
     Configuration("suite-bf16", "suite", "suite (bf16 gradients)",
                   SUITE_NEGATIVES + "; the backward's two score products in bfloat16 (float32 accumulation; scores "
@@ -288,34 +128,29 @@ for _configuration in (
                   _always, _suite_trainer({"batch_loader_threads": 1, "batch_transfer_threads": 1,
                                            "staleness_bound": 2, "batch_host_queue_size": 1,
                                            "batch_device_queue_size": 1, "record_batches": False})),
-    Configuration("pbg-p1", "pbg", "PBG p=1",
-                  "chunks of 1000 positives share 1000 uniform negatives per side (num_batch_negs 0); softmax; "
-                  "per-side relation operators; row-wise Adagrad; Hogwild workers", _pbg_missing, _pbg_trainer(1)),
-    Configuration("pbg-p8", "pbg", "PBG p=8",
-                  "as PBG p=1, over 8 x 8 edge buckets with two partitions in memory; negatives from the bucket's "
-                  "partitions", _pbg_missing, _pbg_trainer(8)),
-    Configuration("pykeen", "pykeen", "PyKEEN",
-                  "1000 negatives per positive, its own, on one side (half the batch heads, half tails); softmax "
-                  "(CrossEntropyLoss); one relation embedding for both directions; dense Adagrad",
-                  _pykeen_missing, _pykeen_train),
-):
-    CONFIGURATIONS.register(_configuration.name, _configuration)
+)
+"""The suite's own configurations; the peers' come from their ``Peer.link_prediction``."""
+
+
+def _configurations() -> Registry:
+    """The suite's configurations, then those of every registered peer (in :data:`experiments.plugins.PEERS`
+    order)."""
+    from experiments.plugins import PEERS
+
+    registry: Registry = Registry("peer configuration")
+    for configuration in (*SUITE_CONFIGURATIONS, *(c for peer in PEERS.in_order() for c in peer.link_prediction)):
+        registry.register(configuration.name, configuration)
+    return registry
+
+
+CONFIGURATIONS = _configurations()
+"""Every configuration of the comparison, by name."""
+DEFAULT_CONFIGURATIONS = ("suite", *(name for name in CONFIGURATIONS.names_in_order()
+                                     if CONFIGURATIONS.get(name).system != "suite"))
+"""What runs unless ``--configurations`` says otherwise: the suite in memory and every peer's configurations."""
 
 
 # ---------------------------------------------------------------------------------------------- data
-_STORES: dict[tuple[str, ...], Any] = {}
-
-
-def _store(context: Context):
-    """The FB15k-237 store of the suite's spec (with this invocation's dataset overrides), opened once."""
-    if context.dataset_overrides not in _STORES:
-        from suite.config import load_spec
-        from suite.datasets import open_dataset
-
-        _STORES[context.dataset_overrides] = open_dataset(load_spec(SPEC, list(context.dataset_overrides)).dataset)
-    return _STORES[context.dataset_overrides]
-
-
 def write_quick_dataset(source: Path, target: Path) -> Path:
     """An OpenKE folder with FB15k-237's entities and relations and the first few triples of each split."""
     target.mkdir(parents=True, exist_ok=True)
@@ -349,7 +184,7 @@ def prepare(context_out: Path, quick: bool, data_dir: Path, pbg_python: Path, se
         root = write_quick_dataset(root, context_out / "fb15k237-quick")
     overrides = (f"dataset.root={root}", f"dataset.cache_dir={data_dir}")
     context = Context(context_out, context_out / "triples", overrides, pbg_python, setting)
-    store = _store(context)
+    store = store_of(context)
     context.data.mkdir(parents=True, exist_ok=True)
     np.save(context.data / "train.npy", store.edges("train").numpy().astype(np.int64))
     (context.data / "meta.json").write_text(json.dumps({"num_entities": store.num_nodes,
@@ -379,7 +214,7 @@ def run_one(context: Context, configuration: Configuration, threads: int, seed: 
     run_dir.mkdir(parents=True, exist_ok=True)
     print(f"[{configuration.name} t{threads} s{seed}] training ...", flush=True)
     result = configuration.train(context, threads, seed, run_dir)
-    store = _store(context)
+    store = store_of(context)
     warm = warm_epoch_s(result["epoch_time_s"])
     row = {**base, "status": "ok", "reason": "", "epoch_time_s": warm,
            "epoch_times_s": json.dumps([round(t, 4) for t in result["epoch_time_s"]]),
@@ -486,7 +321,7 @@ def write_outputs(rows: list[dict[str, Any]], results: Path, plot: bool) -> pd.D
 
 
 def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULTS, data: Path = DATA,
-        configurations: Sequence[str] = ("suite", "pbg-p1", "pbg-p8", "pykeen"), threads: Sequence[int] | None = None,
+        configurations: Sequence[str] = DEFAULT_CONFIGURATIONS, threads: Sequence[int] | None = None,
         seeds: Sequence[int] | None = None, epochs: int | None = None, pykeen_epochs: int | None = None,
         pbg_python: Path = DEFAULT_PBG_PYTHON, dataset_root: Path | None = None, execute: bool = True,
         plot: bool = True, overwrite: bool = False) -> pd.DataFrame:
@@ -537,7 +372,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                        runs_help="run folders (default out/lp_peers, or out/lp_peers-quick)", results=("--results",),
                        data=("--data-dir",), plot=True, no_run="only tabulate and plot the recorded runs")
     parser.add_argument("--configurations", nargs="+", choices=CONFIGURATIONS.names(),
-                        default=["suite", "pbg-p1", "pbg-p8", "pykeen"])
+                        default=list(DEFAULT_CONFIGURATIONS))
     parser.add_argument("--threads", nargs="+", type=int, help="thread counts (default 1 2; quick 1)")
     parser.add_argument("--seeds", nargs="+", type=int, help="seeds, one repeat each (default 0 1 2; quick 0)")
     parser.add_argument("--epochs", type=int, help="epochs per run (default 5; quick 2)")
@@ -561,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # ---------------------------------------------------------------------------------------------- the figure
 def plot_link_prediction_peers(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Link prediction against its peers (``experiments/link_prediction_peers.py``): per thread count, training
+    """Link prediction against its peers (``experiments/figures/link_prediction_peers.py``): per thread count, training
     triples/s of every configuration (median over seeds, whiskers the seeds' range, the speed ratio to PBG p=1 at
     the same thread count annotated) beside its filtered test MRR (mean over seeds, 95 % interval).
 

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from experiments import report
-from experiments.disk_lp import configuration, summary_table
-from experiments.disk_lp import plot_disk_lp
+from experiments.figures.disk_lp import configuration, summary_table
+from experiments.figures.disk_lp import plot_disk_lp
 
 
 def runs(mrr: dict[str, list[float]], times: dict[str, float]) -> pd.DataFrame:

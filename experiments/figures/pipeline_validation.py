@@ -2,11 +2,11 @@
 
 Usage::
 
-    python experiments/pipeline_validation.py [--quick] [--runs out/pipeline/pipeline_speed]
+    python -m experiments.figures.pipeline_validation [--quick] [--runs out/pipeline/pipeline_speed]
         [--results out/results] [--seeds 3] [--speed-batches 100000] [--contention measure|none|loo|FILE] [--no-plot]
 
-Reads the runs of ``experiments/specs/pipeline_speed.yaml`` (run ``python experiments/pipeline_speed.py`` first; with
-``--quick``, those of ``python experiments/pipeline_speed.py --quick`` in ``out/pipeline-quick/pipeline_speed``, with
+Reads the runs of ``experiments/specs/pipeline_speed.yaml`` (run ``python -m experiments.figures.pipeline_speed`` first; with
+``--quick``, those of ``python -m experiments.figures.pipeline_speed --quick`` in ``out/pipeline-quick/pipeline_speed``, with
 shorter contention measurements: about a minute). A missing runs folder is a one-line error saying what to run. For every
 dataset x sampler, the ``sync`` run is the calibration (its warm epoch's per-batch stage times, without overlap,
 are the stages' work; :mod:`simulators.calibrate`); each *other* pipelined configuration of that dataset and
@@ -56,7 +56,7 @@ import matplotlib.pyplot as plt
 
 from experiments.common import REPO_ROOT, RESULTS, Figure, JobFailed, Mode, Paths, Plot, add_common_options, cli
 from experiments.compare import TableSpec
-from experiments.figures import caption, marker_of, flagged_under_load, load_note, plain_log_ticks, save_figure, styled
+from experiments.style import caption, marker_of, flagged_under_load, load_note, plain_log_ticks, save_figure, styled
 from experiments.report import Estimate, Finding, claim, load_exclusions, percent, split_under_load
 from experiments.measure.contention import measure_for_run
 from experiments.pipeline_runs import speed_table
@@ -274,10 +274,10 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
     runs, seeds, speed_batches, contention_window, contention_repeats = (
         defaults[name] if value is None else value for name, value in given.items())
     if not _has_runs(runs):
-        first = "python experiments/pipeline_speed.py" + (" --quick" if mode == "quick" else "")
+        first = "python -m experiments.figures.pipeline_speed" + (" --quick" if mode == "quick" else "")
         raise JobFailed(f"error: {runs}: no recorded runs of the speed grid; run `{first}` first"
                         + ("" if mode == "quick" else
-                           " (or `--quick` after `python experiments/pipeline_speed.py --quick`)"),
+                           " (or `--quick` after `python -m experiments.figures.pipeline_speed --quick`)"),
                         status=2)
     contention_option = contention  # the option; `tables`: the contention tables
     measured = speed_table(runs)
@@ -383,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # ---------------------------------------------------------------------------------------------- the figure
 def plot_pipeline_validation(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Simulator validation (``experiments/pipeline_validation.py``): predicted vs measured epoch time (left,
+    """Simulator validation (``experiments/figures/pipeline_validation.py``): predicted vs measured epoch time (left,
     with the +-10 % band; log axes with plain ticks only when the times span more than a factor of 10) and compute
     utilization (right, +-5 points, axes zoomed to the data), one marker per held-out run.
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/sampling.py [--quick] [--data-dir data] [--csv out/results/sampling.csv]
+    python -m experiments.figures.sampling [--quick] [--data-dir data] [--csv out/results/sampling.csv]
         [--png out/results/sampling.png] [--no-plot] [--settings livejournal papers] [--layers 1 2 3 4 5]
         [--samplers naive dense pyg] [--repeats 5] [--warmup 1] [--long-batch-s 10] [--long-repeats 3]
         [--min-seconds 2] [--max-repeats 25] [--max-memory-gib 8] [--replace] [--threads N] [--seed 0]
@@ -28,8 +28,11 @@ adjacency, so nothing is copied or re-sorted: :func:`systems.sampling.pyg.neighb
 ``pyg`` sampler does), which needs ``pyg-lib`` or ``torch-sparse`` (``make peers``). The timed call is PyG's
 ``sample_from_nodes``, i.e. PyG's own output (node list and edge lists, which PyG's loaders consume); the
 registered sampler's assembly of layer-wise blocks from it is not timed, which favours PyG. A sampler that cannot run (not installed, not
-registered) gets one ``skipped`` row per setting x layer count with the reason. On request (``--samplers``),
-``naive-torch`` and ``dense-torch`` run the same two algorithms on their pure-torch backend. All sample without
+registered) gets one ``skipped`` row per setting x layer count with the reason. Every sampler of the ``SAMPLERS``
+table (:mod:`systems.plugins`) runs by default, and what the experiment needs from one (the timed call, its counts,
+its memory estimate, what implements it) comes from its :class:`~systems.sampling.Sampler` class, so a newly
+registered sampler gets its rows and its line in the figure. On request (``--samplers``), a sampler's ``variants``
+run too: ``naive-torch`` and ``dense-torch`` run the same two algorithms on their pure-torch backend. All sample without
 replacement by default (``--replace``: with replacement when degree > fanout, as MariusGNN; for every sampler).
 
 Measurement protocol (``DESIGN.md``, *Measuring honestly*):
@@ -83,16 +86,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
-import importlib
 import json
 import math
 import statistics
 import time
-import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import matplotlib.pyplot as plt
@@ -100,17 +101,18 @@ import torch
 
 from experiments.common import DATA, REPO_ROOT, RESULTS, Figure, Mode, Paths, Plot, add_common_options, cli, provenance
 from experiments.compare import TableSpec
-from experiments.figures import (COLORS, MARIUSGNN, caption, color_of, display_label, error_bars, flagged_under_load,
+from experiments.style import (COLORS, MARIUSGNN, caption, color_of, display_label, error_bars, flagged_under_load,
                                  load_note, marker_of, next_marker, save_figure, styled)
 from experiments.report import (Estimate, Finding, INCONCLUSIVE, NOT_TESTABLE, claim, load_exclusions, split_under_load,
                                 table_interval)
 from suite.load import LoadMonitor, load_columns
 from suite.stats import Interval, above, bootstrap_interval, combine, ratio_interval, slope_interval
 
+if TYPE_CHECKING:
+    from systems.sampling.sampler import SampleCounts
+
 DEFAULT_CSV = RESULTS / "sampling.csv"
 DEFAULT_PNG = RESULTS / "sampling.png"
-SAMPLER_NAMES = ("naive", "dense", "pyg", "naive-torch", "dense-torch")
-DEFAULT_SAMPLERS = ("naive", "dense", "pyg")
 MIN_BYTES_PER_EDGE = 48
 """Floor of the memory price of one sampled edge, before a sampler has been measured (bytes)."""
 QUICK_NODES = 20_000
@@ -227,147 +229,102 @@ def open_store(setting: Setting, data_dir: Path):
 
 
 # ---------------------------------------------------------------------------------------------- samplers
-@dataclass
-class BatchStats:
-    """What one sampled batch is counted as."""
-
-    sampled_edges: int
-    unique_nodes_per_hop: list[int]
-    one_hop_calls: int
-
-
-@dataclass
+@dataclass(frozen=True)
 class SamplerAdapter:
-    """A sampler as the experiment drives it.
+    """A registered sampler (or one of its ``variants``) as the experiment drives it; what differs between
+    samplers comes from their class (:class:`systems.sampling.Sampler`: ``timed_sample``, ``counts``,
+    ``nodes_to_sample_next``, ``implementation``).
 
     Attributes:
-        name: row label.
-        build: ``(graph, fanouts, replace) -> sample`` where ``sample(roots, seed)`` returns the sampler's output.
-        stats: reads :class:`BatchStats` off an output (after the clock stops).
-        to_sample_per_hop: from the stats at K-1 layers, the nodes whose neighbours hop K samples (for the
-            memory estimate).
-        backend: what implements it (recorded).
+        name: row label (the registered name, ``NAME-VARIANT`` for a variant).
+        sampler: the registered class.
+        options: its constructor options (a variant's).
     """
 
     name: str
-    build: Callable[[Any, tuple[int, ...], bool], Callable[[torch.Tensor, int], Any]]
-    stats: Callable[[Any], BatchStats]
-    to_sample_per_hop: Callable[[BatchStats], int]
-    backend: str
+    sampler: type
+    options: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def backend(self) -> str:
+        """What implements it (recorded; a measured row adds the instance's backend, e.g. DENSE's ``numba``)."""
+        return self.sampler.implementation()
 
-def _registered_sampler(name: str, **options: Any
-                        ) -> Callable[[Any, tuple[int, ...], bool], Callable[[torch.Tensor, int], Any]]:
-    from suite.registry import SAMPLERS
-
-    cls = SAMPLERS.get(name)
-
-    def build(graph, fanouts, replace):
-        sampler = cls(graph, fanouts, replace=replace, **options)
+    def build(self, graph, fanouts: tuple[int, ...], replace: bool) -> Callable[[torch.Tensor, int], Any]:
+        """``sample(roots, seed)``: one timed call of a sampler built for ``fanouts`` (its ``backend`` attribute:
+        the instance's, if any)."""
+        instance = self.sampler(graph, fanouts, replace=replace, **self.options)
 
         def sample(roots: torch.Tensor, seed: int):
-            return sampler.sample(roots, torch.Generator().manual_seed(seed))
+            return instance.timed_sample(roots, seed)
 
-        sample.backend = getattr(sampler, "backend", None)  # e.g. DENSE's "numba" or "torch"
+        sample.backend = getattr(instance, "backend", None)  # e.g. DENSE's "numba" or "torch"
         return sample
 
-    return build
+    def stats(self, output: Any) -> SampleCounts:
+        """The counts of one output of ``sample`` (after the clock stops)."""
+        return self.sampler.counts(output)
+
+    def to_sample_per_hop(self, stats: SampleCounts) -> int:
+        """From the counts at K-1 layers, the nodes whose neighbours hop K samples (for the memory estimate)."""
+        return self.sampler.nodes_to_sample_next(stats)
 
 
-def naive_stats(sample) -> BatchStats:
-    """Stats of a layer-wise sample: frontier growth per hop, every frontier node counted at every hop."""
-    hops = list(reversed(sample.blocks))  # innermost (destinations = roots) first
-    frontier = [len(sample.roots)] + [len(block.src_nodes) for block in hops]
-    deltas = [frontier[0]] + [b - a for a, b in zip(frontier, frontier[1:])]
-    return BatchStats(int(sample.num_sampled_edges), deltas, sum(int(block.num_dst) for block in hops))
+def sampler_names() -> list[str]:
+    """The names ``--samplers`` accepts: every registered sampler (in the order of its table), then their variants
+    (``naive-torch``: a sampler's ``variants``; none for one that does not import)."""
+    from suite.registry import SAMPLERS
+
+    names = SAMPLERS.names_in_order()
+    return names + [f"{name}-{variant}" for name in names for variant in _variants(name)]
 
 
-def dense_stats(sample) -> BatchStats:
-    """Stats of a DENSE sample, as it reports them."""
-    return BatchStats(int(sample.num_sampled_edges), [int(n) for n in sample.unique_nodes_per_hop],
-                      int(sample.one_hop_calls))
+def _variants(name: str) -> Mapping[str, Mapping[str, Any]]:
+    from suite.registry import SAMPLERS
+
+    try:
+        return getattr(SAMPLERS.get(name), "variants", {})
+    except Exception:  # noqa: BLE001  (a sampler that does not import: its row says why, see available_samplers)
+        return {}
 
 
-def pyg_backend() -> str | None:
-    """``pyg-lib`` or ``torch-sparse``, whichever PyG's NeighborSampler would use; None when neither imports."""
-    from systems.sampling.pyg import pyg_backend as backend
+def default_samplers() -> list[str]:
+    """Every registered sampler (without the variants)."""
+    from suite.registry import SAMPLERS
 
-    return backend()
-
-
-_PYG_SAMPLERS: "weakref.WeakKeyDictionary[Any, dict[bool, Any]]" = weakref.WeakKeyDictionary()
-
-
-def _pyg_sampler(graph, replace: bool):
-    """PyG's NeighborSampler over ``graph``'s CSR (built once per graph and ``replace``), as the registered ``pyg``
-    sampler builds it (:func:`systems.sampling.pyg.neighbor_sampler`: PyG's CSC is the graph's CSR, not a copy)."""
-    from systems.sampling.pyg import neighbor_sampler
-
-    by_replace = _PYG_SAMPLERS.setdefault(graph, {})
-    if replace not in by_replace:
-        by_replace[replace] = neighbor_sampler(graph, [1], replace)
-    return by_replace[replace]
-
-
-def _pyg_build(graph, fanouts, replace):
-    from torch_geometric.sampler import NodeSamplerInput
-
-    sampler = _pyg_sampler(graph, replace)
-    sampler.num_neighbors = list(fanouts)  # configurations run one after another: set once, before the clock
-
-    def sample(roots: torch.Tensor, seed: int):
-        torch.manual_seed(seed)  # PyG's sampler draws from torch's global generator
-        out = sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=roots))
-        return roots, out, len(fanouts)
-
-    return sample
-
-
-def pyg_stats(result) -> BatchStats:
-    """Stats of PyG's output; per-hop node counts are recovered from the edge order when the backend does not
-    return them (torch-sparse: targets are visited hop by hop, new nodes appended in order;
-    :func:`systems.sampling.pyg.nodes_per_hop`)."""
-    from systems.sampling.pyg import nodes_per_hop
-
-    roots, out, layers = result
-    if out.num_sampled_nodes is not None:
-        per_hop = [int(n) for n in out.num_sampled_nodes]
-    else:
-        within = nodes_per_hop(out.row, out.col, len(roots), layers)
-        per_hop = [within[0]] + [b - a for a, b in zip(within, within[1:])]
-    per_hop += [0] * (layers + 1 - len(per_hop))
-    return BatchStats(int(out.row.numel()), per_hop, sum(per_hop[:-1]))
+    return SAMPLERS.names_in_order()
 
 
 def available_samplers(names: Sequence[str]) -> tuple[dict[str, SamplerAdapter], dict[str, str]]:
-    """The adapters of ``names`` that can run here, and a reason for each one that cannot."""
+    """The adapters of ``names`` (registered samplers, or ``NAME-VARIANT``) that can run here, and a reason for
+    each one that cannot (it does not import, is no :class:`~systems.sampling.Sampler`, or says what it misses).
+
+    Raises:
+        ValueError: a name that is neither registered nor a registered sampler's variant.
+    """
+    from suite.registry import SAMPLERS
+    from systems.sampling import Sampler
+
+    known = sampler_names()
     adapters: dict[str, SamplerAdapter] = {}
     missing: dict[str, str] = {}
     for name in names:
-        torch_backend = {"backend": "torch"} if name.endswith("-torch") else {}
-        if name in ("naive", "naive-torch"):
-            adapters[name] = SamplerAdapter(name, _registered_sampler("naive", **torch_backend), naive_stats,
-                                            lambda s: sum(s.unique_nodes_per_hop), "systems.sampling.naive")
-        elif name in ("dense", "dense-torch"):
-            try:
-                importlib.import_module("systems.sampling.dense")
-                build = _registered_sampler("dense", **torch_backend)
-            except Exception as err:  # noqa: BLE001  (not written yet, or broken: record why)
-                missing[name] = f"DENSE sampler unavailable ({type(err).__name__}: {err})"
-                continue
-            adapters[name] = SamplerAdapter(name, build, dense_stats, lambda s: s.unique_nodes_per_hop[-1],
-                                            "systems.sampling.dense")
-        elif name == "pyg":
-            backend = pyg_backend()
-            if backend is None:
-                from systems.sampling.pyg import missing_reason
-
-                missing[name] = missing_reason()
-                continue
-            adapters[name] = SamplerAdapter(name, _pyg_build, pyg_stats, lambda s: s.unique_nodes_per_hop[-1],
-                                            f"torch_geometric.sampler.NeighborSampler ({backend})")
-        else:
-            raise ValueError(f"unknown sampler {name!r} (known: {', '.join(SAMPLER_NAMES)})")
+        registered, _, variant = (name, "", "") if name in SAMPLERS else name.partition("-")
+        if registered not in SAMPLERS or (variant and name not in known):
+            raise ValueError(f"unknown sampler {name!r} (known: {', '.join(known)})")
+        try:
+            cls = SAMPLERS.get(registered)
+        except Exception as err:  # noqa: BLE001  (not written yet, or broken: record why)
+            missing[name] = f"{registered} sampler unavailable ({type(err).__name__}: {err})"
+            continue
+        if not (isinstance(cls, type) and issubclass(cls, Sampler)):
+            missing[name] = f"{registered}: {cls!r} does not derive from systems.sampling.Sampler"
+            continue
+        reason = cls.missing_reason()
+        if reason is not None:
+            missing[name] = reason
+            continue
+        adapters[name] = SamplerAdapter(name, cls, cls.variants[variant] if variant else {})
     return adapters, missing
 
 
@@ -404,16 +361,18 @@ class Measured:
     """Timed repeats of one sampler in one configuration."""
 
     times: list[float] = field(default_factory=list)
-    stats: list[BatchStats] = field(default_factory=list)
+    stats: list[SampleCounts] = field(default_factory=list)
     peak_extra: int | None = None
     warmup: int = 0
     backend: str | None = None
 
-    def median_stats(self) -> BatchStats:
+    def median_stats(self) -> SampleCounts:
         hops = [statistics.median(s.unique_nodes_per_hop[i] for s in self.stats)
                 for i in range(len(self.stats[0].unique_nodes_per_hop))]
-        return BatchStats(round(statistics.median(s.sampled_edges for s in self.stats)),
-                          [round(h) for h in hops], round(statistics.median(s.one_hop_calls for s in self.stats)))
+        from systems.sampling.sampler import SampleCounts
+
+        return SampleCounts(round(statistics.median(s.sampled_edges for s in self.stats)),
+                            [round(h) for h in hops], round(statistics.median(s.one_hop_calls for s in self.stats)))
 
 
 def _call(sample: Callable, roots: torch.Tensor, seed: int, adapter: SamplerAdapter,
@@ -450,7 +409,7 @@ class History:
     """What the previous layer count of a sampler measured (for the estimates of the next)."""
 
     layers: int
-    stats: BatchStats
+    stats: SampleCounts
     time_s: float
     bytes_per_edge: float
 
@@ -651,13 +610,13 @@ def summary_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def run(*, mode: Mode = "full", csv: Path = DEFAULT_CSV, png: Path | None = DEFAULT_PNG, data: Path = DATA,
         num_nodes: int | None = None, settings: Sequence[str] = ("livejournal", "papers"),
-        layers: Sequence[int] = (1, 2, 3, 4, 5), samplers: Sequence[str] = DEFAULT_SAMPLERS,
+        layers: Sequence[int] = (1, 2, 3, 4, 5), samplers: Sequence[str] | None = None,
         timing: Timing | None = None, threads: int | None = None) -> pd.DataFrame:
     """Run the grid and write the table to ``csv`` (and its figure to ``png``; none: no figure); return the table.
 
     ``quick`` mode (or ``num_nodes``) shrinks the graphs and batches; ``timing`` defaults to
     :meth:`Timing.of_mode`; ``threads``: ``torch.set_num_threads`` (none: torch's default); ``data``: the store
-    cache."""
+    cache; ``samplers``: names of :func:`sampler_names` (none: every registered sampler)."""
     from suite.results import export
 
     quick = mode == "quick"
@@ -665,7 +624,7 @@ def run(*, mode: Mode = "full", csv: Path = DEFAULT_CSV, png: Path | None = DEFA
     if threads is not None:
         torch.set_num_threads(threads)
     setups = make_settings(quick, num_nodes)
-    adapters, missing = available_samplers(samplers)
+    adapters, missing = available_samplers(default_samplers() if samplers is None else samplers)
     for name, reason in missing.items():
         print(f"{name}: skipped ({reason})", flush=True)
     prov = provenance(*PROVENANCE, sampling_code_sha=sampling_code_sha())
@@ -687,7 +646,7 @@ def run(*, mode: Mode = "full", csv: Path = DEFAULT_CSV, png: Path | None = DEFA
     table = add_ratios(pd.DataFrame(rows).reindex(columns=list(COLUMNS)))
     for column in INTEGER_COLUMNS:  # counts stay integers next to the skipped rows' blanks
         table[column] = table[column].astype("Int64")
-    order = {name: i for i, name in enumerate(SAMPLER_NAMES)}
+    order = {name: i for i, name in enumerate(sampler_names())}
     table = table.sort_values(["setting", "layers", "sampler"], key=lambda c: c.map(order) if c.name == "sampler"
                               else c, kind="stable").reset_index(drop=True)
     export(table, csv)
@@ -718,8 +677,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--settings", nargs="+", default=["livejournal", "papers"],
                         choices=["livejournal", "papers"])
     parser.add_argument("--layers", nargs="+", type=int, default=[1, 2, 3, 4, 5], choices=[1, 2, 3, 4, 5])
-    parser.add_argument("--samplers", nargs="+", default=list(DEFAULT_SAMPLERS), choices=list(SAMPLER_NAMES),
-                        help="default: %(default)s")
+    parser.add_argument("--samplers", nargs="+", default=default_samplers(), choices=sampler_names(),
+                        help="default: every registered sampler, %(default)s")
     parser.add_argument("--repeats", type=int,
                         help=f"timed batches per configuration (default 5; quick {QUICK_REPEATS})")
     parser.add_argument("--warmup", type=int, help="untimed batches first (default 1)")
@@ -776,7 +735,7 @@ def sampler_styles(samplers: Sequence[str]) -> dict[str, tuple[str, str, str]]:
 
 
 def plot_sampling(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Sampling comparison (``experiments/sampling.py``): per setting, time per batch vs layers (log y, one line
+    """Sampling comparison (``experiments/figures/sampling.py``): per setting, time per batch vs layers (log y, one line
     per sampler: the median with its 95 % bootstrap interval; naive / DENSE annotated with its paired 95 %
     interval) above sampled edges per batch vs layers (log y). Rows measured under foreign load are hollow.
 
@@ -938,8 +897,8 @@ FIGURE = Figure(
 """The sampling figure, registered in :data:`experiments.plugins.FIGURES`."""
 
 
-__all__ = ["COLUMNS", "Setting", "Timing", "add_ratios", "available_samplers", "make_settings", "main", "run",
-           "summary_table"]
+__all__ = ["COLUMNS", "SamplerAdapter", "Setting", "Timing", "add_ratios", "available_samplers", "default_samplers",
+           "make_settings", "main", "run", "sampler_names", "summary_table"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/work_depth.py [--quick] [--out-dir out/results] [--seed 0]
+    python -m experiments.figures.work_depth [--quick] [--out-dir out/results] [--seed 0]
 
 Writes (atomically, tidy CSV with provenance columns):
 
@@ -32,7 +32,7 @@ from matplotlib.lines import Line2D
 
 from experiments.common import DATA, RESULTS, Figure, Mode, Paths, Plot, add_common_options, cli, provenance, write_csv
 from experiments.compare import TableSpec
-from experiments.figures import BESTA, caption, plain_log_ticks, save_figure, styled
+from experiments.style import BESTA, caption, plain_log_ticks, save_figure, styled
 from simulators.work_depth_model import MODELS, default_sweeps, fit_scaling, scaling_sweep, work_depth_table
 
 ARXIV_SIZES = {"n": 169343, "m": 1166243, "k": 128, "L": 3, "d": 13155}
@@ -97,7 +97,7 @@ _MODEL_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">")
 
 def plot_work_depth_check(csv_path: str | Path, out_png: str | Path, fit_csv: str | Path | None = None) -> Path:
     """Counted (markers) vs fitted formula (lines) of work W (top) and depth D (bottom) of every model's forward
-    pass, one column per swept variable, log-log (``experiments/work_depth.py``). Models whose counts coincide
+    pass, one column per swept variable, log-log (``experiments/figures/work_depth.py``). Models whose counts coincide
     share one legend entry and are drawn with distinct markers and dashes, so none hides another.
 
     Reads only ``csv_path`` (``work_depth_check.csv``) and ``fit_csv`` (default: ``work_depth_fit.csv`` beside

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/async_gnn.py [--quick] [--out-dir out/results] [--seeds 0 1 2] [--threads 1]
+    python -m experiments.figures.async_gnn [--quick] [--out-dir out/results] [--seeds 0 1 2] [--threads 1]
 
 1. Modes: the spec ``experiments/specs/async_gnn.yaml`` (2-layer GCN on 4 random partitions of Cora, work-depth stage
    durations) simulated in the four modes ``<micro>-<macro>`` -> ``async_gnn_modes.csv`` (makespan, throughput,
@@ -33,7 +33,7 @@ import torch
 
 from experiments.common import RESULTS, SPECS, Figure, Mode, Paths, Plot, add_common_options, cli, provenance, write_csv
 from experiments.compare import TableSpec
-from experiments.figures import BESTA, caption, save_figure, styled
+from experiments.style import BESTA, caption, save_figure, styled
 
 from simulators.async_gnn_model import (async_spec_from_dict, simulate, simulate_modes,
                                   summary_table, tasks_table)
@@ -207,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 # ---------------------------------------------------------------------------------------------- the figure
 def plot_async_tradeoff(csv_path: str | Path, out_png: str | Path, throughput_csv: str | Path | None = None
                         ) -> Path:
-    """The staleness trade-off of asynchronous GNN pipelines (``experiments/async_gnn.py``), per dataset: test
+    """The staleness trade-off of asynchronous GNN pipelines (``experiments/figures/async_gnn.py``), per dataset: test
     accuracy vs staleness bound s (mean over seeds with its 95 % t interval; ``async_accuracy_summary.csv``'s
     numbers) beside the simulated throughput relative to the synchronous pipeline (a unitless ratio) vs s.
 
@@ -257,7 +257,7 @@ def plot_async_tradeoff(csv_path: str | Path, out_png: str | Path, throughput_cs
 
 
 def plot_async_gnn_gantt(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Gantt charts of the four asynchronous pipeline modes (``experiments/async_gnn.py``, simulated), one panel
+    """Gantt charts of the four asynchronous pipeline modes (``experiments/figures/async_gnn.py``, simulated), one panel
     per mode: rows are workers, colour the stage, hatching the backward pass, labels the partition; the red line
     is the makespan. Reads only ``csv_path`` (``async_gnn_tasks.csv``)."""
     with styled():

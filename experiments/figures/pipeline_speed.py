@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/pipeline_speed.py [--quick | --smoke] [--out out/pipeline] [--results out/results]
+    python -m experiments.figures.pipeline_speed [--quick | --smoke] [--out out/pipeline] [--results out/results]
         [--data-dir data] [--no-run] [--no-plot]
 
 Runs two grids through the harness (finished runs are not repeated), then tabulates and plots the records:
@@ -40,7 +40,7 @@ import matplotlib.pyplot as plt
 from experiments.common import (REPO_ROOT, RESULTS, SPECS, Figure, Mode, Paths, Plot, add_common_options, check_failed,
                                 cli)
 from experiments.compare import TableSpec
-from experiments.figures import MARIUSGNN, caption, color_of, flagged_under_load, load_note, save_figure, styled
+from experiments.style import MARIUSGNN, caption, color_of, flagged_under_load, load_note, save_figure, styled
 from experiments.report import (Estimate, Finding, MIN_SEEDS, NOT_TESTABLE, claim, load_exclusions, split_under_load,
                                 table_interval)
 from experiments.pipeline_runs import (configuration, configuration_order, run_configuration, sort_speed_table,
@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # ---------------------------------------------------------------------------------------------- the figure
 def plot_pipeline_speed(csv_path: str | Path, out_png: str | Path) -> Path:
-    """Pipelined vs in-memory (``experiments/pipeline_speed.py``): per dataset, epoch time per system configuration
+    """Pipelined vs in-memory (``experiments/figures/pipeline_speed.py``): per dataset, epoch time per system configuration
     (bars grouped by sampler, ratio to in-memory annotated), compute utilization (bars, its own 0-1 axis) and the
     pipeline efficiency of pipelined runs (its own panel and axis; 1.0 is ideal).
 

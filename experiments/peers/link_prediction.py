@@ -1,0 +1,159 @@
+"""What a link-prediction peer plugs into the peers experiment (:mod:`experiments.figures.link_prediction_peers`)
+with: the setting every system shares (:class:`Setting`), where one invocation reads and writes (:class:`Context`),
+one system configuration (:class:`Configuration`, listed in its peer's ``Peer.link_prediction``), and the helpers a
+configuration trains with (a measured subprocess, the suite's filtered ranking of exported embeddings).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.common import REPO_ROOT, SPECS
+
+SPEC = SPECS / "fb15k237_peers.yaml"
+"""The suite's run spec of the comparison; its dataset is the one every system trains on."""
+DRIVERS = REPO_ROOT / "experiments" / "peers"
+"""Folder of the peers' driver scripts (run as subprocesses)."""
+DEFAULT_PBG_PYTHON = Path(os.environ.get("GNNSUITE_PBG_PYTHON", REPO_ROOT / ".venv-pbg" / "bin" / "python"))
+"""PyTorch-BigGraph's interpreter: ``$GNNSUITE_PBG_PYTHON``, else the environment ``make peers`` builds."""
+ALLOCATOR_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36)}
+"""glibc's allocator keeps freed memory for reuse (every system gets it): PyKEEN's per-batch temporaries of
+``batch x negatives x dim`` floats (400 MB) otherwise go back to the kernel at every free and fault in again at
+every allocation, which made its epochs 3x slower (system time over user time)."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What every system of one invocation shares."""
+
+    epochs: int
+    pykeen_epochs: int | None = None  # PyKEEN's own (its epochs take minutes here); None = ``epochs``
+    dim: int = 100
+    negatives: int = 1000
+    batch_size: int = 1000
+    learning_rate: float = 0.1
+    init_scale: float = 1e-3
+
+    def epochs_of(self, system: str) -> int:
+        """The epochs a run of ``system`` trains."""
+        return self.pykeen_epochs if system == "pykeen" and self.pykeen_epochs else self.epochs
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where one invocation reads and writes: the run folders, the triples for the peers, the dataset spec."""
+
+    out: Path
+    data: Path  # train.npy + meta.json for the peers' drivers
+    dataset_overrides: tuple[str, ...]  # --set overrides of the suite's spec (its dataset)
+    pbg_python: Path
+    setting: Setting
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One system configuration of the comparison.
+
+    Attributes:
+        name: short name (``suite``, ``pbg-p1``, ...).
+        system: the library (``suite``, ``pbg``, ``pykeen``).
+        label: how the table and figure name it.
+        differs: what its negatives, loss and optimizer do differently from the suite's.
+        missing: ``missing(context) -> reason or None`` (not installed here).
+        train: ``train(context, threads, seed, run_dir) -> result`` (trains, exports, writes nothing itself).
+    """
+
+    name: str
+    system: str
+    label: str
+    differs: str
+    missing: Callable[[Context], str | None]
+    train: Callable[[Context, int, int, Path], dict[str, Any]]
+
+
+# ---------------------------------------------------------------------------------------------- load
+def _cpu_busy_s() -> float:
+    """Busy CPU seconds of the whole machine so far (``/proc/stat``: all but idle and iowait)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    ticks = [int(v) for v in fields]
+    busy = sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds of this process and its reaped children."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def run_measured(command: list[str], threads: int, log: Path) -> tuple[float, float]:
+    """Run ``command`` with ``threads`` (OMP/MKL) threads, its output into ``log``; return ``(wall seconds,
+    foreign cores)``: other processes' CPU seconds during the run per wall second.
+
+    Raises:
+        RuntimeError: the command failed (naming the log).
+    """
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), **ALLOCATOR_ENV}
+    busy, own, started = _cpu_busy_s(), _own_cpu_s(), time.perf_counter()
+    with open(log, "w") as handle:
+        status = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT).returncode
+    wall = time.perf_counter() - started
+    foreign = max(0.0, (_cpu_busy_s() - busy) - (_own_cpu_s() - own)) / wall if wall > 0 else 0.0
+    if status:
+        tail = log.read_text().strip().splitlines()[-1:] or [""]
+        raise RuntimeError(f"{command[1] if len(command) > 1 else command[0]} exited with status {status} "
+                           f"(see {log}): {tail[0]}")
+    return wall, foreign
+
+
+# ---------------------------------------------------------------------------------------------- data
+_STORES: dict[tuple[str, ...], Any] = {}
+
+
+def store_of(context: Context):
+    """The FB15k-237 store of the suite's spec (with this invocation's dataset overrides), opened once."""
+    if context.dataset_overrides not in _STORES:
+        from suite.config import load_spec
+        from suite.datasets import open_dataset
+
+        _STORES[context.dataset_overrides] = open_dataset(load_spec(SPEC, list(context.dataset_overrides)).dataset)
+    return _STORES[context.dataset_overrides]
+
+
+def exported(context: Context, run_dir: Path, inverse: bool) -> dict[str, float]:
+    """The suite's filtered ranking of the embeddings a peer exported into ``run_dir``."""
+    import numpy as np
+    import torch
+
+    from systems.models.decoders import DistMult
+    from systems.tasks.link_prediction import known_triples, rank_triples
+
+    store = store_of(context)
+    z = torch.from_numpy(np.load(run_dir / "embeddings.npy"))
+    relations = torch.from_numpy(np.load(run_dir / "relations.npy"))
+    decoder = DistMult(store.num_relations, z.shape[1], inverse_relations=inverse)
+    with torch.no_grad():
+        decoder.relations.copy_(relations)
+    return rank_triples(decoder, z, store.edges("test"), known_triples(store), batch_size=1000)
+
+
+def peer_result(context: Context, run_dir: Path, wall: float, foreign: float, inverse: bool) -> dict[str, Any]:
+    """A driver's run as a configuration's result: its ``result.json`` (epoch times, versions) and the suite's
+    ranking of its exported embeddings (``inverse``: its relations have separate head-query operators)."""
+    driver = json.loads((run_dir / "result.json").read_text())
+    metrics = exported(context, run_dir, inverse)
+    return {"epoch_time_s": driver["epoch_time_s"], "wall_s": wall, "foreign_cores": foreign,
+            "filtered_mrr": metrics["filtered_mrr"], "filtered_hits@10": metrics["filtered_hits@10"],
+            "unfiltered_mrr": metrics["unfiltered_mrr"], "versions": driver.get("versions", {})}
+
+
+__all__ = ["ALLOCATOR_ENV", "Configuration", "Context", "DEFAULT_PBG_PYTHON", "DRIVERS", "SPEC", "Setting",
+           "exported", "peer_result", "run_measured", "store_of"]

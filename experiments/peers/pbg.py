@@ -1,0 +1,51 @@
+"""The peer PyTorch-BigGraph 1.0.0 (in its own environment ``.venv-pbg``, ``make peers``): link prediction with 1
+and 8 entity partitions, driven through :mod:`experiments.peers.pbg_driver` as a subprocess."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from experiments.peers import Peer
+from experiments.peers.link_prediction import (DEFAULT_PBG_PYTHON, DRIVERS, Configuration, Context, peer_result,
+                                               run_measured)
+
+
+def _environment_missing(python: Path) -> str | None:
+    if not python.exists():
+        return f"PyTorch-BigGraph environment missing ({python}; make peers builds it)"
+    return None
+
+
+def _missing(context: Context) -> str | None:
+    return _environment_missing(context.pbg_python)
+
+
+def _trainer(partitions: int) -> Callable[[Context, int, int, Path], dict[str, Any]]:
+    def train(context: Context, threads: int, seed: int, run_dir: Path) -> dict[str, Any]:
+        s = context.setting
+        command = [str(context.pbg_python), str(DRIVERS / "pbg_driver.py"), "--data", str(context.data),
+                   "--out", str(run_dir), "--partitions", str(partitions), "--workers", str(threads),
+                   "--epochs", str(s.epochs), "--dim", str(s.dim), "--negatives", str(s.negatives),
+                   "--batch-size", str(s.batch_size), "--lr", str(s.learning_rate), "--init-scale",
+                   str(s.init_scale), "--seed", str(seed)]
+        wall, foreign = run_measured(command, 1, run_dir / "log.txt")  # PBG's workers use one thread each
+        return peer_result(context, run_dir, wall, foreign, inverse=True)
+
+    return train
+
+
+LINK_PREDICTION = (
+    Configuration("pbg-p1", "pbg", "PBG p=1",
+                  "chunks of 1000 positives share 1000 uniform negatives per side (num_batch_negs 0); softmax; "
+                  "per-side relation operators; row-wise Adagrad; Hogwild workers", _missing, _trainer(1)),
+    Configuration("pbg-p8", "pbg", "PBG p=8",
+                  "as PBG p=1, over 8 x 8 edge buckets with two partitions in memory; negatives from the bucket's "
+                  "partitions", _missing, _trainer(8)),
+)
+
+PEER = Peer("pbg", "PyTorch-BigGraph 1.0.0 in its own environment (.venv-pbg): link prediction, p = 1 and p = 8",
+            lambda spec: False, lambda: _environment_missing(DEFAULT_PBG_PYTHON),
+            link_prediction=LINK_PREDICTION)
+"""PyTorch-BigGraph, registered in :data:`experiments.plugins.PEERS` (no run spec needs it)."""
