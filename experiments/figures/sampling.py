@@ -303,7 +303,7 @@ def available_samplers(names: Sequence[str]) -> tuple[dict[str, SamplerAdapter],
         ValueError: a name that is neither registered nor a registered sampler's variant.
     """
     from suite.registry import SAMPLERS
-    from systems.sampling import Sampler
+    from systems.sampling.sampler import Sampler
 
     known = sampler_names()
     adapters: dict[str, SamplerAdapter] = {}

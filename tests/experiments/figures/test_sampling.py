@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from experiments.figures import sampling
-from systems.sampling import PygSampler
+from systems.sampling.pyg import PygSampler
 
 SAMPLERS = ("naive", "dense", "pyg")
 
@@ -166,7 +166,7 @@ def test_a_newly_registered_sampler_gets_its_rows_and_its_line_in_the_figure(tmp
     import suite.registry
     from suite.registry import Registry
     from systems import plugins
-    from systems.sampling import NaiveSampler
+    from systems.sampling.naive import NaiveSampler
 
     class EveryOtherRootSampler(NaiveSampler):
         """A toy: the naive sampler on half the roots (registered here only)."""
