@@ -57,7 +57,7 @@ test: setup
 	GNNSUITE_REQUIRE_ENGINES=ray,submitit $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-all: setup
-	$(BIN)/python -m pytest -m '' -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -m ''
 
 # The quick reproduction: every figure's experiment on small settings into out/reproduce/ (tables, figures,
 # REPORT.md with 95 % intervals and verdicts), compared with the committed reference results/ (never written here).
