@@ -48,11 +48,13 @@ $(PBG_VENV)/.installed: $(VENV)/.installed
 # The test command (.ci/run calls it): installs the peers first when the prebuilt wheels are there, so the peer
 # tests run (PyG sampler and system, PBG and PyKEEN on a few hundred triples) rather than skip.
 # GNNSUITE_REQUIRE_ENGINES: the executor tests fail (not skip) when ray or submitit is missing; the run ends with
-# an "executor tests" section naming the executors that ran.
+# an "executor tests" section naming the executors that ran. The tests run on $(TEST_WORKERS) pytest-xdist
+# workers, a module's tests on one worker (tests/conftest.py says how they are shared out).
+TEST_WORKERS ?= 2
 test: setup
 	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; else echo "$(WHEELS) not found: peer tests will be skipped"; fi
 	$(BIN)/lint-imports  # the layer contracts of pyproject.toml (tests/test_architecture.py checks them too)
-	GNNSUITE_REQUIRE_ENGINES=ray,submitit $(BIN)/python -m pytest
+	GNNSUITE_REQUIRE_ENGINES=ray,submitit $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-all: setup
 	$(BIN)/python -m pytest -m ''

@@ -1,5 +1,6 @@
-"""Shared fixtures: where the real datasets live; the report of the executor tests. Plain helpers shared by tests
-are in :mod:`tests.support`."""
+"""Shared fixtures: where the real datasets live; the report of the executor tests; how a parallel run
+(pytest-xdist, as ``make test`` runs it) shares the tests out. Plain helpers shared by tests are in
+:mod:`tests.support`."""
 
 from __future__ import annotations
 
@@ -23,10 +24,72 @@ def shared_datasets() -> Path:
     return path
 
 
-# ---------------------------------------------------------------------------------------------- executor report
-# Tests marked ``@pytest.mark.executor("NAME")`` run grids on a scale-out executor; the end of the test run says
-# which of them ran (passed, failed) or were skipped, per executor, so a CI log shows that they really ran.
-_EXECUTOR_OUTCOMES: dict[str, dict[str, list[str]]] = {}
+# ---------------------------------------------------------------------------------------------- parallel runs
+# `make test` runs the tests on two pytest-xdist workers (``-n 2 --dist loadfile --no-loadscope-reorder``). A
+# module's tests run on one worker, so its module-scoped fixtures (a trained run, a Ray cluster, a prepared store)
+# are built once; SPLIT names the exceptions. Modules start longest first (LONGEST_FIRST, then in collection
+# order), so that no long one is left to run alone at the end. (The scheduler reads node ids only: pytest 9 ignores
+# the node ids xdist's own ``xdist_group`` marks rewrite.)
+SPLIT = {
+    "tests/test_docs.py::test_documented_commands_run_as_written": "apart",  # each page, in parallel
+    "tests/suite/test_executors.py::test_ray_cluster": "together",  # the tests of the 2-node Ray cluster fixture
+    "tests/systems/test_checkpoints.py::test_killed_run_resumes": "apart",
+    "tests/systems/test_distributed.py": "apart",  # long multi-rank runs with nothing shared but a tiny store
+}
+"""Node-id prefix -> ``"apart"`` (each of its tests a unit of its own) or ``"together"`` (its tests one unit)."""
+LONGEST_FIRST = (
+    "tests/experiments/test_link_prediction_peers.py",  # its set-up trains PBG (twice) and PyKEEN
+    "tests/test_docs.py::test_documented_commands_run_as_written[commands.md]",
+    "tests/suite/test_executors.py::test_ray_cluster",
+    "tests/suite/test_executors.py",
+    "tests/test_docs.py::test_documented_commands_run_as_written[pipeline.md]",
+    "tests/test_docs.py::test_documented_commands_run_as_written[README.md]",
+    "tests/suite/test_bad_input_sweep.py",
+    "tests/systems/test_checkpoints.py::test_killed_run_resumes",
+    "tests/suite/test_cli.py",
+    "tests/suite/test_concurrency.py",
+    "tests/systems/test_distributed.py",
+    "tests/systems/disk/test_disk_link_prediction.py",
+    "tests/test_docs.py::test_documented_commands_run_as_written",
+    "tests/suite/test_io_positional.py",
+    "tests/notebooks/test_notebooks.py",
+    "tests/suite/test_grid.py",
+    "tests/suite/test_bad_input_properties.py",
+)
+"""Node-id prefixes of the units that take longest, slowest first (from ``--durations``): they start first."""
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of scheduling ``nodeid`` belongs to: its module, unless SPLIT says otherwise."""
+    for prefix, how in SPLIT.items():
+        if nodeid.startswith(prefix):
+            return nodeid if how == "apart" else prefix
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, with the units of :func:`unit_of`."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByUnit(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    return ByUnit(config, log)
+
+
+def pytest_configure(config) -> None:
+    """On an xdist worker: torch's intra-op threads share the cores with the other workers (two workers with a
+    thread per core each would oversubscribe them, and OpenMP's barriers spin). Runs size their own threads
+    (suite.threads), unchanged."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if os.environ.get("PYTEST_XDIST_WORKER") and workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
 def pytest_collection_modifyitems(items) -> None:
@@ -34,6 +97,19 @@ def pytest_collection_modifyitems(items) -> None:
         marker = item.get_closest_marker("executor")
         if marker is not None:
             item.user_properties.append(("executor", marker.args[0]))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the order the workers report is the order units are handed out
+        items.sort(key=lambda item: _rank(item.nodeid))  # stable: collection order otherwise
+
+
+def _rank(nodeid: str) -> int:
+    """Where ``nodeid`` comes in LONGEST_FIRST (its first matching prefix; after all of them if none)."""
+    return next((i for i, prefix in enumerate(LONGEST_FIRST) if nodeid.startswith(prefix)), len(LONGEST_FIRST))
+
+
+# ---------------------------------------------------------------------------------------------- executor report
+# Tests marked ``@pytest.mark.executor("NAME")`` run grids on a scale-out executor; the end of the test run says
+# which of them ran (passed, failed) or were skipped, per executor, so a CI log shows that they really ran.
+_EXECUTOR_OUTCOMES: dict[str, dict[str, list[str]]] = {}
 
 
 def pytest_runtest_logreport(report) -> None:
@@ -79,18 +155,26 @@ def pytest_terminal_summary(terminalreporter) -> None:
 @pytest.fixture(scope="session")
 def sync_pipelined_run(tmp_path_factory):
     """A real sync pipelined run on a small planted-partition store: ``(spec, run_dir)`` (the simulators calibrate
-    on it; the contention microbenchmark mimics its workload)."""
+    on it; the contention microbenchmark mimics its workload); recorded once per test run, shared by the workers."""
     from suite.config import spec_from_dict
     from suite.runner import run_spec
     from tests.support.graphs import planted_partition, write_node_store
+    from tests.support.shared import built_once
 
-    root = tmp_path_factory.mktemp("sync-pipelined")
-    graph = planted_partition(num_nodes=400, num_classes=3, seed=2)
-    write_node_store(root / "store", graph.src, graph.dst, graph.features, graph.labels, graph.splits)
-    spec = spec_from_dict({
-        "dataset": {"name": "store", "root": str(root / "store")},
-        "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
-        "system": {"name": "pipelined", "device": "cpu", "options": {"sync": True}},
-        "training": {"batch_size": 16, "epochs": 2}, "evaluation": {"splits": []},
-    })
-    return spec, run_spec(spec, root / "runs")["run_dir"]
+    def spec_in(root: Path):
+        return spec_from_dict({
+            "dataset": {"name": "store", "root": str(root / "store")},
+            "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 16, "fanouts": [5, 5]},
+            "system": {"name": "pipelined", "device": "cpu", "options": {"sync": True}},
+            "training": {"batch_size": 16, "epochs": 2}, "evaluation": {"splits": []},
+        })
+
+    def record(root: Path) -> None:
+        graph = planted_partition(num_nodes=400, num_classes=3, seed=2)
+        write_node_store(root / "store", graph.src, graph.dst, graph.features, graph.labels, graph.splits)
+        run_spec(spec_in(root), root / "runs")
+
+    root = built_once(tmp_path_factory, "sync-pipelined", record)
+    spec = spec_in(root)
+    return spec, str(root / "runs" / spec.run_id)  # as run_spec returns it
+
