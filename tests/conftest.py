@@ -38,13 +38,14 @@ SPLIT = {
 }
 """Node-id prefix -> ``"apart"`` (each of its tests a unit of its own) or ``"together"`` (its tests one unit)."""
 LONGEST_FIRST = (
-    "tests/experiments/test_link_prediction_peers.py",  # its set-up trains PBG (twice) and PyKEEN
+    "tests/experiments/figures/test_link_prediction_peers.py",  # its set-up trains PBG (twice) and PyKEEN
     "tests/test_docs.py::test_documented_commands_run_as_written[commands.md]",
     "tests/suite/test_executors.py::test_ray_cluster",
     "tests/suite/test_executors.py",
     "tests/test_docs.py::test_documented_commands_run_as_written[pipeline.md]",
     "tests/test_docs.py::test_documented_commands_run_as_written[README.md]",
     "tests/suite/test_bad_input_sweep.py",
+    "tests/test_extension.py",
     "tests/systems/test_checkpoints.py::test_killed_run_resumes",
     "tests/suite/test_cli.py",
     "tests/suite/test_concurrency.py",

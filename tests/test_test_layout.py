@@ -68,3 +68,15 @@ def test_the_check_sees_every_form_of_such_imports() -> None:
     assert sorted({n for n in names if is_test_or_conftest(n)}) == [
         "tests.conftest", "tests.systems.conftest", "tests.systems.sampling.test_naive",
         "tests.systems.test_in_memory"]
+
+
+def test_the_scheduling_lists_name_existing_tests():
+    # read as data (tests never import a conftest module)
+    tree = ast.parse((TESTS / "conftest.py").read_text())
+    lists = {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
+             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+             and node.targets[0].id in ("SPLIT", "LONGEST_FIRST")}
+    assert set(lists) == {"SPLIT", "LONGEST_FIRST"}
+    for prefix in (*lists["SPLIT"], *lists["LONGEST_FIRST"]):
+        path = prefix.split("::", 1)[0]
+        assert (REPO_ROOT / path).is_file(), f"tests/conftest.py names {path}, which does not exist"
