@@ -746,7 +746,10 @@ def sweep(base: Path, subprocess_mode: bool = False, only: list[str] | None = No
     context = None
     if not subprocess_mode:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["suite.cli", "suite.runner", "systems.in_memory", "systems.sampling.kernels"])
+        # The cases run as "nobody" cannot read the interpreter's own library under /root: every module they need
+        # (pandas pulls in zoneinfo) is imported in the server before it forks them.
+        context.set_forkserver_preload(["suite.cli", "suite.runner", "systems.in_memory", "systems.sampling.kernels",
+                                        "pandas"])
     records = []
     for case in cases:
         record = run_case(case, base / case.name, context, subprocess_mode)
