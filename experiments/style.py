@@ -97,6 +97,14 @@ def error_bars(table: pd.DataFrame, column: str) -> np.ndarray | None:
     return np.vstack([np.clip(lower, 0, None), np.clip(upper, 0, None)])
 
 
+def annotate_ratios(ax, bars, table: pd.DataFrame, ratio_column: str, value_column: str = "epoch_time_s") -> None:
+    """Write ``x<ratio>`` above each bar (above its error bar where ``<value_column>_ci_high`` is given)."""
+    tops = table.get(f"{value_column}_ci_high", table[value_column]).fillna(table[value_column])
+    for bar, ratio, top in zip(bars, table[ratio_column], tops):
+        ax.annotate(f"x{ratio:.2f}", (bar.get_x() + bar.get_width() / 2, max(top, bar.get_height())),
+                    textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+
+
 def plain_log_ticks(ax, axis: str = "both") -> None:
     """Log axes with plain numbers at 1, 2 and 5 times powers of ten (``2``, ``0.5``, ``2e+05``) instead of
     ``2 x 10^0``."""

@@ -95,35 +95,33 @@ _HOW_READ = (
     "cross-checked across independent public price tables."
 )
 
+_V100 = "NVIDIA Tesla V100 16GB"
+
+
+def _aws_instance(name: str, hourly_usd: float, cpus: int, memory_gib: float, gpus: int, gpu_model: str | None,
+                  notes: str = "") -> MachineProfile:
+    """An on-demand us-east-1 instance priced from :data:`_AWS_PRICE_LIST` on :data:`_READ_ON`; ``notes`` are
+    followed by how the price was read."""
+    return MachineProfile(
+        name=name, hourly_usd=hourly_usd, price_source=_AWS_PRICE_LIST, price_date=_READ_ON, cpus=cpus,
+        memory_gib=memory_gib, gpus=gpus, gpu_model=gpu_model, region="us-east-1",
+        notes=f"{notes} {_HOW_READ}" if notes else _HOW_READ,
+    )
+
+
 AWS_PROFILES: tuple[MachineProfile, ...] = (
-    MachineProfile(
-        name="p3.2xlarge", hourly_usd=3.06, price_source=_AWS_PRICE_LIST, price_date=_READ_ON,
-        cpus=8, memory_gib=61, gpus=1, gpu_model="NVIDIA Tesla V100 16GB", region="us-east-1",
-        notes="The machine of MariusGNN's single-GPU runs; unchanged since P3's launch in 2017. " + _HOW_READ,
-    ),
-    MachineProfile(
-        name="p3.8xlarge", hourly_usd=12.24, price_source=_AWS_PRICE_LIST, price_date=_READ_ON,
-        cpus=32, memory_gib=244, gpus=4, gpu_model="NVIDIA Tesla V100 16GB", region="us-east-1",
-        notes="4 x p3.2xlarge's price; unchanged since 2017. " + _HOW_READ,
-    ),
-    MachineProfile(
-        name="p3.16xlarge", hourly_usd=24.48, price_source=_AWS_PRICE_LIST, price_date=_READ_ON,
-        cpus=64, memory_gib=488, gpus=8, gpu_model="NVIDIA Tesla V100 16GB", region="us-east-1",
-        notes="8 x p3.2xlarge's price; unchanged since 2017. " + _HOW_READ,
-    ),
-    MachineProfile(
-        name="g5.xlarge", hourly_usd=1.006, price_source=_AWS_PRICE_LIST, price_date=_READ_ON,
-        cpus=4, memory_gib=16, gpus=1, gpu_model="NVIDIA A10G 24GB", region="us-east-1",
-        notes=_HOW_READ,
-    ),
-    MachineProfile(
-        name="p4d.24xlarge", hourly_usd=21.957642, price_source=_AWS_PRICE_LIST, price_date=_READ_ON,
-        cpus=96, memory_gib=1152, gpus=8, gpu_model="NVIDIA A100 40GB", region="us-east-1",
-        notes=(
-            "Price after AWS's June 2025 GPU price reduction (P4d on-demand cut by 33%, effective 2025-06-01); "
-            "it was $32.7726/h before (the price in papers of 2020-2025; use machine.hourly_usd=32.7726 to "
-            "reproduce them). " + _HOW_READ
-        ),
+    _aws_instance("p3.2xlarge", 3.06, cpus=8, memory_gib=61, gpus=1, gpu_model=_V100,
+                  notes="The machine of MariusGNN's single-GPU runs; unchanged since P3's launch in 2017."),
+    _aws_instance("p3.8xlarge", 12.24, cpus=32, memory_gib=244, gpus=4, gpu_model=_V100,
+                  notes="4 x p3.2xlarge's price; unchanged since 2017."),
+    _aws_instance("p3.16xlarge", 24.48, cpus=64, memory_gib=488, gpus=8, gpu_model=_V100,
+                  notes="8 x p3.2xlarge's price; unchanged since 2017."),
+    _aws_instance("g5.xlarge", 1.006, cpus=4, memory_gib=16, gpus=1, gpu_model="NVIDIA A10G 24GB"),
+    _aws_instance(
+        "p4d.24xlarge", 21.957642, cpus=96, memory_gib=1152, gpus=8, gpu_model="NVIDIA A100 40GB",
+        notes=("Price after AWS's June 2025 GPU price reduction (P4d on-demand cut by 33%, effective 2025-06-01); "
+               "it was $32.7726/h before (the price in papers of 2020-2025; use machine.hourly_usd=32.7726 to "
+               "reproduce them)."),
     ),
 )
 
@@ -131,12 +129,11 @@ AWS_PROFILES: tuple[MachineProfile, ...] = (
 # CPU-only instances, to price runs measured on a machine without a GPU at the price of a comparable cloud instance
 # (``machine.hourly_usd``, or ``experiments/figures/cost.py --price-local-as``). Not in AWS_PROFILES (the GPU machines).
 CPU_PROFILES: tuple[MachineProfile, ...] = (
-    MachineProfile(
-        name="m6a.large", hourly_usd=0.0864, price_source=_AWS_PRICE_LIST, price_date=_READ_ON,
-        cpus=2, memory_gib=8, gpus=0, gpu_model=None, region="us-east-1",
+    _aws_instance(
+        "m6a.large", 0.0864, cpus=2, memory_gib=8, gpus=0, gpu_model=None,
         notes=("2 vCPUs of a 3rd-generation AMD EPYC, 8 GiB: the cloud instance closest to the 2-core AMD EPYC "
                "virtual machine the suite's reference results are measured on (which has more memory: a run "
-               "priced at this instance's price is comparable only if its peak RSS fits in 8 GiB). " + _HOW_READ),
+               "priced at this instance's price is comparable only if its peak RSS fits in 8 GiB)."),
     ),
 )
 

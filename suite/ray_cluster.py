@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,6 +114,23 @@ def _ip(*args: str) -> None:
     done = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip() or done.returncode}")
+
+
+def _signal_all(processes: Iterable[psutil.Process], signum: signal.Signals) -> None:
+    """Send ``signum`` to each process; one already gone (or not ours to signal) is passed over."""
+    for process in processes:
+        try:
+            process.send_signal(signum)
+        except psutil.Error:
+            pass
+
+
+def _reap(node: RayNode) -> None:
+    """Collect the exit status of ``node``'s launcher process, waiting at most 5 s for it."""
+    try:
+        node.process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 class LocalRayCluster:
@@ -241,18 +259,11 @@ class LocalRayCluster:
         """SIGKILL every process of node ``name`` at once (a node failure); return their pids. The node is then
         gone from :attr:`nodes` (a new one may take its name)."""
         processes = self.node_processes(name)
-        for process in processes:
-            try:
-                process.kill()
-            except psutil.Error:
-                pass
+        _signal_all(processes, signal.SIGKILL)
         psutil.wait_procs(processes, timeout=10)
         node = self.nodes.pop(name, None)
         if node is not None:
-            try:
-                node.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
+            _reap(node)
         return [process.pid for process in processes]
 
     def stop(self, grace_s: float = 3.0) -> list[int]:
@@ -262,23 +273,12 @@ class LocalRayCluster:
         processes = {p.pid: p for name in list(self.nodes) for p in self.node_processes(name)}
         processes.update({p.pid: p for p in self.processes()})
         processes.pop(os.getpid(), None)  # a driver that carries the tag does not stop itself
-        for process in processes.values():
-            try:
-                process.send_signal(signal.SIGTERM)
-            except psutil.Error:
-                pass
+        _signal_all(processes.values(), signal.SIGTERM)
         _, alive = psutil.wait_procs(list(processes.values()), timeout=grace_s)
-        for process in alive:
-            try:
-                process.kill()
-            except psutil.Error:
-                pass
+        _signal_all(alive, signal.SIGKILL)
         psutil.wait_procs(alive, timeout=5)
         for node in self.nodes.values():
-            try:
-                node.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
+            _reap(node)
         left = [p.pid for p in self.processes() if p.pid != os.getpid()]
         shutil.rmtree(self.tmpdir, ignore_errors=True)
         if self.namespace is not None and not left:

@@ -188,6 +188,14 @@ def _records(root: str | os.PathLike, kind: str, config_fields: Sequence[str]) -
             yield {**keys, "run_dir": str(run_dir), **fields}
 
 
+def _record_frame(root: str | os.PathLike, kind: str, config_fields: Sequence[str],
+                  first: Sequence[str]) -> pd.DataFrame:
+    """The ``kind`` records of every run under ``root``: the key fields, the ``config.*`` fields, ``run_dir`` and
+    ``first`` lead, the records' own fields follow."""
+    leading = (*KEY_FIELDS, *(f"config.{f}" for f in config_fields), "run_dir", *first)
+    return _frame(list(_records(root, kind, config_fields)), leading)
+
+
 def load_epochs(root: str | os.PathLike, *, config_fields: Sequence[str] = ()) -> pd.DataFrame:
     """One row per epoch record of every run under ``root`` (long format), with the run's key fields.
 
@@ -204,8 +212,7 @@ def load_epochs(root: str | os.PathLike, *, config_fields: Sequence[str] = ()) -
     Raises:
         DataError: ``root`` is missing or a run's files are corrupt.
     """
-    leading = (*KEY_FIELDS, *(f"config.{f}" for f in config_fields), "run_dir", "epoch")
-    return _frame(list(_records(root, "epoch", config_fields)), leading)
+    return _record_frame(root, "epoch", config_fields, ("epoch",))
 
 
 def load_evals(root: str | os.PathLike, *, config_fields: Sequence[str] = ()) -> pd.DataFrame:
@@ -222,8 +229,7 @@ def load_evals(root: str | os.PathLike, *, config_fields: Sequence[str] = ()) ->
     Raises:
         DataError: ``root`` is missing or a run's files are corrupt.
     """
-    leading = (*KEY_FIELDS, *(f"config.{f}" for f in config_fields), "run_dir", "epoch", "split")
-    return _frame(list(_records(root, "eval", config_fields)), leading)
+    return _record_frame(root, "eval", config_fields, ("epoch", "split"))
 
 
 def load_batches(root: str | os.PathLike, *, config_fields: Sequence[str] = ()) -> pd.DataFrame:
@@ -241,8 +247,7 @@ def load_batches(root: str | os.PathLike, *, config_fields: Sequence[str] = ()) 
     Raises:
         DataError: ``root`` is missing or a run's files are corrupt.
     """
-    leading = (*KEY_FIELDS, *(f"config.{f}" for f in config_fields), "run_dir", "epoch", "index")
-    return _frame(list(_records(root, "batch", config_fields)), leading)
+    return _record_frame(root, "batch", config_fields, ("epoch", "index"))
 
 
 def load_queue_occupancy(root: str | os.PathLike) -> pd.DataFrame:

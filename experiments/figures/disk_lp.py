@@ -39,7 +39,8 @@ import matplotlib.pyplot as plt
 from experiments.common import (REPO_ROOT, RESULTS, SPECS, Figure, Mode, Paths, Plot, add_common_options, check_failed,
                                 cli, parse)
 from experiments.compare import TableSpec
-from experiments.style import MARIUSGNN, caption, color_of, configuration_label, error_bars, save_figure, styled
+from experiments.style import (MARIUSGNN, annotate_ratios, caption, color_of, configuration_label, error_bars,
+                               save_figure, styled)
 from experiments.report import Estimate, Finding, MIN_SEEDS, NOT_TESTABLE, claim
 from suite.datasets import shared_datasets_dir
 from suite.errors import ConfigError
@@ -229,10 +230,7 @@ def plot_disk_lp(csv_path: str | Path, out_png: str | Path) -> Path:
             bars = time_ax.bar(positions, part["epoch_time_s"], color=colors, yerr=error_bars(part, "epoch_time_s"))
             time_ax.bar(positions, (part["io_wait_fraction"] * part["epoch_time_s"]).fillna(0), color="none",
                         edgecolor="k", hatch="//", linewidth=0.5, label="IO wait")
-            tops = part.get("epoch_time_s_ci_high", part["epoch_time_s"]).fillna(part["epoch_time_s"])
-            for bar, ratio, top in zip(bars, part["time_ratio_vs_in_memory"], tops):
-                time_ax.annotate(f"x{ratio:.2f}", (bar.get_x() + bar.get_width() / 2, max(top, bar.get_height())),
-                                 textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+            annotate_ratios(time_ax, bars, part, "time_ratio_vs_in_memory")
             time_ax.set_ylabel("warm epoch time (s), mean")
             time_ax.set_title("epoch time (annotated: / in-memory)")
             time_ax.legend(loc="lower right")

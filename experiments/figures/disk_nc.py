@@ -47,8 +47,8 @@ from matplotlib.patches import Patch
 from experiments.common import (REPO_ROOT, RESULTS, SPECS, Figure, Mode, Paths, Plot, add_common_options, check_failed,
                                 cli, parse)
 from experiments.compare import TableSpec
-from experiments.style import (MARIUSGNN, caption, color_of, display_label, error_bars, flagged_under_load, load_note,
-                                 save_figure, styled)
+from experiments.style import (MARIUSGNN, annotate_ratios, caption, color_of, display_label, error_bars,
+                               flagged_under_load, load_note, save_figure, styled)
 from experiments.report import (Estimate, Finding, INCONCLUSIVE, MIN_SEEDS, NOT_TESTABLE, claim, load_exclusions,
                                 percent,  split_under_load, table_interval)
 from experiments.peers import split_runnable
@@ -381,10 +381,7 @@ def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
         bars = time_ax.bar(positions, table["epoch_time_s"], color=colors, yerr=error_bars(table, "epoch_time_s"),
                            edgecolor=["k" if flag else "none" for flag in loaded])
         time_ax.bar(positions, table["io_wait_s"].fillna(0), color="none", edgecolor="k", hatch="//", linewidth=0.5)
-        tops = table.get("epoch_time_s_ci_high", table["epoch_time_s"]).fillna(table["epoch_time_s"])
-        for bar, ratio, top in zip(bars, table["time_ratio_vs_in_memory"], tops):
-            time_ax.annotate(f"x{ratio:.2f}", (bar.get_x() + bar.get_width() / 2, max(top, bar.get_height())),
-                             textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+        annotate_ratios(time_ax, bars, table, "time_ratio_vs_in_memory")
         time_ax.set_ylabel("warm epoch time (s), mean")
         time_ax.set_title("epoch time (hatched: IO wait; annotated: / in-memory)")
         seeds = int(table["seeds"].min()) if "seeds" in table else 1

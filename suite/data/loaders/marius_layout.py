@@ -25,7 +25,7 @@ import yaml
 
 from suite.errors import DataError
 from suite.data.csr import EdgeChunk, write_csrs
-from suite.data.loaders.raw_files import LOADERS, file_records
+from suite.data.loaders.raw_files import LOADERS, raw_source
 from suite.data.store import GraphStore, create_store
 
 DATASET_FILE = "dataset.yaml"
@@ -122,9 +122,8 @@ def load_marius(root: Path, out: Path, *, overwrite: bool, progress: bool, name:
         if not path.is_file():
             raise DataError(f"{path}: missing ({DATASET_FILE} says {field}: {counts[field]})")
         splits[split] = (path, edge_file_dtype(path, counts[field], columns, field))
-    source = {"loader": "marius", "layout": "marius_preprocess: dataset.yaml, edges/*.bin", "root": str(root),
-              "files": file_records(root, [root / DATASET_FILE] + [path for path, _ in splits.values()],
-                                    checksum=False)}
+    source = raw_source("marius", root, [root / DATASET_FILE] + [path for path, _ in splits.values()],
+                        checksum=False, layout="marius_preprocess: dataset.yaml, edges/*.bin")
     with create_store(out, overwrite) as writer:
         for split, (path, dtype) in splits.items():
             with writer.appender(f"{split}_edges", np.int64, (3,)) as split_out:

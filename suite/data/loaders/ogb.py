@@ -51,7 +51,7 @@ import torch
 
 from suite.errors import DataError
 from suite.data.csr import write_csrs
-from suite.data.loaders.raw_files import LOADERS, check_ids, edge_chunks, file_records
+from suite.data.loaders.raw_files import LOADERS, check_ids, edge_chunks, raw_source
 from suite.data.store import GraphStore, StoreWriter, create_store
 
 NODE_DATASETS = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")
@@ -400,18 +400,12 @@ def _feature_dim(graph: dict[str, Any]) -> int:
 
 
 def _source(layout: OgbLayout, graph: dict[str, Any], reader: str) -> dict[str, Any]:
-    return {
-        "loader": "ogb",
-        "reader": reader,
-        "dataset": layout.name,
-        "release": int(layout.meta["version"]),
-        "split": layout.meta["split"],
-        "task_type": layout.meta["task type"],
-        "eval_metric": layout.meta["eval metric"],
-        "root": str(layout.folder),
-        "files": file_records(layout.folder, layout.input_files(), checksum=False),
-        "not_stored": _not_stored(graph),
-    }
+    described = raw_source(
+        "ogb", layout.folder, layout.input_files(), checksum=False, reader=reader, dataset=layout.name,
+        release=int(layout.meta["version"]), split=layout.meta["split"], task_type=layout.meta["task type"],
+        eval_metric=layout.meta["eval metric"],
+    )
+    return {**described, "not_stored": _not_stored(graph)}
 
 
 # ---------------------------------------------------------------------------------------------- loaders

@@ -47,7 +47,7 @@ import torch
 
 from suite.errors import DataError
 from suite.data.csr import DEFAULT_CHUNK_EDGES, EdgeChunk, write_csrs
-from suite.data.loaders.raw_files import LOADERS, check_ids, file_records, npy_array, npy_blocks
+from suite.data.loaders.raw_files import LOADERS, check_ids, npy_array, npy_blocks, raw_source
 from suite.data.loaders.ogb import labels_to_int64, numpy_safe_globals
 from suite.data.store import GraphStore, StoreWriter, create_store
 
@@ -211,8 +211,8 @@ def load_wikikg90m_v2(root: Path, out: Path, *, overwrite: bool, progress: bool,
         for block in npy_blocks(files["train"], DEFAULT_CHUNK_EDGES):
             yield EdgeChunk(block[:, 0], block[:, 2], block[:, 1])
 
-    source = {"loader": "wikikg90m-v2", "layout": "OGB-LSC wikikg90m-v2/processed/*.npy", "root": str(folder),
-              "files": file_records(folder, files.values(), checksum=False)}
+    source = raw_source("wikikg90m-v2", folder, files.values(), checksum=False,
+                        layout="OGB-LSC wikikg90m-v2/processed/*.npy")
     with create_store(out, overwrite) as writer:
         with writer.appender("train_edges", np.int64, (3,)) as train_out:
             for block in npy_blocks(files["train"], DEFAULT_CHUNK_EDGES):
@@ -317,8 +317,8 @@ def load_mag240m(root: Path, out: Path, *, overwrite: bool, progress: bool, name
             yield EdgeChunk(block[0], block[1])
 
     inputs = [folder / "meta.pt", folder / "split_dict.pt", *paths.values()]
-    source = {"loader": "mag240m", "layout": "OGB-LSC mag240m_kddcup2021 (processed/*.npy, meta.pt, split_dict.pt)",
-              "root": str(folder), "files": file_records(folder, inputs, checksum=False),
+    source = {**raw_source("mag240m", folder, inputs, checksum=False,
+                           layout="OGB-LSC mag240m_kddcup2021 (processed/*.npy, meta.pt, split_dict.pt)"),
               "not_stored": list(MAG_NOT_STORED)}
     with create_store(out, overwrite) as writer:
         try:  # write_csrs checks every chunk's ids against the paper count

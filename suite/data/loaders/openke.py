@@ -27,7 +27,7 @@ import pandas as pd
 
 from suite.errors import DataError
 from suite.data.csr import EdgeChunk, write_csrs
-from suite.data.loaders.raw_files import LOADERS, file_records, read_raw_bytes, require_files
+from suite.data.loaders.raw_files import LOADERS, raw_source, read_raw_bytes, require_files
 from suite.data.store import GraphStore, create_store
 
 ENTITY_FILE = "entity2id.txt"
@@ -182,12 +182,7 @@ def load_openke(root: Path, out: Path, *, overwrite: bool, progress: bool, name:
         raise DataError(f"{root / empty}: line 1: count is 0 (a knowledge graph needs entities and relations)")
     splits = {split: read_triples(root / file, num_entities, num_relations) for split, file in SPLIT_FILES.items()}
     train = splits["train"]
-    source = {
-        "loader": "openke",
-        "format": "OpenKE ids: <count> line, then 'head tail relation' per line",
-        "root": str(root),
-        "files": file_records(root, paths),
-    }
+    source = raw_source("openke", root, paths, format="OpenKE ids: <count> line, then 'head tail relation' per line")
     with create_store(out, overwrite) as writer:
         num_edges = write_csrs(writer, [EdgeChunk(train.head, train.tail, train.relation)], num_entities,
                                num_relations=num_relations)

@@ -15,7 +15,7 @@ import torch
 
 from suite.errors import DataError
 from suite.data.csr import EdgeChunk, write_csrs
-from suite.data.loaders.raw_files import LOADERS, file_records, require_files
+from suite.data.loaders.raw_files import LOADERS, raw_source, require_files
 from suite.data.store import GraphStore, create_store
 
 PLANETOID_SUFFIXES = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
@@ -78,12 +78,7 @@ def load_planetoid(root: Path, out: Path, *, overwrite: bool, progress: bool, na
     features = data.x.numpy().astype(np.float32, copy=False)
     labels = data.y.numpy().astype(np.int64, copy=False)
     num_classes = int(labels.max()) + 1 if len(labels) else 0
-    source = {
-        "loader": "planetoid",
-        "reader": "torch_geometric.io.read_planetoid_data",
-        "root": str(root),
-        "files": file_records(root, paths),
-    }
+    source = raw_source("planetoid", root, paths, reader="torch_geometric.io.read_planetoid_data")
     with create_store(out, overwrite) as writer:
         src, dst = edge_index.numpy()
         num_edges = write_csrs(writer, [EdgeChunk(src, dst)], num_nodes)

@@ -65,6 +65,14 @@ def file_records(root: Path, paths: Iterable[Path], checksum: bool = True) -> di
     return records
 
 
+def raw_source(loader: str, root: Path, paths: Iterable[Path], *, checksum: bool = True,
+               **described: Any) -> dict[str, Any]:
+    """The provenance record ``metadata["source"]`` of a store built from the raw files ``paths`` under ``root``:
+    the loader, how it read them (``described``: ``format``, ``layout``, ``reader``...), the folder and the
+    files' :func:`file_records`."""
+    return {"loader": loader, **described, "root": str(root), "files": file_records(root, paths, checksum=checksum)}
+
+
 def edge_chunks(
     src: np.ndarray, dst: np.ndarray, rel: np.ndarray | None = None, chunk_edges: int = DEFAULT_CHUNK_EDGES
 ) -> Iterator[EdgeChunk]:

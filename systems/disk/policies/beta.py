@@ -87,38 +87,66 @@ def _beta_phase(slots: np.ndarray, on_disk: np.ndarray, rng: np.random.Generator
 
 
 @dataclass(frozen=True)
-class BetaPolicy(PartitionPolicy):
-    """Marius's BETA ordering with greedy bucket assignment. ``randomize=False``: canonical, hand-checkable."""
+class BetaOrdering(PartitionPolicy):
+    """The BETA walk over units of partitions; a subclass says what a unit is and how buckets are assigned.
+    ``randomize=False``: the canonical walk (and units), hand-checkable."""
+
+    assignment: ClassVar[str] = "first"
+
+    randomize: bool = True
+
+    def units(self, spec: PolicySpec) -> tuple[int, int]:  # pragma: no cover - abstract
+        """``(units, unit_capacity)``: how many units the walk covers and how many the buffer holds."""
+        raise NotImplementedError
+
+    def groups(self, spec: PolicySpec, rng: np.random.Generator | None) -> np.ndarray:  # pragma: no cover
+        """The physical partitions of every unit, ``(units, partitions per unit)``; drawn after the walk."""
+        raise NotImplementedError
+
+    def plan(self, spec: PolicySpec, rng: np.random.Generator) -> BufferPlan:
+        """BETA over :meth:`units`, then :meth:`groups`; buckets by :attr:`assignment`."""
+        require_task(spec, self.name, self.tasks)
+        walk_rng = rng if self.randomize else None
+        units, unit_capacity = self.units(spec)
+        walk = beta_walk(units, unit_capacity, walk_rng)
+        return build_plan(self.name, spec, self.groups(spec, walk_rng), min(units, unit_capacity), spec.capacity,
+                          walk, self.assignment, rng)
+
+
+@dataclass(frozen=True)
+class BetaPolicy(BetaOrdering):
+    """Marius's BETA ordering over the physical partitions, greedy (``"first"``) bucket assignment."""
 
     label: ClassVar[str] = "BETA"  # how figures name it
 
     name: ClassVar[str] = "beta"
-    randomize: bool = True
 
-    def plan(self, spec: PolicySpec, rng: np.random.Generator) -> BufferPlan:
-        """BETA over the physical partitions; ``"first"`` assignment."""
-        require_task(spec, self.name, self.tasks)
-        p, c = spec.num_partitions, spec.capacity
-        walk = beta_walk(p, c, rng if self.randomize else None)
-        return build_plan(self.name, spec, single_partitions(p), min(p, c), max(min(p, c), c), walk, "first", rng)
+    def units(self, spec: PolicySpec) -> tuple[int, int]:
+        """Every partition is a unit."""
+        return spec.num_partitions, spec.capacity
+
+    def groups(self, spec: PolicySpec, rng: np.random.Generator | None) -> np.ndarray:
+        """One partition per unit."""
+        return single_partitions(spec.num_partitions)
 
 
 @dataclass(frozen=True)
-class CometPolicy(PartitionPolicy):
-    """MariusGNN's COMET: BETA over random logical partitions, uniformly random bucket assignment."""
+class CometPolicy(BetaOrdering):
+    """MariusGNN's COMET: BETA over fresh random logical partitions, uniformly random bucket assignment."""
 
     label: ClassVar[str] = "COMET"  # how figures name it
 
     name: ClassVar[str] = "comet"
-    randomize: bool = True
+    assignment: ClassVar[str] = "uniform"
 
-    def plan(self, spec: PolicySpec, rng: np.random.Generator) -> BufferPlan:
-        """BETA over fresh random logical partitions; ``"uniform"`` assignment."""
-        require_task(spec, self.name, self.tasks)
-        l, lc, r = logical_sizes(spec, self.name)
-        walk = beta_walk(l, lc, rng if self.randomize else None)
-        groups = random_groups(spec.num_partitions, r, rng if self.randomize else None)
-        return build_plan(self.name, spec, groups, min(l, lc), spec.capacity, walk, "uniform", rng)
+    def units(self, spec: PolicySpec) -> tuple[int, int]:
+        """Logical partitions of ``fine_to_coarse_ratio`` physical ones (checked to divide ``p`` and ``c``)."""
+        logical, logical_capacity, _ = logical_sizes(spec, self.name)
+        return logical, logical_capacity
+
+    def groups(self, spec: PolicySpec, rng: np.random.Generator | None) -> np.ndarray:
+        """A random permutation of the partitions cut into logical partitions (in order without ``rng``)."""
+        return random_groups(spec.num_partitions, spec.fine_to_coarse_ratio, rng)
 
 
-__all__ = ["BetaPolicy", "CometPolicy", "beta_swaps", "beta_walk", "swap_lower_bound"]
+__all__ = ["BetaOrdering", "BetaPolicy", "CometPolicy", "beta_swaps", "beta_walk", "swap_lower_bound"]

@@ -14,10 +14,9 @@ from experiments import report, reproduce
 from experiments.figures import cost
 from experiments.plugins import FIGURES
 from simulators.calibrate import HARDWARE
-from suite.config import load_spec
 from suite.errors import ConfigError, DataError
+from tests.experiments.figures.recorded_runs import write_run
 
-REPO = Path(__file__).resolve().parents[3]
 M6A = 0.0864  # m6a.large, $/h: the price the runs measured here are priced at
 
 
@@ -59,32 +58,14 @@ def test_gpu_figures_per_profile():
 # ---------------------------------------------------------------------------------------------- recorded runs
 def _write_run(root: Path, run_id: str, dataset: str, system: str, options: dict, epoch_times: list[float],
                valid: list[float], batches: int = 0) -> Path:
-    """A completed run folder as the recorder writes it (config.yaml, records.jsonl, summary.json)."""
-    spec = load_spec(REPO / "experiments" / "specs" / "quickstart.yaml", [f"system.name={system}", "training.epochs=2"])
-    if options:
-        spec = spec.model_copy(update={"system": spec.system.model_copy(update={"options": options})})
-    run_dir = root / run_id
-    run_dir.mkdir(parents=True)
-    (run_dir / "config.yaml").write_text(spec.to_yaml())
-    records = []
-    for epoch in range(len(epoch_times)):
-        for index in range(batches):  # 10 ms load, 1 ms transfer, 50 ms compute per batch, one after the other
-            t = index * 0.061
-            records.append({"kind": "batch", "epoch": epoch, "index": index, "load_start": t, "load_end": t + 0.01,
-                            "transfer_start": t + 0.01, "transfer_end": t + 0.011, "compute_start": t + 0.011,
-                            "compute_end": t + 0.061, "sampled_edges": 20000, "input_nodes": 5000})
-        records.append({"kind": "epoch", "epoch": epoch, "epoch_time_s": epoch_times[epoch]})
-    (run_dir / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    """A completed run on ``dataset`` with these epoch times and validation accuracies."""
     summary = {
-        "run_id": run_id, "status": "completed", "system": system, "dataset": dataset,
-        "dataset_info": {"name": dataset, "feature_dim": 128}, "epoch_time_s": epoch_times,
+        "dataset": dataset, "dataset_info": {"name": dataset, "feature_dim": 128}, "epoch_time_s": epoch_times,
         "metrics": {"main": "accuracy", "valid": {"accuracy": valid[-1]},
                     "valid_curve": [{"epoch": e, "accuracy": v} for e, v in enumerate(valid)]},
-        "machine": {"cpu_model": "AMD EPYC", "cpu_cores": 2, "torch_threads": 2}, "peak_rss_bytes": 2**30,
-        "device": "cpu",
+        "peak_rss_bytes": 2**30,
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary))
-    return run_dir
+    return write_run(root, run_id, system, options, [{"epoch_time_s": t} for t in epoch_times], summary, batches)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ accelerator projection (experiments/figures/pipeline_validation.py) on hand-made
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -12,39 +11,19 @@ import pandas as pd
 import pytest
 
 from experiments.figures import disk_nc
-from suite.config import load_spec
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.experiments.figures.recorded_runs import write_run
 
 
 def _write_run(root: Path, run_id: str, system: str, options: dict, epochs: list[dict], load: dict | None = None,
                batches: int = 0, seed: int = 0, accuracy: float = 0.5) -> Path:
-    """A completed run folder as the recorder writes it (config.yaml, records.jsonl, summary.json)."""
-    spec = load_spec(REPO / "experiments" / "specs" / "quickstart.yaml", [f"system.name={system}", "training.epochs=2"])
-    if options:
-        spec = spec.model_copy(update={"system": spec.system.model_copy(update={"options": options})})
-    run_dir = root / run_id
-    run_dir.mkdir(parents=True)
-    (run_dir / "config.yaml").write_text(spec.to_yaml())
-    records = []
-    for number, epoch in enumerate(epochs):
-        for index in range(batches):  # 10 ms load, 1 ms transfer, 50 ms compute per batch, one after the other
-            t = index * 0.061
-            records.append({"kind": "batch", "epoch": number, "index": index, "load_start": t,
-                            "load_end": t + 0.01, "transfer_start": t + 0.01, "transfer_end": t + 0.011,
-                            "compute_start": t + 0.011, "compute_end": t + 0.061, "sampled_edges": 20000,
-                            "input_nodes": 5000})
-        records.append({"kind": "epoch", "epoch": number, **epoch})
-    (run_dir / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    summary = {"run_id": run_id, "status": "completed", "system": system, "dataset": "toy", "seed": seed,
+    """A completed run on "toy" with these epoch records, test accuracy and (optionally) foreign load."""
+    summary = {"dataset": "toy", "seed": seed,
                "dataset_info": {"name": "toy", "num_nodes": 1000, "num_edges": 5000, "feature_dim": 128},
                "epoch_time_s": [e["epoch_time_s"] for e in epochs],
-               "metrics": {"main": "accuracy", "test": {"accuracy": accuracy}},
-               "machine": {"cpu_model": "AMD EPYC", "cpu_cores": 2, "torch_threads": 2}, "device": "cpu"}
+               "metrics": {"main": "accuracy", "test": {"accuracy": accuracy}}}
     if load is not None:
         summary["machine_load"] = load
-    (run_dir / "summary.json").write_text(json.dumps(summary))
-    return run_dir
+    return write_run(root, run_id, system, options, epochs, summary, batches)
 
 
 QUIET = {"foreign_cpu_s": 0.1, "foreign_cores": 0.01, "under_load": False}

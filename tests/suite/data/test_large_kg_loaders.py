@@ -18,6 +18,18 @@ from suite.data import GraphStore
 from suite.data.loaders import LOADERS, prepare
 from suite.data.loaders import raw_files as loader_raw_files
 
+
+def _assert_prepare_fails(tmp_path: Path, capsys: pytest.CaptureFixture, dataset: str, raw: Path,
+                          message: str) -> None:
+    """``datasets prepare <dataset>`` from ``raw`` exits 2 with one line on stderr that holds ``message``, and
+    leaves neither the store nor its temporary folder behind."""
+    out = tmp_path / "store"
+    assert main(["datasets", "prepare", dataset, "--root", str(raw), "--out", str(out), "--quiet"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and len(error.splitlines()) == 1
+    assert not out.exists() and not list(tmp_path.glob(".store*"))
+
+
 TRIPLES = {"train": [(0, 1, 0), (1, 2, 1), (2, 0, 0), (3, 4, 2), (0, 2, 1)], "valid": [(4, 0, 2)],
            "test": [(1, 3, 0), (2, 4, 1)]}
 """Freebase triples in the file's order ``head tail relation``: 5 entities (one more in entity2id.txt), 3
@@ -67,11 +79,7 @@ def test_freebase86m_errors_name_file_and_line(tmp_path: Path, capsys: pytest.Ca
                                               message: str) -> None:
     raw = write_freebase(tmp_path / "raw")
     edit(raw / "Freebase")
-    out = tmp_path / "fb"
-    assert main(["datasets", "prepare", "freebase86m", "--root", str(raw), "--out", str(out), "--quiet"]) == 2
-    error = capsys.readouterr().err.strip()
-    assert message in error and len(error.splitlines()) == 1
-    assert not out.exists() and not list(tmp_path.glob(".fb*"))
+    _assert_prepare_fails(tmp_path, capsys, "freebase86m", raw, message)
 
 
 # ---------------------------------------------------------------------------------------------- WikiKG90Mv2
@@ -126,11 +134,7 @@ def test_wikikg90m_v2_counts_from_ids_without_features(tmp_path: Path) -> None:
 def test_wikikg90m_v2_errors_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture, edit, message: str) -> None:
     raw = write_wikikg(tmp_path / "raw")
     edit(raw / "wikikg90m-v2" / "processed")
-    out = tmp_path / "kg"
-    assert main(["datasets", "prepare", "wikikg90m-v2", "--root", str(raw), "--out", str(out), "--quiet"]) == 2
-    error = capsys.readouterr().err.strip()
-    assert message in error and len(error.splitlines()) == 1
-    assert not out.exists() and not list(tmp_path.glob(".kg*"))
+    _assert_prepare_fails(tmp_path, capsys, "wikikg90m-v2", raw, message)
 
 
 # ---------------------------------------------------------------------------------------------- MAG240M
@@ -195,11 +199,7 @@ def test_mag240m_release_1_test_split_and_root_folder(tmp_path: Path) -> None:
 def test_mag240m_errors_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture, edit, message: str) -> None:
     raw = write_mag(tmp_path / "raw")
     edit(raw / "mag240m_kddcup2021")
-    out = tmp_path / "mag"
-    assert main(["datasets", "prepare", "mag240m", "--root", str(raw), "--out", str(out), "--quiet"]) == 2
-    error = capsys.readouterr().err.strip()
-    assert message in error and len(error.splitlines()) == 1
-    assert not out.exists() and not list(tmp_path.glob(".mag*"))
+    _assert_prepare_fails(tmp_path, capsys, "mag240m", raw, message)
 
 
 def test_npy_blocks_cover_the_array_along_either_axis(tmp_path: Path) -> None:
@@ -255,8 +255,4 @@ def test_marius_preprocessed_folder(tmp_path: Path, dtype) -> None:
 def test_marius_errors_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture, edit, message: str) -> None:
     raw = write_marius(tmp_path / "raw")
     edit(raw)
-    out = tmp_path / "s"
-    assert main(["datasets", "prepare", "marius", "--root", str(raw), "--out", str(out), "--quiet"]) == 2
-    error = capsys.readouterr().err.strip()
-    assert message in error and len(error.splitlines()) == 1
-    assert not out.exists()
+    _assert_prepare_fails(tmp_path, capsys, "marius", raw, message)

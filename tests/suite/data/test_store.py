@@ -205,36 +205,29 @@ def test_verify_catches_changed_bytes(tiny_store):
         GraphStore.open(tiny_store.path).verify()
 
 
-def test_verify_catches_index_out_of_range(tiny_store):
-    _rewrite(tiny_store, "in_indices", np.array([2, 0, 0, 1, 4], dtype=np.int32))
-    with pytest.raises(DataError, match=r"in_indices\.npy: value 4 at row 4 is out of range \[0, 4\)"):
-        GraphStore.open(tiny_store.path).verify()
-
-
-def test_verify_catches_nan_features(tiny_store):
+def _features_with_nan_at(row: int, column: int) -> np.ndarray:
     features = np.arange(12, dtype=np.float32).reshape(4, 3)
-    features[2, 1] = np.nan
-    _rewrite(tiny_store, "features", features)
-    with pytest.raises(DataError, match=r"features\.npy: non-finite value \(NaN or inf\) in row 2"):
-        GraphStore.open(tiny_store.path).verify()
+    features[row, column] = np.nan
+    return features
 
 
-def test_verify_catches_decreasing_indptr_and_bad_edges(tiny_store):
-    _rewrite(tiny_store, "out_indptr", np.array([0, 3, 2, 4, 5], dtype=np.int64))
-    with pytest.raises(DataError, match=r"out_indptr\.npy: offsets decrease at row 2"):
-        GraphStore.open(tiny_store.path).verify()
-
-
-def test_verify_catches_relation_out_of_range_in_edge_list(tmp_path):
-    store = write_tiny_store(tmp_path / "t")
-    _rewrite(store, "train_edges", np.array([[0, 2, 1]], dtype=np.int64))
-    with pytest.raises(DataError, match=r"train_edges\.npy: value 2 at row 0, column 1 is out of range \[0, 2\)"):
-        GraphStore.open(store.path).verify()
-
-
-def test_verify_catches_inconsistent_csrs(tiny_store):
-    _rewrite(tiny_store, "out_indices", np.array([1, 2, 2, 0, 1], dtype=np.int32))
-    with pytest.raises(DataError, match="in-degree of node 1 disagrees"):
+@pytest.mark.parametrize(
+    ("key", "array", "message"),
+    [
+        ("in_indices", np.array([2, 0, 0, 1, 4], dtype=np.int32),
+         r"in_indices\.npy: value 4 at row 4 is out of range \[0, 4\)"),
+        ("features", _features_with_nan_at(2, 1), r"features\.npy: non-finite value \(NaN or inf\) in row 2"),
+        ("out_indptr", np.array([0, 3, 2, 4, 5], dtype=np.int64), r"out_indptr\.npy: offsets decrease at row 2"),
+        ("train_edges", np.array([[0, 2, 1]], dtype=np.int64),
+         r"train_edges\.npy: value 2 at row 0, column 1 is out of range \[0, 2\)"),
+        ("out_indices", np.array([1, 2, 2, 0, 1], dtype=np.int32), "in-degree of node 1 disagrees"),
+    ],
+    ids=["index_out_of_range", "nan_features", "decreasing_indptr", "relation_out_of_range_in_edge_list",
+         "inconsistent_csrs"],
+)
+def test_verify_catches_a_corrupt_file(tiny_store, key, array, message):
+    _rewrite(tiny_store, key, array)
+    with pytest.raises(DataError, match=message):
         GraphStore.open(tiny_store.path).verify()
 
 

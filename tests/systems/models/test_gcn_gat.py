@@ -1,4 +1,5 @@
-"""GCN and GAT: equal to their full-graph computation with all neighbours, and layout-independent."""
+"""GCN and GAT (and GraphSAGE) equal their full-graph computation with all neighbours; every encoder is
+layout-independent."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from suite.registry import MODELS
 from systems.models.encoder import build_model
 from systems.models.gat import GAT
 from systems.models.gcn import GCN
+from systems.models.graphsage import GraphSAGE
 from systems.models.gat import HIDDEN_HEADS, block_edges_with_self_loops
 from systems.sampling.naive import NaiveSampler
 from systems.sampling.sampler import LayerBlock
@@ -54,9 +56,19 @@ def full_graph_gat(model: GAT, x: torch.Tensor, edge_index: torch.Tensor) -> tor
     return x
 
 
-def make_model(encoder: str, num_layers: int, fanouts: tuple[int, ...] | None = None, seed: int = 0):
+def full_graph_sage(model: GraphSAGE, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+    """The same SAGEConv weights applied on the whole graph (PyG's usual full-batch call)."""
+    for layer, conv in enumerate(model.convs):
+        x = conv(x, edge_index)
+        if layer < len(model.convs) - 1:
+            x = F.relu(x)
+    return x
+
+
+def make_model(encoder: str, num_layers: int, fanouts: tuple[int, ...] | None = None, seed: int = 0, **options):
     torch.manual_seed(seed)
-    spec = ModelSpec(encoder=encoder, num_layers=num_layers, hidden_dim=16, fanouts=fanouts or (-1,) * num_layers)
+    spec = ModelSpec(encoder=encoder, num_layers=num_layers, hidden_dim=16, fanouts=fanouts or (-1,) * num_layers,
+                     **options)
     return spec, build_model(spec, IN_DIM, OUT_DIM).eval()
 
 
@@ -66,33 +78,24 @@ def test_registered():
     assert GCN.uses_neighbours and GAT.uses_neighbours
 
 
+@pytest.mark.parametrize(
+    ("encoder", "options", "full_graph"),
+    [("gcn", {}, full_graph_gcn), ("gat", {}, full_graph_gat),
+     *(("graphsage", {"aggregation": aggregation}, full_graph_sage) for aggregation in ("mean", "max", "sum"))],
+    ids=["gcn", "gat", "graphsage-mean", "graphsage-max", "graphsage-sum"],
+)
 @pytest.mark.parametrize("num_layers", [1, 2, 3])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_gcn_on_all_neighbour_blocks_equals_full_graph(num_layers, seed):
-    edge_index = random_edges(seed)
-    x = torch.randn(NUM_NODES, IN_DIM, generator=torch.Generator().manual_seed(seed))
-    spec, model = make_model("gcn", num_layers, seed=seed)
-    roots = torch.tensor([3, 7, 0, 19, 25])
-    sample = NaiveSampler(in_graph(edge_index, NUM_NODES), spec.fanouts).sample(roots, torch.Generator())
-    with torch.no_grad():
-        blocks_out = model(x[sample.input_nodes], sample)
-        full_out = full_graph_gcn(model, x, edge_index)[roots]
-    assert blocks_out.shape == (len(roots), OUT_DIM)
-    torch.testing.assert_close(blocks_out, full_out, atol=1e-5, rtol=1e-5)
-
-
-@pytest.mark.parametrize("num_layers", [1, 2, 3])
-@pytest.mark.parametrize("seed", [0, 1])
-def test_gat_on_all_neighbour_blocks_equals_full_graph(num_layers, seed):
+def test_on_all_neighbour_blocks_equals_full_graph(encoder, options, full_graph, num_layers, seed):
     edge_index = random_edges(seed)  # with self-loops and repeated edges, which GATConv handles its own way
     assert (edge_index[0] == edge_index[1]).any()
     x = torch.randn(NUM_NODES, IN_DIM, generator=torch.Generator().manual_seed(seed))
-    spec, model = make_model("gat", num_layers, seed=seed)
+    spec, model = make_model(encoder, num_layers, seed=seed, **options)
     roots = torch.tensor([3, 7, 0, 19, 25])
     sample = NaiveSampler(in_graph(edge_index, NUM_NODES), spec.fanouts).sample(roots, torch.Generator())
     with torch.no_grad():
         blocks_out = model(x[sample.input_nodes], sample)
-        full_out = full_graph_gat(model, x, edge_index)[roots]
+        full_out = full_graph(model, x, edge_index)[roots]
     assert blocks_out.shape == (len(roots), OUT_DIM)
     torch.testing.assert_close(blocks_out, full_out, atol=1e-5, rtol=1e-5)
 

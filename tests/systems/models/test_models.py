@@ -1,4 +1,5 @@
-"""Encoders: GraphSAGE over all-neighbour blocks equals full-graph GraphSAGE; the MLP ignores neighbours."""
+"""Encoders: registration, GraphSAGE's checks and dropout; the MLP ignores neighbours (GraphSAGE over
+all-neighbour blocks equals full-graph GraphSAGE: tests/systems/models/test_gcn_gat.py)."""
 
 from __future__ import annotations
 
@@ -23,37 +24,11 @@ def random_edges(seed: int = 0) -> torch.Tensor:
     return torch.randint(0, NUM_NODES, (2, NUM_EDGES), generator=generator)
 
 
-def full_graph_sage(model: GraphSAGE, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-    """The same SAGEConv weights applied on the whole graph (PyG's usual full-batch call)."""
-    for layer, conv in enumerate(model.convs):
-        x = conv(x, edge_index)
-        if layer < len(model.convs) - 1:
-            x = F.relu(x)
-    return x
-
-
 def test_registered_builders():
     assert {"graphsage", "mlp"} <= set(MODELS.names())
     spec = ModelSpec(encoder="graphsage", num_layers=2, hidden_dim=16, fanouts=(5, 5))
     assert isinstance(build_model(spec, IN_DIM, OUT_DIM), GraphSAGE)
     assert isinstance(build_model(spec.model_copy(update={"encoder": "mlp"}), IN_DIM, OUT_DIM), MLP)
-
-
-@pytest.mark.parametrize("aggregation", ["mean", "max", "sum"])
-@pytest.mark.parametrize("num_layers", [1, 2, 3])
-def test_graphsage_on_all_neighbour_blocks_equals_full_graph(aggregation, num_layers):
-    torch.manual_seed(0)
-    edge_index = random_edges()
-    x = torch.randn(NUM_NODES, IN_DIM)
-    spec = ModelSpec(num_layers=num_layers, hidden_dim=16, fanouts=(-1,) * num_layers, aggregation=aggregation)
-    model = build_model(spec, IN_DIM, OUT_DIM).eval()
-    roots = torch.tensor([3, 7, 0, 19, 25])
-    sample = NaiveSampler(in_graph(edge_index, NUM_NODES), spec.fanouts).sample(roots, torch.Generator())
-    with torch.no_grad():
-        blocks_out = model(x[sample.input_nodes], sample)
-        full_out = full_graph_sage(model, x, edge_index)[roots]
-    assert blocks_out.shape == (len(roots), OUT_DIM)
-    torch.testing.assert_close(blocks_out, full_out, atol=1e-5, rtol=1e-5)
 
 
 def test_graphsage_rejects_wrong_number_of_blocks():
