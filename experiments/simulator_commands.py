@@ -6,7 +6,7 @@
   a stored measurement.
 - ``gnnsuite simulate-async SPEC [--out DIR] [--gantt PNG]``: the asynchronous GNN pipeline modes
   (:mod:`simulators.async_gnn_model`); a spec whose durations are ``measured`` gets them timed here
-  (:mod:`experiments.measure.kernels`); the Gantt chart is :func:`experiments.figures.async_gnn.plot_simulated_gantt`.
+  (:mod:`experiments.measure.kernel_timing`); the Gantt chart is :func:`experiments.figures.async_gnn.plot_simulated_gantt`.
 
 They live here, not in :mod:`simulators`, because the simulators never measure nor draw. :func:`add_commands`
 adds both to the ``gnnsuite`` subcommands; errors a user causes are :class:`~suite.errors.SuiteError` (one line,
@@ -71,7 +71,7 @@ def _write_async_tables(out: Path, spec, results) -> Path:
 def _cmd_simulate_async(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from experiments.measure.kernels import durations_for
+    from experiments.measure.kernel_timing import durations_for
     from simulators.async_gnn_model.partitions import build_partitions
     from simulators.async_gnn_model.simulation import simulate_modes
     from simulators.async_gnn_model.spec import async_spec_from_dict

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Generic, TypeVar
 
 from suite.errors import ConfigError
-from suite.plugins import plugin_table
+from suite.plugin_tables import plugin_table
 
 T = TypeVar("T")
 
@@ -36,7 +36,7 @@ class Registry(Generic[T]):
     Args:
         kind: what the registry holds (``"system"``, ``"preset"``...), used in error messages.
         table: lazy entries ``{name: "module:attribute"}`` to declare at construction.
-        plugin_table: the kind of plugin table (:func:`suite.plugins.plugin_table`: ``"systems"``,
+        plugin_table: the kind of plugin table (:func:`suite.plugin_tables.plugin_table`: ``"systems"``,
             ``"samplers"``...) whose lines are declared on first use.
         filled_by: a module that registers this registry's entries when imported, imported on first use.
     """
@@ -158,7 +158,7 @@ class Registry(Generic[T]):
         return len(self._order)
 
 
-# The suite's plugin registries, each filled on first use from its plugin table (see :mod:`suite.plugins`; the
+# The suite's plugin registries, each filled on first use from its plugin table (see :mod:`suite.plugin_tables`; the
 # built-in lines: systems/plugins.py) or by the harness module that registers its entries. Registries the systems
 # alone read (partition-buffer policies, cache policies, disk-system task variants) live in the systems.
 SYSTEMS: Registry = Registry("system", plugin_table="systems")

@@ -1,7 +1,7 @@
 """The systems layer's built-in plugins: one table per kind, each line ``"name": "package.module:attribute"``.
 
 This module is data only: importing it imports no system code. The harness reads :data:`TABLES` through the
-``gnnsuite.plugins`` entry point in ``pyproject.toml`` (:mod:`suite.plugins`); each registry declares its table's
+``gnnsuite.plugins`` entry point in ``pyproject.toml`` (:mod:`suite.plugin_tables`); each registry declares its table's
 lines on its first lookup and imports a plugin's module when that name is first used. A plugin is declared here
 once, by its line; another package adds its own through an entry point naming a mapping of the same shape.
 """
@@ -75,7 +75,7 @@ POLICIES = {
 # feature lands; a cache policy is then declared here like a partition-buffer policy.
 CACHE_POLICIES: dict[str, str] = {}
 
-# The tables by kind, as the ``gnnsuite.plugins`` entry point gives them to the harness (suite.plugins).
+# The tables by kind, as the ``gnnsuite.plugins`` entry point gives them to the harness (suite.plugin_tables).
 TABLES = {
     "systems": SYSTEMS,
     "system_variants": SYSTEM_VARIANTS,

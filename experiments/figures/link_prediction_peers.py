@@ -67,7 +67,7 @@ import matplotlib.pyplot as plt
 
 from experiments.common import (DATA, REPO_ROOT, RESULTS, Figure, JobFailed, Mode, Paths, Plot,
                                 add_common_options, cli)
-from experiments.peers.link_prediction import (DEFAULT_PBG_PYTHON, SPEC, Configuration, Context, Setting,
+from experiments.peers.lp_configurations import (DEFAULT_PBG_PYTHON, SPEC, Configuration, Context, Setting,
                                                run_measured, store_of)
 from experiments.style import caption, color_of, save_figure, styled
 from experiments.report import Estimate, Finding, MIN_SEEDS, NOT_TESTABLE, claim, table_interval

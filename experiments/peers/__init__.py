@@ -9,7 +9,7 @@ is, which run specs need it (:meth:`Peer.needs`) and why it may be missing here 
 - PyTorch-BigGraph (``torchbiggraph`` 1.0.0, in its own environment ``.venv-pbg``; :mod:`experiments.peers.pbg`,
   driving :mod:`experiments.peers.pbg_driver`) and PyKEEN (``pykeen`` 1.11, the extra ``peers``;
   :mod:`experiments.peers.pykeen`, driving :mod:`experiments.peers.pykeen_driver`): link prediction, their
-  configurations (``Peer.link_prediction``, :mod:`experiments.peers.link_prediction`) run by
+  configurations (``Peer.link_prediction``, :mod:`experiments.peers.lp_configurations`) run by
   :mod:`experiments.figures.link_prediction_peers`, which checks them per configuration.
 
 ``make peers`` installs them (the prebuilt torch-sparse/torch-scatter wheels of ``../shared/wheels`` when that
@@ -34,7 +34,7 @@ class Peer:
         needed_by: ``needed_by(spec) -> bool``: whether a run spec needs it.
         missing: ``missing() -> str | None``: why it cannot run here (None when it can).
         link_prediction: its configurations in the link-prediction comparison
-            (:class:`experiments.peers.link_prediction.Configuration`; the peers experiment runs those of every
+            (:class:`experiments.peers.lp_configurations.Configuration`; the peers experiment runs those of every
             registered peer).
     """
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.peers import Peer
-from experiments.peers.link_prediction import (DEFAULT_PBG_PYTHON, DRIVERS, Configuration, Context, peer_result,
+from experiments.peers.lp_configurations import (DEFAULT_PBG_PYTHON, DRIVERS, Configuration, Context, peer_result,
                                                run_measured)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.peers import Peer
-from experiments.peers.link_prediction import Configuration, Context, peer_result, run_measured
+from experiments.peers.lp_configurations import Configuration, Context, peer_result, run_measured
 
 
 def _missing() -> str | None:

@@ -30,7 +30,7 @@ chart).
 Task durations come from the work-depth costs of :mod:`simulators.work_depth_model` (Brent: ``W / rate + D x
 latency`` per stage and partition), from a per-partition table, fixed per stage, or from kernels measured on the
 real partitioned graph (SpMM, GEMM, ReLU in torch) by the experiments layer
-(:mod:`experiments.measure.kernels`) and passed in; optional seeded log-normal jitter.
+(:mod:`experiments.measure.kernel_timing`) and passed in; optional seeded log-normal jitter.
 
 Modules: :mod:`~simulators.async_gnn_model.spec` (the typed spec, YAML loading and validation; errors name the file
 and the field on one line), :mod:`~simulators.async_gnn_model.partitions` (the partitioned graph),

@@ -3,7 +3,7 @@
 Sources (registered by name in :data:`DURATION_SOURCES`): ``fixed`` per stage, a recorded ``table`` per stage and
 partition, or ``workdepth``, Brent's bound on the work-depth costs of :mod:`simulators.work_depth_model`. The source
 ``measured`` times torch kernels on this machine: that is a measurement, made by the experiments layer
-(:func:`experiments.measure.kernels.measured_durations`, used by ``gnnsuite simulate-async``) and handed to the
+(:func:`experiments.measure.kernel_timing.measured_durations`, used by ``gnnsuite simulate-async``) and handed to the
 simulation as its ``durations``; the simulator itself never times anything.
 """
 
@@ -51,7 +51,7 @@ def stage_durations(spec: AsyncSpec, graph: PartitionedGraph) -> dict[str, np.nd
     """Forward seconds per stage and partition, ``{stage: (P,) array}``, from the spec's duration source."""
     if spec.durations.source == "measured":
         raise ConfigError("durations: source 'measured' times torch kernels on this machine: measure them with "
-                          "experiments.measure.kernels.measured_durations (gnnsuite simulate-async does) and pass "
+                          "experiments.measure.kernel_timing.measured_durations (gnnsuite simulate-async does) and pass "
                           "them to the simulation as durations")
     return DURATION_SOURCES.get(spec.durations.source)(spec.durations, graph)
 

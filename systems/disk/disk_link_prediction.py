@@ -2,7 +2,7 @@
 
 The disk system's variant for ``training.task: link_prediction`` (declared in
 :data:`systems.disk.disk_system.DISK_TASKS`). Every node's embedding and Adagrad state live on disk in generations
-(:class:`~systems.disk.embeddings.EmbeddingStore`, in the run's folder under ``disk-embeddings/``); the buffer's
+(:class:`~systems.disk.disk_embeddings.EmbeddingStore`, in the run's folder under ``disk-embeddings/``); the buffer's
 frames hold whole partitions of ``[weight | state]`` rows, ``c`` of them at a time. Per epoch the policy's plan
 (``beta``, ``comet``, ``random`` or ``in_memory``; examples are the ``p x p`` edge buckets of the training edges)
 gives the states, which :meth:`systems.disk.disk_system.DiskSystem.train_epoch` walks; for each state, in order:
@@ -46,7 +46,7 @@ from suite.io import evict_page_cache
 from suite.recorder import Recorder
 from systems.system import EpochStats
 from systems.disk.buffer import FeatureBuffer
-from systems.disk.embeddings import EmbeddingStore
+from systems.disk.disk_embeddings import EmbeddingStore
 from systems.disk.plan import BufferPlan
 from systems.disk.policies import PolicySpec, make_plan
 from systems.disk.graph import BufferedGraph
@@ -62,7 +62,7 @@ EMBEDDINGS_FOLDER = "disk-embeddings"
 
 class EmbeddingBuffer(FeatureBuffer):
     """Buffer frames of ``[weight | Adagrad state]`` rows read from, and written back to, an
-    :class:`~systems.disk.embeddings.EmbeddingStore`; evicting a frame writes its partition back."""
+    :class:`~systems.disk.disk_embeddings.EmbeddingStore`; evicting a frame writes its partition back."""
 
     def __init__(self, store: EmbeddingStore, capacity: int, frames: int | None = None):
         self.store = store

@@ -160,7 +160,7 @@ def test_simulate_async_draws_the_gantt_chart_from_the_tasks_table(tmp_path, cap
 
 
 def test_simulate_async_times_the_kernels_when_the_spec_asks_for_measured_durations(tmp_path, capsys):
-    """``durations.source: measured``: the kernels are timed by experiments.measure.kernels (not the simulator)
+    """``durations.source: measured``: the kernels are timed by experiments.measure.kernel_timing (not the simulator)
     on the dataset's partitions, and the modes are simulated with those durations."""
     import pandas as pd
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from experiments.peers import Peer
-from experiments.peers.link_prediction import Configuration, Context, peer_result, store_of
+from experiments.peers.lp_configurations import Configuration, Context, peer_result, store_of
 
 
 def _train(context: Context, threads: int, seed: int, run_dir: Path) -> dict[str, Any]:

@@ -121,7 +121,7 @@ def test_measured_durations_are_not_timed_by_the_simulator():
     s = async_spec_from_dict({"graph": {"kind": "dataset", "dataset": {"name": "synthetic", "preset": "tiny"},
                                         "num_partitions": 2}, "durations": {"source": "measured"}})
     graph = partition_graph(np.array([[0, 1, 2], [1, 2, 0]]), 3, 2)
-    with pytest.raises(ConfigError, match="experiments.measure.kernels"):
+    with pytest.raises(ConfigError, match="experiments.measure.kernel_timing"):
         stage_durations(s, graph)
 
 

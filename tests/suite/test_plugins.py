@@ -1,4 +1,4 @@
-"""suite.plugins and the plugin tables: every registry fills itself from its table on first use; knowing a name,
+"""suite.plugin_tables and the plugin tables: every registry fills itself from its table on first use; knowing a name,
 validating a spec or computing a run id imports only the plugins the spec names."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from suite import registry
-from suite.plugins import plugin_table
+from suite.plugin_tables import plugin_table
 from systems import plugins
 from systems.disk.policies import POLICIES
 from systems.disk.disk_system import DISK_TASKS

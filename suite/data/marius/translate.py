@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from suite.data.marius.encoder import encoder_section, optimizer_section
+from suite.data.marius.model_sections import encoder_section, optimizer_section
 from suite.data.marius.fields import MARIUS_DATASETS
 from suite.data.marius.reader import Reader
 from suite.errors import ConfigError

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from experiments.figures import link_prediction_peers as peers
-from experiments.peers.link_prediction import exported
+from experiments.peers.lp_configurations import exported
 from experiments.report import claims
 
 CONFIGURATIONS = ("suite", "suite-pipelined", "pbg-p1", "pbg-p8", "pykeen")

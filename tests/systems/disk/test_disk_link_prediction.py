@@ -22,7 +22,7 @@ from suite.data import GraphStore
 from suite.io import IOCounters
 from suite.recorder import Recorder, read_records, read_summary
 from suite.runner import run_spec
-from systems.disk.embeddings import MANIFEST, EmbeddingStore, crc32
+from systems.disk.disk_embeddings import MANIFEST, EmbeddingStore, crc32
 from systems.disk.disk_link_prediction import EMBEDDINGS_FOLDER, DiskLinkPrediction, EmbeddingBuffer
 from systems.disk.disk_system import DiskSystem, disk_system
 from systems.models.rgcn import RelationLookup
