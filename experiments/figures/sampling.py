@@ -30,7 +30,7 @@ adjacency, so nothing is copied or re-sorted: :func:`systems.sampling.pyg.neighb
 registered sampler's assembly of layer-wise blocks from it is not timed, which favours PyG. A sampler that cannot run (not installed, not
 registered) gets one ``skipped`` row per setting x layer count with the reason. Every sampler of the ``SAMPLERS``
 table (:mod:`systems.plugins`) runs by default, and what the experiment needs from one (the timed call, its counts,
-its memory estimate, what implements it) comes from its :class:`~systems.sampling.Sampler` class, so a newly
+its memory estimate, what implements it) comes from its :class:`~systems.sampling.sampler.Sampler` class, so a newly
 registered sampler gets its rows and its line in the figure. On request (``--samplers``), a sampler's ``variants``
 run too: ``naive-torch`` and ``dense-torch`` run the same two algorithms on their pure-torch backend. All sample without
 replacement by default (``--replace``: with replacement when degree > fanout, as MariusGNN; for every sampler).
@@ -232,7 +232,7 @@ def open_store(setting: Setting, data_dir: Path):
 @dataclass(frozen=True)
 class SamplerAdapter:
     """A registered sampler (or one of its ``variants``) as the experiment drives it; what differs between
-    samplers comes from their class (:class:`systems.sampling.Sampler`: ``timed_sample``, ``counts``,
+    samplers comes from their class (:class:`systems.sampling.sampler.Sampler`: ``timed_sample``, ``counts``,
     ``nodes_to_sample_next``, ``implementation``).
 
     Attributes:
@@ -297,7 +297,7 @@ def default_samplers() -> list[str]:
 
 def available_samplers(names: Sequence[str]) -> tuple[dict[str, SamplerAdapter], dict[str, str]]:
     """The adapters of ``names`` (registered samplers, or ``NAME-VARIANT``) that can run here, and a reason for
-    each one that cannot (it does not import, is no :class:`~systems.sampling.Sampler`, or says what it misses).
+    each one that cannot (it does not import, is no :class:`~systems.sampling.sampler.Sampler`, or says what it misses).
 
     Raises:
         ValueError: a name that is neither registered nor a registered sampler's variant.
@@ -318,7 +318,7 @@ def available_samplers(names: Sequence[str]) -> tuple[dict[str, SamplerAdapter],
             missing[name] = f"{registered} sampler unavailable ({type(err).__name__}: {err})"
             continue
         if not (isinstance(cls, type) and issubclass(cls, Sampler)):
-            missing[name] = f"{registered}: {cls!r} does not derive from systems.sampling.Sampler"
+            missing[name] = f"{registered}: {cls!r} does not derive from systems.sampling.sampler.Sampler"
             continue
         reason = cls.missing_reason()
         if reason is not None:
