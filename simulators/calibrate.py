@@ -51,7 +51,7 @@ class Hardware:
     """The performance figures of a machine, for what-if simulation; each is an assumption with a source.
 
     Attributes:
-        name: a machine profile name (``suite.cost``) or a label.
+        name: a machine profile name (``suite.pricing``) or a label.
         cpu_cores: cores loaders and CPU compute share.
         gpu_tflops: peak FP32 TFLOP/s of the GPU (None: compute on the CPU, as measured).
         gpu_efficiency: fraction of the peak a sampled-GNN training step achieves (sparse, memory-bound work).

@@ -170,4 +170,4 @@ DECODERS: Registry = Registry("decoder", plugin_table="decoders")
 # data-parallel run).
 SYSTEM_VARIANTS: Registry = Registry("system variant", plugin_table="system_variants")
 DATASETS: Registry = Registry("dataset", filled_by="suite.datasets")
-MACHINES: Registry = Registry("machine profile", filled_by="suite.cost")
+MACHINES: Registry = Registry("machine profile", filled_by="suite.pricing")

@@ -48,7 +48,7 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: RunOutcome, *, wall_tim
               gpu_utilization: float | None, process_io: tuple[int, int],
               machine_load: MachineLoad | None = None) -> dict[str, Any]:
     """The measured part of ``summary.json`` (pure: from the outcome and counters given)."""
-    from suite.cost import cost_summary
+    from suite.pricing import cost_summary
 
     train_s = sum(outcome.epoch_time_s)
     stage_busy: dict[str, float] = defaultdict(float)

@@ -14,12 +14,12 @@ Reads recorded runs only (``--runs``, repeatable; default: the quick reproductio
 - **measured**: every completed run that recorded its training epochs, priced on the ``local`` profile at the
   hourly price of a comparable cloud instance (``--price-local-as``, default ``m6a.large``: 2 vCPUs of an AMD EPYC,
   like the 2-core AMD EPYC machine the reference results are measured on; its price, source and date are in
-  :mod:`suite.cost` and in every row). ``fits_priced_memory`` says whether the run's peak RSS fits that instance.
+  :mod:`suite.pricing` and in every row). ``fits_priced_memory`` says whether the run's peak RSS fits that instance.
 - **simulated**: per dataset, the pipeline simulator (:mod:`simulators.calibrate`) is calibrated on the measured
   synchronous run (``pipelined`` with ``sync: true``: the in-memory baseline's schedule, with per-batch records),
   and every measured in-memory run of that dataset with the same model, sampler and batch size (the sync run
   itself, the pipelined ones, an ``in_memory`` one as sync) is projected on each cloud GPU profile of
-  :data:`suite.cost.AWS_PROFILES` whose GPU the simulator knows (:data:`simulators.calibrate.HARDWARE`, matched by
+  :data:`suite.pricing.AWS_PROFILES` whose GPU the simulator knows (:data:`simulators.calibrate.HARDWARE`, matched by
   GPU model): compute and transfer priced from FLOPs and bytes on that GPU, loading as measured here with
   vCPUs / 2 cores per machine. A profile with g > 1 GPUs is priced as **data-parallel** training: every GPU runs
   ceil(B / g) of the epoch's B batches with its share of the cores (vCPUs / 2 / g); the gradient all-reduce is not
@@ -31,7 +31,7 @@ run recorded, so an epoch count is at most the run's epochs) and are those of th
 rows. The target is per dataset: ``--target-fraction`` (default 0.95) of the final validation metric of the
 dataset's in-memory reference run (its ``in_memory`` run, else its ``pipelined`` sync run), rounded down to
 three decimals, or ``--target DATASET=VALUE``; every row says which (``target_rule``). Cost to target prices the
-training time of the epochs up to that validation (evaluation excluded, as :func:`suite.cost.cost_to_target`).
+training time of the epochs up to that validation (evaluation excluded, as :func:`suite.pricing.cost_to_target`).
 
 Outputs: the table (``--csv``, written atomically) and its figure (``--png``, drawn from the CSV alone by
 :func:`plot_cost`). Bad input (no runs, an unknown profile, a bad target) is a one-line error
@@ -57,7 +57,7 @@ from experiments.compare import TableSpec
 from experiments.style import COLORS, MARIUSGNN, caption, load_note, save_figure, styled
 from experiments.report import (Estimate, Finding, HOLDS, INCONCLUSIVE, NOT_TESTABLE, claim, load_exclusions,
                                 split_under_load)
-from suite.cost import cost_per_epoch, cost_to_target, epochs_to_target, get_profile
+from suite.pricing import cost_per_epoch, cost_to_target, epochs_to_target, get_profile
 from suite.errors import ConfigError, DataError, SuiteError
 from suite.load import load_columns, measured_under_load
 from suite.stats import below, combine, ratio_interval
@@ -251,7 +251,7 @@ def gpu_hardware(profile_name: str):
 
 def default_profiles() -> list[str]:
     """The cloud GPU profiles the simulator can project on (registered, with a GPU it knows)."""
-    from suite.cost import AWS_PROFILES
+    from suite.pricing import AWS_PROFILES
 
     return [p.name for p in AWS_PROFILES if gpu_hardware(p.name) is not None]
 

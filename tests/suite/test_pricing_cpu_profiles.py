@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from suite.cost import AWS_PROFILES, CPU_PROFILES, cost_summary, run_cost_usd
+from suite.pricing import AWS_PROFILES, CPU_PROFILES, cost_summary, run_cost_usd
 from suite.registry import MACHINES
 
 

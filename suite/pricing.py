@@ -12,7 +12,7 @@ CPU-only ``m6a.large`` (2 vCPUs) prices runs measured on a 2-core machine such a
 come from. Prices change: every profile says where its price comes from and when it was read, and a summary carries
 both, so a number in a table can always be traced back. To price on another machine, register another profile::
 
-    from suite.cost import MachineProfile, register_profile
+    from suite.pricing import MachineProfile, register_profile
 
     register_profile(MachineProfile(name="my-box", hourly_usd=0.80, price_source="amortized purchase",
                                     price_date="2026-01-01", cpus=32, memory_gib=256, gpus=1,

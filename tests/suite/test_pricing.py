@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from suite.cost import (
+from suite.pricing import (
     AWS_PROFILES,
     MachineProfile,
     cost_per_epoch,
