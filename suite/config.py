@@ -187,6 +187,11 @@ class EvaluationSpec(_Spec):
     fanouts: tuple[StrictInt, ...] | None = Field(None, strict=False,
                                                   description="sampling at evaluation; None = the training fanouts")
     target_metric: float | None = Field(None, description="valid metric at which 'cost to target' is priced")
+    graph: Literal["full", "buffer"] = Field(
+        "full", description="node classification from disk: 'full' samples evaluation neighbourhoods over the whole "
+                            "graph (the store's CSR, feature rows read from disk per batch; MariusGNN's "
+                            "storage.full_graph_evaluation), 'buffer' only inside the partition buffer's states; "
+                            "systems that hold the whole graph evaluate over it either way")
     filtered: bool = Field(True, description="link prediction: the main MRR/Hits@k rank against candidates that "
                                              "are not known true triples (train+valid+test); both are recorded")
     negatives: int | None = Field(None, gt=0, description="link prediction: rank against this many uniformly "
@@ -280,9 +285,12 @@ NOT_IDENTITY: tuple[tuple[str, ...], ...] = (("training", "checkpoint_every"),)
 
 
 _ADDED_FIELDS = {("model", "heads"): 4, ("model", "num_bases"): None, ("training", "negatives", "mode"): "chunked",
-                 ("training", "regularizer"): "l2", ("training", "negatives", "label_smoothing"): 0.0}
+                 ("training", "regularizer"): "l2", ("training", "negatives", "label_smoothing"): 0.0,
+                 ("evaluation", "graph"): "buffer"}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
-earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
+earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all.
+(``evaluation.graph`` is left out at ``buffer``, how earlier disk runs evaluated, not at its default ``full``: a
+full-graph evaluation is another run.)"""
 
 
 def _without_added_defaults(resolved: dict[str, Any]) -> dict[str, Any]:

@@ -11,11 +11,15 @@ the disk.
 :class:`FeatureBuffer` holds frames of ``max_rows`` rows each (the ``capacity`` partitions of a state, plus room to
 read the next state's partitions ahead) and the map from a global node id to its buffer row
 (``frame * max_rows + row``, or -1 when its partition is not resident).
+
+:class:`RowsOnDemand` reads arbitrary rows of such a file instead (a full-graph evaluation's feature rows, batch by
+batch): through a memory map without read-around, so the kernel reads only the pages that hold them.
 """
 
 from __future__ import annotations
 
 import io
+import mmap
 import os
 import time
 import zlib
@@ -87,6 +91,28 @@ class PartitionArray:
             evict_page_cache(self._fd, first, offset + nbytes - first + _PAGE - 1, sync=False)
         self.counters.add_read(nbytes, seconds)
         return nbytes
+
+    def read_row_set(self, rows: np.ndarray) -> tuple[torch.Tensor, int]:
+        """The rows ``rows`` (distinct, any order) as one ``(len(rows), ...)`` tensor, read through a memory map of
+        the file with ``MADV_RANDOM`` (the kernel reads the pages holding them, no read-around), then dropped from
+        the page cache when ``evict``; returns it and the bytes of the rows (counted)."""
+        started = time.perf_counter()
+        elements = self.shape[0] * (self.row_bytes // self.dtype.itemsize)
+        if len(rows) == 0 or elements == 0:
+            out = np.empty((len(rows), *self.shape[1:]), dtype=self.dtype)
+        else:
+            with mmap.mmap(self._fd, self.data_offset + self.shape[0] * self.row_bytes,
+                           prot=mmap.PROT_READ) as mapped:
+                mapped.madvise(mmap.MADV_RANDOM)
+                table = np.frombuffer(mapped, dtype=self.dtype, count=elements,
+                                      offset=self.data_offset).reshape(self.shape)
+                out = table[rows]  # a copy: the map can close
+                del table
+        nbytes = len(rows) * self.row_bytes
+        if self.evict:
+            evict_page_cache(self._fd, self.data_offset, 0, sync=False)
+        self.counters.add_read(nbytes, time.perf_counter() - started)
+        return torch.from_numpy(out), nbytes
 
     def close(self) -> None:
         """Close the file (idempotent)."""
@@ -176,4 +202,29 @@ class FeatureBuffer:
         return torch.cat(parts) if parts else torch.empty(0, dtype=torch.int64)
 
 
-__all__ = ["FeatureBuffer", "PartitionArray"]
+class RowsOnDemand:
+    """Rows of a :class:`PartitionArray` read on demand (a
+    :class:`~systems.tasks.node_classification.RowSource`): each ``index_select`` reads the distinct rows it asks
+    for, once each, and counts its reads (``bytes_read``, ``read_s``, ``reads``) apart from the buffer's."""
+
+    def __init__(self, source: PartitionArray):
+        self.source = source
+        self.shape = source.shape
+        self.bytes_read = 0
+        self.read_s = 0.0
+        self.reads = 0
+
+    def index_select(self, dim: int, index: torch.Tensor) -> torch.Tensor:
+        """The rows ``index`` (``dim`` must be 0), in its order."""
+        if dim != 0:
+            raise ValueError("RowsOnDemand reads rows (dim 0) only")
+        distinct, position = torch.unique(index, return_inverse=True)
+        started = time.perf_counter()
+        rows, nbytes = self.source.read_row_set(distinct.numpy())
+        self.read_s += time.perf_counter() - started
+        self.bytes_read += nbytes
+        self.reads += 1
+        return rows[position]
+
+
+__all__ = ["FeatureBuffer", "PartitionArray", "RowsOnDemand"]

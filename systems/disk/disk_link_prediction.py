@@ -104,6 +104,9 @@ class DiskLinkPrediction(DiskSystem):
         if not spec.model.learnable_embeddings:
             raise ConfigError("model.learnable_embeddings: the disk system's link prediction moves learnable "
                             "embedding partitions; set it to true")
+        if spec.evaluation.graph != "full":
+            raise ConfigError("evaluation.graph: the disk system's link prediction evaluates over the whole graph "
+                              "and embedding table (full); 'buffer' is for node classification")
 
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:

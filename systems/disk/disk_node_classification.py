@@ -13,10 +13,20 @@ binds each state (:meth:`DiskNodeClassification.bind_training_state`).
 
 Passes: a training epoch follows the policy's plan of the training nodes. With ``sequential`` (MariusGNN) the
 partitions holding training nodes stay in the buffer and the other slots rotate across epochs (a seeded rotation,
-:func:`systems.disk.policies.node_policies.rotation_window`), so over epochs sampling sees every neighbourhood. An evaluation
-pass plans the split's nodes with ``eval_policy`` (default ``sequential`` when their partitions fit in the buffer,
-filled first with the partitions already resident: with a ``labeled-first`` order the evaluated nodes are
-resident and an evaluation reads nothing), each node predicted in its state.
+:func:`systems.disk.policies.node_policies.rotation_window`), so over epochs sampling sees every neighbourhood.
+
+Evaluation (``evaluation.graph``). ``full`` (the default, MariusGNN's ``storage.full_graph_evaluation``): the
+split's nodes are predicted over the whole graph, leaving the buffer as it is: the task is bound to the
+partitioned store's CSR and to its feature rows read from disk batch by batch
+(:class:`~systems.disk.buffer.RowsOnDemand`), and predicts with
+:meth:`~systems.tasks.node_classification.NodeClassificationTask.predict_nodes`, so the predictions are the ones
+the in-memory system makes with the same weights on the same store. Evaluations are then no buffer passes.
+``buffer``: an evaluation pass plans the split's nodes with ``eval_policy`` (default ``sequential`` when their
+partitions fit in the buffer, filled first with the partitions already resident: with a ``labeled-first`` order
+the evaluated nodes are resident and an evaluation reads nothing), each node predicted in its state, sampling only
+inside it. Either way each evaluation writes a ``pass_io`` record (its reads, apart from training's, its
+``eval_graph`` and ``eval_s``), and ``summary.json`` says under ``evaluation`` which graph was evaluated over and
+what all evaluations read.
 """
 
 from __future__ import annotations
@@ -29,12 +39,13 @@ import torch
 
 from suite.errors import DataError
 from suite.metrics import accuracy
-from systems.disk.buffer import FeatureBuffer, PartitionArray
+from systems.disk.buffer import FeatureBuffer, PartitionArray, RowsOnDemand
 from systems.disk.graph import BufferedGraph
 from systems.disk.plan import BufferPlan
 from systems.disk.policies import PolicySpec, make_plan
 from systems.disk.disk_system import DISK_TASKS, DiskSystem, PassKey, StateData, partitioned_store, plan_steps
-from systems.models.rgcn import relation_modules
+from systems.models.rgcn import RelationLookup, relation_modules
+from systems.sampling.sampler import SamplingGraph
 from systems.tasks.node_classification import NodeClassificationTask, NodeView, labeled
 
 _EVAL_SEED_OFFSET = 0xE7A1
@@ -83,6 +94,14 @@ class DiskNodeClassification(DiskSystem):
                                               side="right") - 1
         self.labels_by_row = torch.full((self.buffer.rows.shape[0],), -1, dtype=torch.int64)
         self._eval_nodes: dict[str, torch.Tensor] = {}
+        self._eval_io = {"io_read_bytes": 0, "io_read_s": 0.0, "eval_s": 0.0}
+        if self.full_graph_evaluation:  # evaluations leave the buffer alone: only training passes walk it
+            self._schedule = [key for key in self._schedule if key[0] == "train"]
+
+    @property
+    def full_graph_evaluation(self) -> bool:
+        """Whether evaluations sample over the whole graph (``evaluation.graph: full``), not the buffer."""
+        return self.spec.evaluation.graph == "full"
 
     # ------------------------------------------------------------------ plans
     def pass_plan(self, key: PassKey, layout: np.ndarray) -> BufferPlan:
@@ -142,16 +161,48 @@ class DiskNodeClassification(DiskSystem):
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
     def evaluate(self, split: str) -> dict[str, float]:
-        """Accuracy on ``split``: its pass walks the evaluation plan, each node predicted in its state."""
-        from suite.io import process_io_bytes
-
-        task = self.task
+        """Accuracy on ``split``, over the whole graph or inside the buffer (``evaluation.graph``)."""
         nodes = self._split_nodes(split)
         if len(nodes) == 0:
             return {"accuracy": math.nan}
+        from suite.io import process_io_bytes
+
+        disk_before, started = process_io_bytes(), time.perf_counter()
+        if self.full_graph_evaluation:
+            predicted, io = self.predict_over_whole_graph(nodes)
+        else:
+            predicted, io = self._predict_in_buffer(split, nodes)
+        disk = process_io_bytes() - disk_before
+        io.update(eval_graph=self.spec.evaluation.graph, eval_s=time.perf_counter() - started,
+                  disk_read_bytes=disk.read_bytes, disk_write_bytes=disk.write_bytes, disk_rchar=disk.rchar)
+        for measure in self._eval_io:
+            self._eval_io[measure] += io[measure]
+        self.recorder.record("pass_io", **{"pass": split}, epoch=self.last_epoch(), **io)
+        return {"accuracy": accuracy(predicted, self.labels[nodes])}
+
+    def predict_over_whole_graph(self, nodes: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """What a full-graph evaluation predicts for ``nodes`` (ids of the partitioned store): the task's
+        predictions over the store's CSR, its feature rows read on demand; and the reads (``io_read_bytes``,
+        ``io_read_s``, ``io_reads``). The buffer is left as it is."""
+        task, direction = self.task, self.spec.sampler.direction
+        rows = RowsOnDemand(PartitionArray(self.pstore.file("features"), self.counters,
+                                           self.options.evict_page_cache))
+        lookup = RelationLookup.from_store(self.pstore, direction) if relation_modules(task.model) else None
+        graph = SamplingGraph.from_store(self.pstore, direction) if self.needs_graph else None
+        try:
+            task.bind_state(NodeView(graph, rows, self.labels, lookup), evaluation=True)
+            predicted = task.predict_nodes(nodes)
+        finally:
+            rows.source.close()
+            task.release_state()
+        return predicted, {"io_read_bytes": rows.bytes_read, "io_read_s": rows.read_s, "io_reads": rows.reads}
+
+    def _predict_in_buffer(self, split: str, nodes: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """Predictions for ``nodes`` by an evaluation pass over the buffer (each node in its state); and the
+        pass's reads."""
+        task = self.task
         epoch = self.last_epoch()
         key = (split, epoch)
-        disk_before = process_io_bytes()
         plan, steps, first = self.begin_pass(key)
         ids, offsets = plan.examples_by_state()
         predicted = torch.empty(len(nodes), dtype=torch.int64)
@@ -170,14 +221,22 @@ class DiskNodeClassification(DiskSystem):
             timeline.batches = -(-len(chosen) // size)
             self.record_state(timeline)
             timelines.append(timeline)
-        self.recorder.record("pass_io", **{"pass": split}, epoch=epoch, **self.pass_io(timelines, disk_before))
-        return {"accuracy": accuracy(predicted, self.labels[nodes])}
+        return predicted, self.state_io(timelines)
+
+    def collect_io(self, outcome) -> None:
+        """The run's IO (:meth:`DiskSystem.collect_io`), and under ``evaluation`` in the summary the graph the
+        evaluations sampled over and what they read, in all."""
+        super().collect_io(outcome)
+        outcome.summary_extra["evaluation"] = {"graph": self.spec.evaluation.graph, **self._eval_io}
 
     def enter_pass(self, key: PassKey) -> None:
         """Fill the buffer as an uninterrupted run has it before pass ``key``: the layout is a function of the
         plans of the passes before it (:func:`~systems.disk.disk_system.plan_steps`: frames never depend on timing), so
         it is replayed from them and its partitions are read into their frames (a resumed run, or a
-        re-evaluation, then samples from the same buffer rows)."""
+        re-evaluation, then samples from the same buffer rows). A full-graph evaluation needs no buffer."""
+        if key[0] != "train" and self.full_graph_evaluation:
+            self._epoch = key[1]
+            return
         layout = np.full(self.buffer.num_frames, -1, dtype=np.int64)
         before = self._schedule[:self._schedule.index(key)] if key in self._schedule else self._schedule
         for past in before:

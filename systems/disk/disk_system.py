@@ -548,14 +548,19 @@ class DiskSystem(System):
         a window that includes reads ahead for the next pass)."""
         from suite.io import process_io_bytes
 
-        reads = [event for timeline in timelines for event, _ in timeline.reads]
         disk = process_io_bytes() - before
+        return {**self.state_io(timelines),
+                "disk_read_bytes": disk.read_bytes, "disk_write_bytes": disk.write_bytes, "disk_rchar": disk.rchar}
+
+    @staticmethod
+    def state_io(timelines: list[StateTimeline]) -> dict[str, Any]:
+        """The reads of a pass's states (bytes, seconds, count, partitions), their IO wait and build time."""
+        reads = [event for timeline in timelines for event, _ in timeline.reads]
         return {"io_read_bytes": sum(event.bytes for event in reads),
                 "io_read_s": sum(event.end - event.start for event in reads), "io_reads": len(reads),
                 "io_wait_s": sum(t.wait[1] - t.wait[0] for t in timelines),
                 "prepare_s": sum(t.build[1] - t.build[0] for t in timelines),
-                "partitions_read": sum(len(t.step.loads) for t in timelines),
-                "disk_read_bytes": disk.read_bytes, "disk_write_bytes": disk.write_bytes, "disk_rchar": disk.rchar}
+                "partitions_read": sum(len(t.step.loads) for t in timelines)}
 
     def collect_io(self, outcome) -> None:
         """Bytes read and written by the suite over the run, and partitions swapped in training."""

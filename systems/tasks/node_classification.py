@@ -13,13 +13,16 @@ A system that holds the graph, features and labels elsewhere (the disk system: a
 task without :meth:`~NodeClassificationTask.setup`: it calls :meth:`~NodeClassificationTask.build_model`, then, per
 buffer state, :meth:`~NodeClassificationTask.bind_state` with a :class:`NodeView` of what the buffer holds, runs the
 stages or :meth:`~NodeClassificationTask.predict` on buffer rows, and finally
-:meth:`~NodeClassificationTask.release_state`.
+:meth:`~NodeClassificationTask.release_state`. An evaluation over a graph the system holds elsewhere binds a view
+of that graph (``evaluation=True``), whose features may be a :class:`RowSource` that reads each batch's rows on
+demand, and calls :meth:`~NodeClassificationTask.predict_nodes`: the predictions the in-memory evaluation makes.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -50,6 +53,16 @@ def labeled(nodes: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return nodes[labels[nodes] >= 0]
 
 
+class RowSource(Protocol):
+    """Feature rows read on demand (a table left on disk): what an evaluation view's ``features`` may be instead of
+    a tensor. ``index_select(0, nodes)`` returns the rows of ``nodes`` as a tensor, as ``Tensor.index_select``."""
+
+    shape: tuple[int, ...]
+
+    def index_select(self, dim: int, index: torch.Tensor) -> torch.Tensor:
+        """The rows ``index`` (``dim`` is 0)."""
+
+
 @dataclass(frozen=True)
 class NodeView:
     """What the task reads, indexed alike (row ``i`` of ``features`` and ``labels`` is node ``i`` of ``graph``):
@@ -57,13 +70,13 @@ class NodeView:
 
     Attributes:
         graph: the CSR the samplers draw from (None when the model reads no neighbours and none was built).
-        features: ``(rows, d)`` feature rows.
+        features: ``(rows, d)`` feature rows (for an evaluation view, possibly a :class:`RowSource`).
         labels: ``(rows,)`` labels (-1: unlabeled, or not to be trained on in this view).
         relation_lookup: the relation types of ``graph``'s edges, for a model that reads them (else None).
     """
 
     graph: SamplingGraph | None
-    features: torch.Tensor
+    features: torch.Tensor | RowSource
     labels: torch.Tensor
     relation_lookup: RelationLookup | None = None
 
@@ -208,11 +221,18 @@ class NodeClassificationTask(Task):
         if nodes is None:
             return {"accuracy": math.nan}
         nodes = labeled(nodes.to(torch.int64), self.labels)
+        return {"accuracy": accuracy(self.predict_nodes(nodes), self.labels[nodes])}
+
+    @torch.no_grad()
+    def predict_nodes(self, nodes: torch.Tensor) -> torch.Tensor:
+        """What an evaluation predicts for ``nodes`` (rows of the bound view), in order: batches of
+        ``evaluation.batch_size``, neighbourhoods drawn by the evaluation sampler from a generator seeded afresh
+        from the run's seed (so the same model, graph and rows give the same predictions whoever binds them).
+        Puts the model in eval mode."""
         self.model.eval()
         generator = torch.Generator().manual_seed(self.spec.seed + _EVAL_SEED_OFFSET)
         predictions = [self.predict(roots, generator) for roots in nodes.split(self.spec.evaluation.batch_size)]
-        predicted = torch.cat(predictions) if predictions else torch.empty(0, dtype=torch.int64)
-        return {"accuracy": accuracy(predicted, self.labels[nodes])}
+        return torch.cat(predictions) if predictions else torch.empty(0, dtype=torch.int64)
 
     @torch.no_grad()
     def predict(self, roots: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -234,4 +254,4 @@ class NodeClassificationTask(Task):
         self.train_nodes = None
 
 
-__all__ = ["NodeClassificationTask", "NodeView", "labeled", "make_optimizer"]
+__all__ = ["NodeClassificationTask", "NodeView", "RowSource", "labeled", "make_optimizer"]

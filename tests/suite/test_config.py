@@ -36,6 +36,8 @@ def test_run_id_is_stable_and_depends_on_every_field():
     assert first.run_id != spec_from_dict({**BASE, "seed": 1}).run_id
     assert first.run_id != spec_from_dict(apply_overrides(BASE, ["training.learning_rate=0.02"])).run_id
     assert first.run_id.startswith("in_memory-tiny-graphsage-s0-")
+    assert first.evaluation.graph == "full"
+    assert first.run_id != spec_from_dict(apply_overrides(BASE, ["evaluation.graph=buffer"])).run_id
 
 
 def test_overrides_parse_yaml_values():
@@ -65,6 +67,7 @@ def test_overrides_parse_yaml_values():
         (["training.task=regression"], r"spec\.yaml: training\.task: Input should be"),
         (["model.hidden=3"], r"spec\.yaml: model\.hidden: unknown field"),
         (["model.fanouts=[5, 0]"], r"spec\.yaml: model\.fanouts: each must be > 0 or -1"),
+        (["evaluation.graph=partial"], r"spec\.yaml: evaluation\.graph: Input should be 'full' or 'buffer'"),
     ],
 )
 def test_bad_specs_name_file_and_field(tmp_path, overrides, message):

@@ -98,8 +98,8 @@ FIELD_TABLE: list[tuple[str, str, str]] = [
     ("storage.*.options.dtype", NO_EFFECT, "the suite stores float32 embeddings and its own id widths"),
     ("storage.prefetch", MAPPED, "system.options.prefetch"),
     ("storage.shuffle_input", MAPPED, "true accepted (the suite always shuffles); false refused"),
-    ("storage.full_graph_evaluation", MAPPED, "true accepted (the disk system evaluates on the whole table); "
-                                              "false refused"),
+    ("storage.full_graph_evaluation", MAPPED, "node classification: evaluation.graph true -> full, false -> "
+                                              "buffer; link prediction: true accepted, false refused"),
     ("storage.export_encoded_nodes / model_dir / log_level", NO_EFFECT, "outputs go to the run folder"),
     ("training.batch_size", MAPPED, "training.batch_size"),
     ("training.num_epochs", MAPPED, "training.epochs"),

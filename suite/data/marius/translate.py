@@ -102,7 +102,7 @@ def translate(config: Any, source: str = "<marius config>", dataset: str | None 
     data = storage.section("dataset")
     task = _model(model, spec, data)
     spec["dataset"] = _dataset(data, dataset, root)
-    system = _system(storage, task)
+    system = _system(storage, task, spec["evaluation"])
     _training(training, task, spec["training"], system)
     spec["system"] = system
     _evaluation(evaluation, task, spec["evaluation"])
@@ -223,8 +223,9 @@ def _device(storage: Reader) -> str:
     return device
 
 
-def _system(storage: Reader, task: str) -> dict:
-    """``storage`` -> the spec's ``system``: ``disk`` when a partition buffer or on-disk edges are asked for."""
+def _system(storage: Reader, task: str, evaluation: dict) -> dict:
+    """``storage`` -> the spec's ``system``: ``disk`` when a partition buffer or on-disk edges are asked for; and
+    ``full_graph_evaluation`` -> ``evaluation.graph`` (node classification)."""
     system: dict[str, Any] = {"name": "in_memory", "device": _device(storage)}
     buffered_key = "embeddings" if task == "link_prediction" else "features"
     edges = storage.section("edges")
@@ -248,8 +249,12 @@ def _system(storage: Reader, task: str) -> dict:
         system["options"]["prefetch"] = bool(prefetch)
     if not storage.get("shuffle_input", True):
         raise storage.fail("shuffle_input", "false is not supported (the suite shuffles every epoch)")
-    if not storage.get("full_graph_evaluation", True):
-        raise storage.fail("full_graph_evaluation", "false is not supported")
+    full_graph = bool(storage.get("full_graph_evaluation", True))
+    if task == "node_classification":
+        evaluation["graph"] = "full" if full_graph else "buffer"
+    elif not full_graph:
+        raise storage.fail("full_graph_evaluation", "false is supported for node classification only (link "
+                                                    "prediction evaluates over the whole graph)")
     for key in ("export_encoded_nodes", "model_dir", "log_level"):
         storage.get(key)
     storage.done()

@@ -292,10 +292,21 @@ def test_papers100m_style_node_classification() -> None:
     assert model["fanouts"] == [10, 20, 30]  # Marius lists the outermost hop first, the suite last
     assert "decoder" not in model
     assert spec["system"]["name"] == "disk" and spec["system"]["options"]["policy"] == "dispersed"
+    assert spec["evaluation"]["graph"] == "full"  # storage.full_graph_evaluation defaults to true
     assert (spec["training"]["optimizer"], spec["training"]["learning_rate"]) == ("adam", 0.003)
     from suite.config import spec_from_dict
 
     assert spec_from_dict(spec).model.fanouts == (10, 20, 30)
+
+
+def test_full_graph_evaluation_false_is_in_buffer_evaluation() -> None:
+    config = yaml.safe_load(PAPERS)
+    config["storage"]["full_graph_evaluation"] = False
+    spec = translate(config, "m.yaml")
+    assert spec["evaluation"]["graph"] == "buffer"
+    from suite.config import spec_from_dict
+
+    assert spec_from_dict(spec).evaluation.graph == "buffer"
 
 
 def test_gat_heads_and_negatives_all() -> None:
@@ -323,6 +334,7 @@ def test_gat_heads_and_negatives_all() -> None:
         (("training", "epochs_per_shuffle"), 2, "training.epochs_per_shuffle: only 1"),
         (("training", "checkpoint"), {"interval": 1}, "training.checkpoint: is not supported"),
         (("training", "unknown_knob"), 3, "training.unknown_knob: not a Marius field the suite knows"),
+        (("storage", "full_graph_evaluation"), False, "storage.full_graph_evaluation: false is supported for node"),
         (("storage", "dataset", "dataset_dir"), "/data/my_graph", "storage.dataset.dataset_dir: folder 'my_graph'"),
         (("model", "learning_task"), "GRAPH_GENERATION", "model.learning_task: expected LINK_PREDICTION"),
     ],

@@ -262,6 +262,13 @@ def test_link_prediction_needs_learnable_embeddings(tiny, tmp_path):
         disk_system(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
 
 
+def test_link_prediction_refuses_in_buffer_evaluation(tiny, tmp_path):
+    spec = lp_spec(tiny, BETA)
+    spec = spec.model_copy(update={"evaluation": spec.evaluation.model_copy(update={"graph": "buffer"})})
+    with pytest.raises(ConfigError, match="evaluation.graph: .*'buffer' is for node classification"):
+        disk_system(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
+
+
 # ---------------------------------------------------------------------------------------------- kill and resume
 def _final(run_dir: Path) -> tuple[dict, list[float]]:
     summary = read_summary(run_dir)

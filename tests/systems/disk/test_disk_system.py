@@ -1,5 +1,6 @@
 """The disk system on a small planted-partition store: every policy learns, IO is exactly the plan's, sampling
-sees only the buffer, prefetching changes timing only, bad stores and options fail clearly."""
+sees only the buffer, a full-graph evaluation predicts what the in-memory task predicts, prefetching changes timing
+only, bad stores and options fail clearly."""
 
 from __future__ import annotations
 
@@ -26,13 +27,13 @@ def store(tmp_path_factory) -> GraphStore:
                             graph.labels, graph.splits, name="planted")
 
 
-def make_spec(store: GraphStore, options: dict[str, Any], epochs: int = 3, **training):
+def make_spec(store: GraphStore, options: dict[str, Any], epochs: int = 3, graph: str = "full", **training):
     return spec_from_dict({
         "dataset": {"name": "store", "root": str(store.path)},
         "model": {"encoder": "graphsage", "num_layers": 2, "hidden_dim": 32, "fanouts": [10, 10], "dropout": 0.2},
         "system": {"name": "disk", "device": "cpu", "options": options},
         "training": {"batch_size": 32, "epochs": epochs, "learning_rate": 0.01, **training},
-        "evaluation": {"every": epochs},
+        "evaluation": {"every": epochs, "graph": graph},
     })
 
 
@@ -279,8 +280,10 @@ SEQUENTIAL_LABELED_FIRST = {"policy": "sequential", "num_partitions": 8, "buffer
                             "order": "labeled-first"}
 
 
-def test_resident_partitions_are_not_read_again_and_the_rotation_is_read_ahead(few_labels, tmp_path):
-    spec = make_spec(few_labels, SEQUENTIAL_LABELED_FIRST, epochs=3).model_copy(deep=True)
+def test_in_buffer_evaluation_reads_nothing_and_the_rotation_is_read_ahead(few_labels, tmp_path):
+    """``evaluation.graph: buffer``: resident partitions are not read again (evaluations read nothing) and the next
+    epoch's partitions are read while the evaluation before it computes."""
+    spec = make_spec(few_labels, SEQUENTIAL_LABELED_FIRST, epochs=3, graph="buffer").model_copy(deep=True)
     spec = spec.model_copy(update={"evaluation": spec.evaluation.model_copy(update={"every": 1})})
     outcome, system, recorder = run(spec, few_labels, tmp_path)
     # epoch 0 fills the buffer (partition 0 + 3 others); later epochs read only the 3 rotated partitions
@@ -296,10 +299,59 @@ def test_resident_partitions_are_not_read_again_and_the_rotation_is_read_ahead(f
         assert all(read["end"] <= record["compute_start"] for read in record["reads"])
     passes = [r for r in records if r["kind"] == "pass_io"]
     assert {r["pass"] for r in passes} == {"valid", "test"}
+    assert all(r["eval_graph"] == "buffer" and r["io_read_bytes"] == 0 for r in passes)
+    assert outcome.summary_extra["evaluation"]["graph"] == "buffer"  # summary.json's "evaluation"
     # nothing is read that no state needed (a pass prepared ahead twice would read its partitions twice)
     needed = sum(stats.extra["io_read_bytes"] for stats in outcome.epochs) + sum(r["io_read_bytes"] for r in passes)
     assert needed == outcome.io_read_bytes
     assert 0.0 <= outcome.test_metrics["accuracy"] <= 1.0
+
+
+def test_full_graph_evaluation_predicts_what_the_in_memory_task_predicts(store, tmp_path):
+    """``evaluation.graph: full`` (the default): a disk run's evaluations, with a buffer of half the partitions,
+    give exactly the in-memory task's accuracy and predictions for the same weights on the same (partitioned)
+    store; they leave the buffer alone and read only feature rows, recorded apart from training's reads."""
+    from systems.tasks.node_classification import NodeClassificationTask, labeled
+
+    spec = make_spec(store, {"policy": "sequential", "num_partitions": 8, "buffer_capacity": 4}, epochs=2)
+    outcome, system, recorder = run(spec, store, tmp_path)
+    in_memory = NodeClassificationTask(spec, system.pstore, torch.device("cpu"))
+    in_memory.setup()
+    in_memory.model.load_state_dict(system.task.model.state_dict())
+    assert in_memory.evaluate("test") == outcome.test_metrics
+    assert in_memory.evaluate("valid") == outcome.valid_metrics[-1][1]
+    nodes = labeled(system.pstore.split("test").to(torch.int64), system.labels)
+    predicted, io = system.predict_over_whole_graph(nodes)
+    assert torch.equal(predicted, in_memory.predict_nodes(nodes))
+
+    row_bytes = pstore_row_bytes(system.pstore)
+    assert 0 < io["io_read_bytes"] <= store.num_nodes * row_bytes and io["io_reads"] == 1  # one batch
+    records = read_records(recorder.run_dir)
+    assert {r["pass"] for r in records if r["kind"] == "state"} == {"train"}  # evaluations walk no buffer state
+    passes = [r for r in records if r["kind"] == "pass_io"]
+    assert [(r["pass"], r["eval_graph"]) for r in passes] == [("valid", "full"), ("test", "full")]
+    assert all(0 < r["io_read_bytes"] <= store.num_nodes * row_bytes and r["io_read_s"] > 0 for r in passes)
+    evaluation = outcome.summary_extra["evaluation"]  # summary.json's "evaluation"
+    assert evaluation["graph"] == "full"
+    assert evaluation["io_read_bytes"] == sum(r["io_read_bytes"] for r in passes)
+    trained = sum(stats.extra["io_read_bytes"] for stats in outcome.epochs)
+    assert outcome.io_read_bytes == trained + evaluation["io_read_bytes"]
+
+
+def test_rows_on_demand_reads_each_distinct_row_once(tmp_path):
+    from suite.io import IOCounters
+    from systems.disk.buffer import PartitionArray, RowsOnDemand
+
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    np.save(tmp_path / "rows.npy", table)
+    counters = IOCounters()
+    rows = RowsOnDemand(PartitionArray(tmp_path / "rows.npy", counters))
+    try:
+        got = rows.index_select(0, torch.tensor([7, 2, 7, 0]))
+    finally:
+        rows.source.close()
+    assert torch.equal(got, torch.from_numpy(table[[7, 2, 7, 0]]))
+    assert rows.bytes_read == 3 * 16 == counters.snapshot()["bytes_read"] and rows.reads == 1
 
 
 def test_the_timeline_reads_as_a_table(few_labels, tmp_path):
