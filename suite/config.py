@@ -285,12 +285,14 @@ NOT_IDENTITY: tuple[tuple[str, ...], ...] = (("training", "checkpoint_every"),)
 
 
 _ADDED_FIELDS = {("model", "heads"): 4, ("model", "num_bases"): None, ("training", "negatives", "mode"): "chunked",
-                 ("training", "regularizer"): "l2", ("training", "negatives", "label_smoothing"): 0.0,
-                 ("evaluation", "graph"): "buffer"}
+                 ("training", "regularizer"): "l2", ("training", "negatives", "label_smoothing"): 0.0}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
-earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all.
-(``evaluation.graph`` is left out at ``buffer``, how earlier disk runs evaluated, not at its default ``full``: a
-full-graph evaluation is another run.)"""
+earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
+
+EARLIER_EVALUATION_GRAPH = {"disk": "buffer"}
+"""How runs recorded before ``evaluation.graph`` existed evaluated, by system (every other system: ``full``, the
+whole graph). At that value the field is left out of the run id, so those runs keep their ids; a disk run at the
+default ``full`` evaluates otherwise and is another run."""
 
 
 def _without_added_defaults(resolved: dict[str, Any]) -> dict[str, Any]:
@@ -300,6 +302,9 @@ def _without_added_defaults(resolved: dict[str, Any]) -> dict[str, Any]:
             node = node.get(part, {})
         if path[-1] in node and node[path[-1]] == default:
             del node[path[-1]]
+    evaluation, system = resolved.get("evaluation", {}), resolved.get("system", {}).get("name")
+    if evaluation.get("graph") == EARLIER_EVALUATION_GRAPH.get(system, "full"):
+        del evaluation["graph"]
     return resolved
 
 

@@ -40,6 +40,17 @@ def test_run_id_is_stable_and_depends_on_every_field():
     assert first.run_id != spec_from_dict(apply_overrides(BASE, ["evaluation.graph=buffer"])).run_id
 
 
+def test_runs_recorded_before_evaluation_graph_keep_their_ids():
+    # ids computed by the code of 8358399, before the field: an in-memory run evaluated the whole graph (full, the
+    # default), a disk run its buffer; a disk run at the default full evaluates otherwise and is another run
+    disk = apply_overrides(BASE, ["system.name=disk",
+                                  "system.options={policy: sequential, num_partitions: 4, buffer_capacity: 2}"])
+    assert spec_from_dict(BASE).run_id == "in_memory-tiny-graphsage-s0-9d011344923c"
+    assert spec_from_dict(apply_overrides(disk, ["evaluation.graph=buffer"])).run_id == \
+        "disk-tiny-graphsage-s0-c2aea4a71c1c"
+    assert spec_from_dict(disk).run_id != "disk-tiny-graphsage-s0-c2aea4a71c1c"
+
+
 def test_overrides_parse_yaml_values():
     assert parse_override("model.fanouts=[3, 4]") == (("model", "fanouts"), [3, 4])
     assert parse_override("training.learning_rate=1e-3") == (("training", "learning_rate"), 0.001)
