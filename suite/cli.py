@@ -73,13 +73,27 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _node_split_options(args: argparse.Namespace):
+    """The ``--per-class`` / ``--node-split`` / ``--split-seed`` options of ``prepare``; None when none is given."""
+    from suite.data.loaders.edgelist import parse_fractions
+    from suite.data.loaders.node_splits import NodeSplitOptions, parse_per_class
+
+    if args.per_class is None and args.node_split is None and args.split_seed is None:
+        return None
+    return NodeSplitOptions(
+        seed=args.split_seed or 0,
+        per_class=parse_per_class(args.per_class, "--per-class") if args.per_class is not None else None,
+        fractions=parse_fractions(args.node_split, "--node-split") if args.node_split is not None else None,
+    )
+
+
 def _cmd_prepare(args: argparse.Namespace) -> int:
     from suite.data.loaders import prepare
 
     name = args.dataset_name or args.name
     out = Path(args.out) if args.out else Path("data") / name
     store = prepare(args.name, Path(args.root), out, overwrite=args.overwrite, progress=not args.quiet,
-                    dataset_name=name)
+                    dataset_name=name, split=_node_split_options(args))
     print(f"wrote {store.path}", file=sys.stderr)
     _print_info(store.info(), args.json)
     return 0
@@ -167,8 +181,14 @@ def _datasets_parser(commands: argparse._SubParsersAction) -> None:
     prepare.add_argument("--root", required=True, help="folder holding the raw files")
     prepare.add_argument("--name", dest="dataset_name",
                          help="name recorded in the store (default: the loader's; 'openke' takes any benchmark "
-                              "folder, e.g. --name codex-m)")
+                              "folder, e.g. --name codex-m; 'shchur' any Shchur et al. .npz file)")
     prepare.add_argument("--out", help="output store folder (default: data/<name>)")
+    prepare.add_argument("--per-class", help="datasets without a fixed split (Shchur's, MUSAE's): training and "
+                                             "validation nodes per class, the rest test, e.g. 20,30 (Shchur's "
+                                             "default)")
+    prepare.add_argument("--node-split", help="datasets without a fixed split: fractions train,valid,test of the "
+                                              "labelled nodes, e.g. 0.6,0.2,0.2 (MUSAE's default)")
+    prepare.add_argument("--split-seed", type=int, help="seed of the node split draw (default 0)")
     _add_common(prepare, writes=True)
     prepare.set_defaults(func=_cmd_prepare)
 

@@ -52,6 +52,28 @@ class _Spec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
+class NodeSplitSpec(_Spec):
+    """The node split drawn by a loader of a dataset without a fixed one (Shchur's graphs, Facebook Page-Page)."""
+
+    seed: int = Field(0, description="seed of the draw")
+    # strict=False on the containers only: YAML gives lists, which strict mode rejects for tuples.
+    per_class: tuple[StrictInt, StrictInt] | None = Field(
+        None, strict=False, description="training and validation nodes per class, the rest test (e.g. [20, 30])")
+    fractions: tuple[float, float, float] | None = Field(
+        None, strict=False, description="fractions train, valid, test of the labelled nodes (e.g. [0.6, 0.2, 0.2])")
+
+    @model_validator(mode="after")
+    def _one_protocol(self) -> "NodeSplitSpec":
+        if self.per_class is not None and self.fractions is not None:
+            raise ValueError("give per_class or fractions, not both (neither: the loader's default protocol)")
+        if self.per_class is not None and min(self.per_class) < 0:
+            raise ValueError(f"per_class: expected two non-negative counts, got {list(self.per_class)}")
+        if self.fractions is not None and (min(self.fractions) < 0 or abs(sum(self.fractions) - 1) > 1e-6):
+            raise ValueError(f"fractions: expected three non-negative fractions summing to 1, got "
+                             f"{list(self.fractions)}")
+        return self
+
+
 class DatasetSpec(_Spec):
     """Which graph to train on (resolved to a GraphStore by the dataset registry)."""
 
@@ -60,6 +82,9 @@ class DatasetSpec(_Spec):
     params: dict[str, Any] = Field(default_factory=dict, description="synthetic: generator parameter overrides")
     root: str | None = Field(None, description="raw-data folder of a loader, or the folder of an existing store")
     cache_dir: str = Field("data", description="where generated or prepared stores are kept (reused when present)")
+    split: NodeSplitSpec | None = Field(None, description="node split of a dataset without a fixed one "
+                                                          "('amazon-computers', 'coauthor-cs', 'facebook-page-page'..."
+                                                          "); None: the loader's default protocol, seed 0")
 
 
 class ModelSpec(_Spec):
@@ -284,7 +309,7 @@ NOT_IDENTITY: tuple[tuple[str, ...], ...] = (("training", "checkpoint_every"),)
 """Spec fields left out of the run id: a run resumed with another checkpoint interval is the same run."""
 
 
-_ADDED_FIELDS = {("model", "heads"): 4, ("model", "num_bases"): None, ("training", "negatives", "mode"): "chunked",
+_ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "num_bases"): None, ("training", "negatives", "mode"): "chunked",
                  ("training", "regularizer"): "l2", ("training", "negatives", "label_smoothing"): 0.0}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
 earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""

@@ -6,7 +6,8 @@ Registered dataset names (``DATASETS``):
   ``cache_dir/<preset>-<hash of the generator config>`` and reused;
 - ``store``: an existing store folder given as ``root``;
 - every raw-data loader of :mod:`suite.data.loaders` (``cora``, ``fb15k237``, ``ogbn-arxiv``...): prepared once
-  from ``root`` into ``cache_dir/<name>-<hash of root>`` and reused.
+  from ``root`` into ``cache_dir/<name>-<hash of root>`` (of root and ``split`` when the spec gives a node split,
+  for the loaders that draw one: Shchur's graphs, Facebook Page-Page) and reused.
 
 Preparation waits for and holds a lock on the cache entry (removed afterwards), so concurrent runs of a grid
 prepare a dataset once; a failed or killed preparation leaves neither a partial store nor a lock file behind (the
@@ -112,6 +113,15 @@ def existing_store(spec: DatasetSpec, progress: bool = False) -> GraphStore:
         raise DataError(f"dataset.root: {err}") from None
 
 
+def _split_options(spec: DatasetSpec):
+    """``spec.split`` as the loaders' :class:`~suite.data.loaders.node_splits.NodeSplitOptions` (None when absent)."""
+    from suite.data.loaders.node_splits import NodeSplitOptions
+
+    if spec.split is None:
+        return None
+    return NodeSplitOptions(seed=spec.split.seed, per_class=spec.split.per_class, fractions=spec.split.fractions)
+
+
 def _loader_dataset(name: str) -> Callable[[DatasetSpec, bool], GraphStore]:
     def resolve(spec: DatasetSpec, progress: bool = False) -> GraphStore:
         from suite.data.loaders import prepare
@@ -121,11 +131,16 @@ def _loader_dataset(name: str) -> Callable[[DatasetSpec, bool], GraphStore]:
         root = Path(spec.root).expanduser().resolve()
         if not root.is_dir():
             raise DataError(f"dataset.root: {spec.root}: folder not found")
-        entry = Path(spec.cache_dir) / f"{name}-{_digest(str(root))}"
+        split = _split_options(spec)
+        # A drawn split is part of the store, so of its cache entry (entries without one keep their old names).
+        key = str(root) if spec.split is None else [str(root), spec.split.model_dump(mode="json")]
+        entry = Path(spec.cache_dir) / f"{name}-{_digest(key)}"
         try:
-            return _cached(entry, lambda out: prepare(name, root, out, progress=progress))
+            return _cached(entry, lambda out: prepare(name, root, out, progress=progress, split=split))
         except DataError as err:
             raise DataError(f"dataset.root: {err}") from None
+        except ConfigError as err:
+            raise ConfigError(f"dataset.split: {err}") from None
 
     resolve.__doc__ = f"Prepare (once) and open dataset {name!r} from the raw files in ``spec.root``."
     return resolve

@@ -30,6 +30,16 @@ def test_defaults_are_filled_and_frozen():
         spec.seed = 3  # frozen
 
 
+def test_dataset_split_enters_the_run_id_only_when_given():
+    base = spec_from_dict(BASE)
+    assert base.run_id == "in_memory-tiny-graphsage-s0-9d011344923c"  # the id before dataset.split existed
+    split = spec_from_dict(apply_overrides(BASE, ["dataset.split={seed: 1}"]))
+    assert split.run_id != base.run_id
+    assert split.dataset.split is not None and split.dataset.split.seed == 1
+    with pytest.raises(ConfigError, match="not both"):
+        spec_from_dict(apply_overrides(BASE, ["dataset.split={per_class: [20, 30], fractions: [0.6, 0.2, 0.2]}"]))
+
+
 def test_run_id_is_stable_and_depends_on_every_field():
     first, second = spec_from_dict(BASE), spec_from_dict(dict(BASE))
     assert first.run_id == second.run_id

@@ -4,6 +4,9 @@ Every loader is registered in :data:`LOADERS` under the dataset names it underst
 
     loader(root: Path, out: Path, *, overwrite: bool, progress: bool, name: str) -> GraphStore
 
+The loaders of :data:`SPLIT_LOADERS` (datasets without a fixed node split) also take ``split``
+(:class:`~suite.data.loaders.node_splits.NodeSplitOptions` or None for their default protocol).
+
 ``root`` holds the raw files (in the dataset's own layout), ``out`` is the store to create. A loader checks the
 raw files first, writes through :func:`~suite.data.store.create_store` (a staging folder renamed into place
 only on success, so an error or interrupt never leaves a partial store) and records where the data came from
@@ -21,6 +24,9 @@ Registered datasets:
   downloads it (:mod:`.freebase`), or Marius's preprocessed folder of it.
 - ``marius``: any ``marius_preprocess`` link-prediction output (``dataset.yaml``, ``edges/*.bin``;
   :mod:`.marius_layout`).
+- ``amazon-computers``, ``coauthor-cs``, ``coauthor-physics``, ``shchur`` (any such file): Shchur et al.'s
+  ``.npz`` graphs with real features, and a seeded node split (:mod:`.shchur`, :mod:`.node_splits`).
+- ``facebook-page-page``: MUSAE's csv / JSON files, with a seeded node split (:mod:`.musae`).
 - ``wikikg90m-v2``, ``mag240m``: OGB-LSC's published ``processed/`` arrays, without the ``ogb`` package
   (:mod:`.ogb_lsc`; MAG240M: the paper citation graph with features, labels and splits).
 
@@ -35,7 +41,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from suite.data.loaders.raw_files import ANY_NAME_LOADERS, LOADERS
+from suite.errors import ConfigError, DataError
+from suite.data.loaders.node_splits import NodeSplitOptions
+from suite.data.loaders.raw_files import ANY_NAME_LOADERS, LOADERS, SPLIT_LOADERS
 from suite.data.store import GraphStore
 
 
@@ -47,6 +55,7 @@ def prepare(
     overwrite: bool = False,
     progress: bool = False,
     dataset_name: str | None = None,
+    split: NodeSplitOptions | None = None,
 ) -> GraphStore:
     """Build the store of dataset ``name`` from its raw files.
 
@@ -57,31 +66,35 @@ def prepare(
         overwrite: replace an existing store at ``out`` (otherwise an existing ``out`` is an error).
         progress: show the progress output of the underlying readers.
         dataset_name: the name recorded in the store (default ``name``).
+        split: the node split of a loader in :data:`SPLIT_LOADERS` (None: its default protocol, seed 0).
 
     Returns:
         The new store, opened.
 
     Raises:
-        ConfigError: ``name`` is not a registered dataset.
+        ConfigError: ``name`` is not a registered dataset, or takes no ``dataset_name`` or ``split`` options.
         DataError: a raw file is missing or malformed, or ``out`` exists without ``overwrite``.
     """
     loader = LOADERS.get(name)
     if dataset_name not in (None, name) and name not in ANY_NAME_LOADERS:
-        from suite.errors import ConfigError
-
-        raise ConfigError(f"--name: only the 'openke' loader and the 'marius' loader take another dataset name "
+        raise ConfigError(f"--name: only the loaders {', '.join(ANY_NAME_LOADERS)} take another dataset name "
                           f"({name!r} reads the files of {name!r})")
+    if split is not None and name not in SPLIT_LOADERS:
+        raise ConfigError(f"node split options: only the loaders {', '.join(SPLIT_LOADERS)} draw a node split "
+                          f"({name!r} has its own)")
+    options = {} if split is None else {"split": split}
     try:
-        return loader(Path(root), Path(out), overwrite=overwrite, progress=progress, name=dataset_name or name)
+        return loader(Path(root), Path(out), overwrite=overwrite, progress=progress, name=dataset_name or name,
+                      **options)
     except OSError as err:  # a raw file (or the output folder) that cannot be read or written
         if err.filename is None:
             raise
-        from suite.errors import DataError
-
         raise DataError(f"{err.filename}: {err.strerror or err}") from None
 
 
 # Registration happens on import; the modules import their heavy dependencies (PyG, ogb) lazily.
-from suite.data.loaders import freebase, marius_layout, ogb, ogb_lsc, openke, planetoid  # noqa: E402,F401
+from suite.data.loaders import (  # noqa: E402,F401
+    freebase, marius_layout, musae, ogb, ogb_lsc, openke, planetoid, shchur,
+)
 
-__all__ = ["ANY_NAME_LOADERS", "LOADERS", "prepare"]
+__all__ = ["ANY_NAME_LOADERS", "LOADERS", "NodeSplitOptions", "SPLIT_LOADERS", "prepare"]

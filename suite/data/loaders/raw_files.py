@@ -16,8 +16,10 @@ from suite.registry import Registry
 
 # The loaders by dataset name (the modules of this package register themselves; see the package docstring).
 LOADERS = Registry[Callable[..., GraphStore]]("dataset loader")
-ANY_NAME_LOADERS = ("openke", "marius")
+ANY_NAME_LOADERS = ("openke", "marius", "shchur")
 """Loaders of a layout rather than of one dataset: ``--name`` (``dataset_name``) names what they read."""
+SPLIT_LOADERS = ("shchur", "amazon-computers", "coauthor-cs", "coauthor-physics", "facebook-page-page")
+"""Loaders of datasets without a fixed node split: they draw one and take its options (``split``)."""
 
 
 def require_files(root: Path, names: Iterable[str], what: str) -> list[Path]:

@@ -78,7 +78,7 @@ def test_prepare_command_default_output_is_under_data(tmp_path: Path, monkeypatc
 
 
 def test_only_openke_takes_another_name(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    with pytest.raises(ConfigError, match="--name: only the 'openke' loader"):
+    with pytest.raises(ConfigError, match="--name: only the loaders openke, marius"):
         prepare("cora", tmp_path, tmp_path / "out", dataset_name="mycora")
     assert main(["datasets", "prepare", "cora", "--name", "x", "--root", str(tmp_path), "--out",
                  str(tmp_path / "o")]) == 2
