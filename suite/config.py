@@ -309,8 +309,9 @@ NOT_IDENTITY: tuple[tuple[str, ...], ...] = (("training", "checkpoint_every"),)
 """Spec fields left out of the run id: a run resumed with another checkpoint interval is the same run."""
 
 
-_ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "num_bases"): None, ("training", "negatives", "mode"): "chunked",
-                 ("training", "regularizer"): "l2", ("training", "negatives", "label_smoothing"): 0.0}
+_ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "num_bases"): None,
+                 ("training", "negatives", "mode"): "chunked", ("training", "regularizer"): "l2",
+                 ("training", "negatives", "label_smoothing"): 0.0}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
 earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
 
