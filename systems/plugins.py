@@ -68,6 +68,7 @@ POLICIES = {
     "random": "systems.disk.policies.baselines:RandomPolicy",
     "in_memory": "systems.disk.policies.baselines:InMemoryPolicy",
     "sequential": "systems.disk.policies.node_policies:SequentialPolicy",
+    "sequential_rotation": "systems.disk.policies.node_policies:RotatingSequentialPolicy",
     "dispersed": "systems.disk.policies.node_policies:DispersedPolicy",
 }
 

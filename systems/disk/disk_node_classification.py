@@ -12,8 +12,9 @@ staged pipeline (``system.options.pipeline``: bounded staleness, drained before 
 binds each state (:meth:`DiskNodeClassification.bind_training_state`).
 
 Passes: a training epoch follows the policy's plan of the training nodes. With ``sequential`` (MariusGNN) the
-partitions holding training nodes stay in the buffer and the other slots rotate across epochs (a seeded rotation,
-:func:`systems.disk.policies.node_policies.rotation_window`), so over epochs sampling sees every neighbourhood.
+partitions holding training nodes stay in the buffer and the other slots are a fresh random draw every epoch
+(:func:`systems.disk.policies.node_policies.random_fill`; ``sequential_rotation``: a seeded rotation,
+:func:`~systems.disk.policies.node_policies.rotation_window`), so over epochs sampling sees every neighbourhood.
 
 Evaluation (``evaluation.graph``). ``full`` (the default, MariusGNN's ``storage.full_graph_evaluation``): the
 split's nodes are predicted over the whole graph, leaving the buffer as it is: the task is bound to the

@@ -1,5 +1,7 @@
-"""Node-classification policies of MariusGNN: ``sequential`` (training partitions stay, the other slots rotate
-across epochs) and ``dispersed`` (one pass of logical partitions, nodes to random states)."""
+"""Node-classification policies of MariusGNN: ``sequential`` (training partitions stay, the other slots get a fresh
+random draw every epoch, as MariusGNN's ``getSequentialNodePartitionOrdering``), its variant ``sequential_rotation``
+(the other slots rotate through a seeded permutation across epochs) and ``dispersed`` (one pass of logical
+partitions, nodes to random states)."""
 
 from __future__ import annotations
 
@@ -16,26 +18,60 @@ from systems.disk.policies.policy import (PartitionPolicy, PolicySpec, build_pla
 
 @dataclass(frozen=True)
 class SequentialPolicy(PartitionPolicy):
-    """Node classification: the training partitions plus random others, one state per epoch."""
+    """Node classification: the training partitions plus a fresh random draw of the others, one state per epoch."""
 
     name: ClassVar[str] = "sequential"
     tasks: ClassVar[frozenset[str]] = frozenset({"node_classification"})
 
     def plan(self, spec: PolicySpec, rng: np.random.Generator) -> BufferPlan:
-        """One state: the training partitions, then the epoch's window of the rotation."""
+        """One state: the training partitions, then the epoch's fill of the free slots (:meth:`fill`)."""
         require_task(spec, self.name, self.tasks)
         p, c = spec.num_partitions, spec.capacity
         train = np.unique(spec.train_partitions)
         if len(train) > c:
-            raise ConfigError(f"policy.capacity: sequential keeps the {len(train)} partitions holding training "
+            raise ConfigError(f"policy.capacity: {self.name} keeps the {len(train)} partitions holding training "
                               f"nodes in the buffer, more than its capacity {c} (use 'dispersed' or a "
                               "train-first node order)")
         others = np.setdiff1d(np.arange(p), train)
-        fill = rotation_window(others, min(c, p) - len(train), spec.seed, spec.epoch, spec.resident)
+        fill = self.fill(others, min(c, p) - len(train), spec)
         members = np.concatenate([train, fill]).astype(np.int32)
         n = len(members)
         walk = (np.array([0, n], dtype=np.int64), np.arange(n, dtype=np.int32), members)
         return build_plan(self.name, spec, single_partitions(p), min(p, c), c, walk, "first", rng)
+
+    def fill(self, others: np.ndarray, width: int, spec: PolicySpec) -> np.ndarray:
+        """The partitions of ``others`` in the free slots: :func:`random_fill`."""
+        return random_fill(others, width, spec.seed, spec.epoch, spec.resident)
+
+
+@dataclass(frozen=True)
+class RotatingSequentialPolicy(SequentialPolicy):
+    """``sequential`` whose free slots rotate through one seeded permutation of the other partitions, so that over
+    epochs every partition is visited in turn (the suite's earlier ``sequential``)."""
+
+    name: ClassVar[str] = "sequential_rotation"
+
+    def fill(self, others: np.ndarray, width: int, spec: PolicySpec) -> np.ndarray:
+        """The partitions of ``others`` in the free slots: :func:`rotation_window`."""
+        return rotation_window(others, width, spec.seed, spec.epoch, spec.resident)
+
+
+def _kept_first(others: np.ndarray, resident: np.ndarray | None) -> np.ndarray:
+    """The partitions of ``others`` already in the buffer (``resident``), ascending."""
+    return np.intersect1d(others, resident) if resident is not None else np.empty(0, dtype=np.int64)
+
+
+def random_fill(others: np.ndarray, width: int, seed: int, epoch: int,
+                resident: np.ndarray | None = None) -> np.ndarray:
+    """The ``width`` partitions of ``others`` that fill the free slots in ``epoch``: partitions in ``resident``
+    first (ascending: a pass that finds them in the buffer reads nothing for them), then a uniform draw without
+    replacement from the rest, fresh in every epoch (``default_rng((seed, epoch))``)."""
+    if width <= 0 or not len(others):
+        return np.empty(0, dtype=np.int64)
+    kept = _kept_first(others, resident)
+    rest = np.setdiff1d(others, kept)
+    drawn = np.random.default_rng((seed, epoch)).permutation(rest)[:max(width - len(kept), 0)]
+    return np.concatenate([kept, np.sort(drawn)])[:width].astype(np.int64)
 
 
 def rotation_window(others: np.ndarray, width: int, seed: int, epoch: int,
@@ -47,7 +83,7 @@ def rotation_window(others: np.ndarray, width: int, seed: int, epoch: int,
         return np.empty(0, dtype=np.int64)
     order = np.random.default_rng(seed).permutation(others)
     window = order[(epoch * width + np.arange(len(others))) % len(others)]
-    kept = np.intersect1d(others, resident) if resident is not None else np.empty(0, dtype=np.int64)
+    kept = _kept_first(others, resident)
     rest = window[~np.isin(window, kept)]
     return np.concatenate([kept, rest])[:width].astype(np.int64)
 
@@ -73,4 +109,4 @@ class DispersedPolicy(PartitionPolicy):
         return build_plan(self.name, spec, groups, min(l, lc), spec.capacity, walk, "uniform", rng)
 
 
-__all__ = ["DispersedPolicy", "SequentialPolicy", "rotation_window"]
+__all__ = ["DispersedPolicy", "RotatingSequentialPolicy", "SequentialPolicy", "random_fill", "rotation_window"]

@@ -282,8 +282,10 @@ SEQUENTIAL_LABELED_FIRST = {"policy": "sequential", "num_partitions": 8, "buffer
 
 def test_in_buffer_evaluation_reads_nothing_and_the_rotation_is_read_ahead(few_labels, tmp_path):
     """``evaluation.graph: buffer``: resident partitions are not read again (evaluations read nothing) and the next
-    epoch's partitions are read while the evaluation before it computes."""
-    spec = make_spec(few_labels, SEQUENTIAL_LABELED_FIRST, epochs=3, graph="buffer").model_copy(deep=True)
+    epoch's partitions are read while the evaluation before it computes (``sequential_rotation``: each epoch's
+    free slots are 3 partitions the last epoch did not hold)."""
+    options = {**SEQUENTIAL_LABELED_FIRST, "policy": "sequential_rotation"}
+    spec = make_spec(few_labels, options, epochs=3, graph="buffer").model_copy(deep=True)
     spec = spec.model_copy(update={"evaluation": spec.evaluation.model_copy(update={"every": 1})})
     outcome, system, recorder = run(spec, few_labels, tmp_path)
     # epoch 0 fills the buffer (partition 0 + 3 others); later epochs read only the 3 rotated partitions

@@ -9,7 +9,7 @@ from suite.errors import ConfigError, DataError
 from systems.disk.plan import BufferPlan
 from systems.disk.policies import POLICIES, PolicySpec, make_plan
 from systems.disk.policies.beta import beta_swaps, beta_walk, swap_lower_bound
-from systems.disk.policies.node_policies import rotation_window
+from systems.disk.policies.node_policies import random_fill, rotation_window
 
 LP_POLICIES = ("beta", "comet", "random", "in_memory")
 NC_POLICIES = ("beta", "comet", "random", "in_memory", "sequential", "dispersed")
@@ -226,17 +226,43 @@ def test_hyperlink_scale_plans_are_fast():
     assert make_plan("beta", PolicySpec(8192, 1024)).swaps == beta_swaps(8192, 1024)
 
 
-def test_sequential_rotates_the_free_slots_through_every_other_partition():
+def test_sequential_rotation_rotates_the_free_slots_through_every_other_partition():
     """p = 16, c = 4, training nodes in partition 0: w = 3 free slots, n = 15 others, so every other partition has
     been in the buffer after ceil(15 / 3) = 5 epochs, each epoch taking the next 3 of one seeded permutation."""
     spec = _nc_spec(p=16, c=4, high=1)
-    states = [make_plan("sequential", spec, seed=7, epoch=epoch).state(0).tolist() for epoch in range(6)]
+    states = [make_plan("sequential_rotation", spec, seed=7, epoch=epoch).state(0).tolist() for epoch in range(6)]
     assert all(state[0] == 0 and len(set(state)) == 4 for state in states)
     fills = [state[1:] for state in states]
     assert sorted(sum(fills[:5], [])) == list(range(1, 16))  # each other partition exactly once in 5 epochs
     assert fills[5] == fills[0]  # then the rotation starts over
-    assert states == [make_plan("sequential", spec, seed=7, epoch=epoch).state(0).tolist() for epoch in range(6)]
-    assert states != [make_plan("sequential", spec, seed=8, epoch=epoch).state(0).tolist() for epoch in range(6)]
+    assert states == [make_plan("sequential_rotation", spec, seed=7, epoch=epoch).state(0).tolist()
+                      for epoch in range(6)]
+    assert states != [make_plan("sequential_rotation", spec, seed=8, epoch=epoch).state(0).tolist()
+                      for epoch in range(6)]
+
+
+def test_sequential_draws_the_free_slots_afresh_every_epoch():
+    """MariusGNN's SEQUENTIAL: the training partitions stay; the c - |train| other slots are a uniform draw without
+    replacement, fresh every epoch: p = 64, c = 16, training in partition 0, 15 free slots over 63 others."""
+    spec = _nc_spec(p=64, c=16, high=1)
+    states = [make_plan("sequential", spec, seed=3, epoch=epoch).state(0).tolist() for epoch in range(400)]
+    assert all(state[0] == 0 and len(set(state)) == 16 for state in states)
+    fills = [frozenset(state[1:]) for state in states]
+    assert len(set(fills)) == len(fills)  # no two epochs draw the same set (C(63, 15) sets)
+    counts = np.bincount(np.concatenate([sorted(f) for f in fills]), minlength=64)[1:]
+    expected = 400 * 15 / 63  # each other partition in 15/63 of the epochs
+    assert counts.min() > 0.6 * expected and counts.max() < 1.4 * expected  # about 4.5 standard deviations of the binomial
+    again = [make_plan("sequential", spec, seed=3, epoch=epoch).state(0).tolist() for epoch in range(3)]
+    assert again == states[:3]
+    assert again != [make_plan("sequential", spec, seed=4, epoch=epoch).state(0).tolist() for epoch in range(3)]
+
+
+def test_random_fill_prefers_resident_partitions():
+    others = np.arange(1, 16)
+    assert random_fill(others, 3, seed=0, epoch=0, resident=np.array([0, 9, 4, -1, 12])).tolist() == [4, 9, 12]
+    partly = random_fill(others, 3, seed=0, epoch=0, resident=np.array([0, 9]))
+    assert partly[0] == 9 and len(set(partly.tolist())) == 3 and 0 not in partly
+    assert random_fill(others, 0, seed=0, epoch=0).size == 0
 
 
 def test_rotation_window_prefers_resident_partitions():
