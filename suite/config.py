@@ -211,7 +211,9 @@ class EvaluationSpec(_Spec):
     batch_size: int = Field(4096, gt=0)
     fanouts: tuple[StrictInt, ...] | None = Field(None, strict=False,
                                                   description="sampling at evaluation; None = the training fanouts")
-    target_metric: float | None = Field(None, description="valid metric at which 'cost to target' is priced")
+    target_metric: float | None = Field(None, description="the validation metric the run aims at: the summary "
+                                                          "records the time (time_to_target) and the cost to "
+                                                          "first reach it")
     graph: Literal["full", "buffer"] = Field(
         "full", description="node classification from disk: 'full' samples evaluation neighbourhoods over the whole "
                             "graph (the store's CSR, feature rows read from disk per batch; MariusGNN's "

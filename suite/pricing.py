@@ -268,6 +268,21 @@ def cost_to_target(profile: MachineProfile | str, epoch_times: Sequence[float],
     return run_cost_usd(profile, sum(_check_seconds(t) for t in epoch_times[:epochs]), hourly_usd)
 
 
+def time_to_target(epoch_times: Sequence[float], valid_curve: Iterable[tuple[int, float | None]],
+                   target: float | None) -> dict[str, Any] | None:
+    """When a run first reached its validation target, MLPerf style: ``{target, reached, epochs, train_s}``, where
+    ``epochs`` counts the training epochs done at the first validation at or above ``target`` and ``train_s`` is
+    their training time (evaluation excluded, as in ``epoch_time_s``); ``epochs`` and ``train_s`` are ``None`` when
+    the run never reached it. ``None`` without a target (``evaluation.target_metric``)."""
+    if target is None:
+        return None
+    epochs = epochs_to_target(valid_curve, target)
+    if epochs is None or epochs > len(epoch_times):
+        return {"target": target, "reached": False, "epochs": None, "train_s": None}
+    return {"target": target, "reached": True, "epochs": epochs,
+            "train_s": sum(_check_seconds(t) for t in epoch_times[:epochs])}
+
+
 def cost_summary(profile_name: str, hourly_override: float | None, wall_time_s: float,
                  epoch_times: Sequence[float], valid_curve: Iterable[tuple[int, float | None]],
                  target: float | None) -> dict[str, Any]:
@@ -304,5 +319,5 @@ def cost_summary(profile_name: str, hourly_override: float | None, wall_time_s: 
 
 __all__ = [
     "AWS_PROFILES", "CPU_PROFILES", "MachineProfile", "cost_per_epoch", "cost_summary", "cost_to_target",
-    "epochs_to_target", "get_profile", "hourly_price", "register_profile", "run_cost_usd",
+    "epochs_to_target", "get_profile", "hourly_price", "register_profile", "run_cost_usd", "time_to_target",
 ]

@@ -48,7 +48,7 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: RunOutcome, *, wall_tim
               gpu_utilization: float | None, process_io: tuple[int, int],
               machine_load: MachineLoad | None = None) -> dict[str, Any]:
     """The measured part of ``summary.json`` (pure: from the outcome and counters given)."""
-    from suite.pricing import cost_summary
+    from suite.pricing import cost_summary, time_to_target
 
     train_s = sum(outcome.epoch_time_s)
     stage_busy: dict[str, float] = defaultdict(float)
@@ -96,6 +96,9 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: RunOutcome, *, wall_tim
             "test": outcome.test_metrics,
             "test_curve": [{"epoch": epoch, **metrics} for epoch, metrics in outcome.test_curve],
         },
+        "time_to_target": time_to_target(
+            outcome.epoch_time_s, [(epoch, metrics.get(main)) for epoch, metrics in valid_curve],
+            spec.evaluation.target_metric),
         "cost_usd": cost_summary(
             spec.machine.profile, spec.machine.hourly_usd, wall_time_s, outcome.epoch_time_s,
             [(epoch, metrics.get(main)) for epoch, metrics in valid_curve], spec.evaluation.target_metric,

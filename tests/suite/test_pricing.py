@@ -164,3 +164,15 @@ def test_cost_summary_without_target_or_epochs():
     assert summary["run"] == pytest.approx(0.01 * 1.006)
     assert summary["per_epoch"] is None
     assert summary["to_target"] is None and summary["epochs_to_target"] is None
+
+
+def test_time_to_target_counts_the_training_epochs_before_the_first_validation_at_the_target():
+    from suite.pricing import time_to_target
+
+    curve = [(0, 0.5), (1, None), (2, 0.71), (3, 0.69), (4, 0.8)]
+    times = [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert time_to_target(times, curve, 0.7) == {"target": 0.7, "reached": True, "epochs": 3, "train_s": 6.0}
+    assert time_to_target(times, curve, 0.5)["train_s"] == 1.0  # reached at the first validation
+    assert time_to_target(times, curve, 0.9) == {"target": 0.9, "reached": False, "epochs": None, "train_s": None}
+    assert time_to_target(times, curve, None) is None
+    assert time_to_target(times[:2], curve, 0.7)["reached"] is False  # no time recorded for that epoch

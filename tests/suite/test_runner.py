@@ -14,7 +14,7 @@ from suite.runner import run_spec
 SUMMARY_FIELDS = (
     "run_id status system dataset task model sampler seed epochs epoch_time_s train_examples_per_s "
     "sampled_edges_per_s stage_busy_s compute_utilization gpu_utilization staleness io_read_bytes io_write_bytes "
-    "partition_swaps peak_rss_bytes metrics cost_usd machine versions started_at finished_at"
+    "partition_swaps peak_rss_bytes metrics time_to_target cost_usd machine versions started_at finished_at"
 ).split()
 
 
@@ -38,6 +38,7 @@ def test_summary_has_every_field_and_records_every_epoch(tmp_path):
     assert 0 < on_disk["compute_utilization"] <= 1
     assert on_disk["gpu_utilization"] is None  # no CUDA here
     assert 0 <= on_disk["metrics"]["test"]["accuracy"] <= 1
+    assert on_disk["time_to_target"] is None  # no evaluation.target_metric
     cost = on_disk["cost_usd"]
     assert cost["hourly_usd"] == 3.06 and cost["run"] == pytest.approx(on_disk["wall_time_s"] / 3600 * 3.06)
     assert on_disk["versions"]["torch"] and "git_sha" in on_disk["versions"]
@@ -187,3 +188,11 @@ def test_an_invalid_disk_option_fails_before_the_run_folder_exists(tmp_path):
         _spec(tmp_path, "training.learning_rate=.nan")
     with pytest.raises(ConfigError, match=r"system\.options\.dist_timeout_s: must be a finite number"):
         _spec(tmp_path, "system.options.dist_timeout_s=.inf")
+
+
+def test_time_to_target_is_the_training_time_before_the_first_validation_at_the_target(tmp_path):
+    summary = run_spec(_spec(tmp_path, "evaluation.target_metric=0.0"), tmp_path / "runs")
+    assert summary["time_to_target"] == {"target": 0.0, "reached": True, "epochs": 1,
+                                         "train_s": pytest.approx(summary["epoch_time_s"][0])}
+    never = run_spec(_spec(tmp_path, "evaluation.target_metric=1.01"), tmp_path / "runs")
+    assert never["time_to_target"]["reached"] is False and never["time_to_target"]["train_s"] is None
