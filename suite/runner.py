@@ -59,6 +59,7 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: RunOutcome, *, wall_tim
         staleness.extend(stats.staleness)
     valid_curve = [(epoch, metrics) for epoch, metrics in outcome.valid_metrics]
     main = main_metric(spec.training.task)
+    main_curve = [(epoch, metrics.get(main)) for epoch, metrics in valid_curve]
     return {
         "system": spec.system.name,
         "dataset": spec.dataset.preset or spec.dataset.name,
@@ -96,12 +97,10 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: RunOutcome, *, wall_tim
             "test": outcome.test_metrics,
             "test_curve": [{"epoch": epoch, **metrics} for epoch, metrics in outcome.test_curve],
         },
-        "time_to_target": time_to_target(
-            outcome.epoch_time_s, [(epoch, metrics.get(main)) for epoch, metrics in valid_curve],
-            spec.evaluation.target_metric),
+        "time_to_target": time_to_target(outcome.epoch_time_s, main_curve, spec.evaluation.target_metric),
         "cost_usd": cost_summary(
             spec.machine.profile, spec.machine.hourly_usd, wall_time_s, outcome.epoch_time_s,
-            [(epoch, metrics.get(main)) for epoch, metrics in valid_curve], spec.evaluation.target_metric,
+            main_curve, spec.evaluation.target_metric,
         ),
     }
 

@@ -96,6 +96,7 @@ class DiskNodeClassification(DiskSystem):
         self.labels_by_row = torch.full((self.buffer.rows.shape[0],), -1, dtype=torch.int64)
         self._eval_nodes: dict[str, torch.Tensor] = {}
         self._eval_io = {"io_read_bytes": 0, "io_read_s": 0.0, "eval_s": 0.0}
+        self._whole_graph: tuple[SamplingGraph | None, RelationLookup | None] | None = None
         if self.full_graph_evaluation:  # evaluations leave the buffer alone: only training passes walk it
             self._schedule = [key for key in self._schedule if key[0] == "train"]
 
@@ -185,11 +186,10 @@ class DiskNodeClassification(DiskSystem):
         """What a full-graph evaluation predicts for ``nodes`` (ids of the partitioned store): the task's
         predictions over the store's CSR, its feature rows read on demand; and the reads (``io_read_bytes``,
         ``io_read_s``, ``io_reads``). The buffer is left as it is."""
-        task, direction = self.task, self.spec.sampler.direction
+        task = self.task
         rows = RowsOnDemand(PartitionArray(self.pstore.file("features"), self.counters,
                                            self.options.evict_page_cache))
-        lookup = RelationLookup.from_store(self.pstore, direction) if relation_modules(task.model) else None
-        graph = SamplingGraph.from_store(self.pstore, direction) if self.needs_graph else None
+        graph, lookup = self._whole_graph_structure()
         try:
             task.bind_state(NodeView(graph, rows, self.labels, lookup), evaluation=True)
             predicted = task.predict_nodes(nodes)
@@ -197,6 +197,20 @@ class DiskNodeClassification(DiskSystem):
             rows.source.close()
             task.release_state()
         return predicted, {"io_read_bytes": rows.bytes_read, "io_read_s": rows.read_s, "io_reads": rows.reads}
+
+    def _whole_graph_structure(self) -> tuple[SamplingGraph | None, RelationLookup | None]:
+        """The store's whole CSR (and its relation types, for a model that reads them), read once for the
+        evaluations that follow one another (validation, then test) and dropped when training resumes."""
+        if self._whole_graph is None:
+            direction = self.spec.sampler.direction
+            lookup = RelationLookup.from_store(self.pstore, direction) if relation_modules(self.task.model) else None
+            graph = SamplingGraph.from_store(self.pstore, direction) if self.needs_graph else None
+            self._whole_graph = (graph, lookup)
+        return self._whole_graph
+
+    def start_training_pass(self, epoch: int) -> None:
+        """Drop the whole graph of the evaluations before this pass: training holds only the buffer."""
+        self._whole_graph = None
 
     def _predict_in_buffer(self, split: str, nodes: torch.Tensor) -> tuple[torch.Tensor, dict]:
         """Predictions for ``nodes`` by an evaluation pass over the buffer (each node in its state); and the
@@ -258,6 +272,7 @@ class DiskNodeClassification(DiskSystem):
     def teardown(self) -> None:
         """Finish the prefetch, close the files, unbind the task from the buffer."""
         super().teardown()
+        self._whole_graph = None
         if self.task is not None:
             self.task.release_state()
 

@@ -257,17 +257,10 @@ def test_sequential_draws_the_free_slots_afresh_every_epoch():
     assert again != [make_plan("sequential", spec, seed=4, epoch=epoch).state(0).tolist() for epoch in range(3)]
 
 
-def test_random_fill_prefers_resident_partitions():
+@pytest.mark.parametrize("fill", [random_fill, rotation_window])
+def test_the_free_slots_prefer_resident_partitions(fill):
     others = np.arange(1, 16)
-    assert random_fill(others, 3, seed=0, epoch=0, resident=np.array([0, 9, 4, -1, 12])).tolist() == [4, 9, 12]
-    partly = random_fill(others, 3, seed=0, epoch=0, resident=np.array([0, 9]))
+    assert fill(others, 3, seed=0, epoch=0, resident=np.array([0, 9, 4, -1, 12])).tolist() == [4, 9, 12]
+    partly = fill(others, 3, seed=0, epoch=0, resident=np.array([0, 9]))
     assert partly[0] == 9 and len(set(partly.tolist())) == 3 and 0 not in partly
-    assert random_fill(others, 0, seed=0, epoch=0).size == 0
-
-
-def test_rotation_window_prefers_resident_partitions():
-    others = np.arange(1, 16)
-    assert rotation_window(others, 3, seed=0, epoch=0, resident=np.array([0, 9, 4, -1, 12])).tolist() == [4, 9, 12]
-    partly = rotation_window(others, 3, seed=0, epoch=0, resident=np.array([0, 9]))
-    assert partly[0] == 9 and len(set(partly.tolist())) == 3 and 0 not in partly
-    assert rotation_window(others, 0, seed=0, epoch=0).size == 0
+    assert fill(others, 0, seed=0, epoch=0).size == 0
