@@ -193,6 +193,43 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def table_commits(results: Path) -> dict[str, list[str]]:
+    """Table name -> the distinct git commits its rows record (column ``git_sha``), for every CSV under ``results``
+    that has the column."""
+    import pandas as pd
+
+    commits = {}
+    for path in sorted(Path(results).glob("*.csv")):
+        try:
+            column = pd.read_csv(path, usecols=lambda name: name == "git_sha")
+        except (ValueError, OSError, pd.errors.EmptyDataError):
+            continue
+        if "git_sha" in column:
+            commits[path.name] = sorted({str(sha) for sha in column["git_sha"].dropna()})
+    return commits
+
+
+def _short_sha(sha: str) -> str:
+    """A commit's first 12 hex digits, keeping a ``-dirty`` mark."""
+    commit = sha.removesuffix("-dirty")
+    return commit[:12] + sha[len(commit):]
+
+
+def provenance_lines(commits: dict[str, list[str]], report_sha: str) -> list[str]:
+    """The report's provenance section: which tables record rows of a commit other than the report's own (or of
+    uncommitted code, ``-dirty``); empty when every row was measured at ``report_sha``."""
+    flagged = {name: [sha for sha in shas if sha != report_sha or sha.endswith("-dirty")]
+               for name, shas in commits.items()}
+    flagged = {name: shas for name, shas in flagged.items() if shas}
+    if not flagged:
+        return []
+    lines = ["", "## Provenance", "",
+             f"Rows measured at another commit than this report's ({report_sha[:12]}) or from uncommitted code:", ""]
+    for name, shas in flagged.items():
+        lines.append(f"- `{name}`: " + ", ".join(_short_sha(sha) for sha in shas))
+    return lines
+
+
 def findings(results: Path) -> dict[str, Finding]:
     """Every registered claim's finding on the tables under ``results``, in the report's order (:func:`claims`)."""
     return {item.name: item.evaluate(Path(results)) for item in claims().in_order()}
@@ -224,6 +261,7 @@ def render(results: Path, mode: str, job_times: dict[str, float] | None = None) 
               f"repeat; accuracy claims need {MIN_SEEDS} seeds); **not testable here** when this machine lacks what "
               "the claim needs (a simulator projection, labelled PROJECTION, is shown instead where one exists). "
               "Timing claims leave out runs measured under foreign load (`under_load` in the tables)."]
+    lines += provenance_lines(table_commits(results), _git_sha())
     figures = sorted(p.name for p in results.glob("*.png"))
     lines += ["", "## Figures", ""] + [f"- [{name}]({name})" for name in figures]
     if job_times:
@@ -246,5 +284,5 @@ def verdicts(results: Path) -> dict[str, str]:
 
 
 __all__ = ["Claim", "Estimate", "FAILS", "Finding", "HOLDS", "INCONCLUSIVE", "MIN_SEEDS", "NOT_TESTABLE", "claim",
-           "claims", "findings", "load_exclusions", "percent", "render", "split_under_load", "table_interval",
-           "undecided_by", "verdicts", "write_report"]
+           "claims", "findings", "load_exclusions", "percent", "provenance_lines", "render", "split_under_load",
+           "table_commits", "table_interval", "undecided_by", "verdicts", "write_report"]

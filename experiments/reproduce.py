@@ -139,14 +139,36 @@ def reproduce(mode: str, only: Sequence[str] | None = None, out: Path | None = N
     return times
 
 
+def require_clean_tree(root: Path = REPO_ROOT) -> str:
+    """The commit of the checkout at ``root`` when its tracked files have no uncommitted change; otherwise a
+    one-line :class:`ConfigError`: a reference must record the clean commit it was measured at."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30,
+                              check=True).stdout.strip()
+
+    try:
+        sha, changes = git("rev-parse", "HEAD"), git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        raise ConfigError(f"--update-reference: {root} is not a git checkout; a reference records the clean commit "
+                          "it was measured at") from None
+    if changes:
+        raise ConfigError(f"--update-reference: the tree has uncommitted changes ({len(changes.splitlines())} "
+                          "files); commit them first, a reference records the clean commit it was measured at")
+    return sha
+
+
 def update_reference(out: Path, mode: str, only: Sequence[str] | None = None, root: Path = REPO_ROOT,
                      job_times: dict[str, float] | None = None) -> Path:
     """Copy the outputs of the jobs of a completed reproduction in ``out`` into the committed reference of
     ``mode`` (each file atomically), then regenerate the reference's ``REPORT.md`` from its tables. The only code
-    path that writes under ``results/``."""
+    path that writes under ``results/``; refused for a checkout with uncommitted changes
+    (:func:`require_clean_tree`)."""
     from experiments.report import write_report
     from suite.io import atomic_write_bytes
 
+    require_clean_tree(root)
     source, target = Path(out) / "results", reference_dir(mode, root)
     target.mkdir(parents=True, exist_ok=True)
     copied = 0
@@ -228,6 +250,8 @@ def _print_verdicts(results: Path) -> None:
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    if args.update_reference:  # before the jobs run: their rows must record the clean commit
+        require_clean_tree()
     out = args.out or default_out(args.mode)
     times = reproduce(args.mode, args.only, out, data=args.data_dir, resume=args.resume, overwrite=args.overwrite)
     wall = time.perf_counter() - started

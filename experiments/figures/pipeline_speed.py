@@ -300,9 +300,9 @@ def _projection(results: Path) -> tuple[str, list[Estimate], str]:
        "epochs than synchronous training (MariusGNN, Sec. 6)", ("pipeline_speed.csv",))
 def pipeline_utilization(results: Path) -> Finding:
     speed = pd.read_csv(results / "pipeline_speed.csv")
-    cuda_path = results / "pipeline_cuda.csv"
-    if cuda_path.exists():  # measured on an accelerator (experiments/measure/pipeline_cuda.py): decided from its seeds
-        return _pipeline_utilization_measured(pd.read_csv(cuda_path))
+    cuda_rows = _cuda_rows(results / "pipeline_cuda.csv")
+    if len(cuda_rows):  # measured on an accelerator (experiments/measure/pipeline_cuda.py): decided from its seeds
+        return _pipeline_utilization_measured(cuda_rows)
     projection, estimates, hardware = _projection(results)
     measured = (projection + "; " if projection else "") + "measured here on the CPU (pipeline_speed.csv, not a " \
         "test of the claim): " + _cpu_pipeline_text(speed)
@@ -311,6 +311,17 @@ def pipeline_utilization(results: Path) -> Finding:
                    reason="no accelerator here: the 'device' is the CPU whose cores the loaders use, so compute "
                           "utilization measures CPU sharing, not whether the pipeline keeps a GPU busy; "
                           "experiments/measure/pipeline_cuda.py measures the claim where a GPU is present")
+
+
+def _cuda_rows(path: Path) -> pd.DataFrame:
+    """The rows of ``pipeline_cuda.csv`` whose recorded device is a CUDA device (none when the file is absent or
+    has no ``device`` column): rows the same script measured on the CPU test nothing about keeping a GPU busy."""
+    if not path.exists():
+        return pd.DataFrame()
+    table = pd.read_csv(path)
+    if "device" not in table:
+        return table.iloc[0:0]
+    return table[table["device"].astype(str).str.startswith("cuda")]
 
 
 def _pipeline_utilization_measured(table: pd.DataFrame) -> Finding:
@@ -330,7 +341,7 @@ def _pipeline_utilization_measured(table: pd.DataFrame) -> Finding:
             verdicts.append(combine([above(utilization, 0.9), below(ratio, 1.0)]))
             parts.append(f"{dataset}/{sampler} {configuration}: compute utilization {utilization}, epoch "
                          f"x{ratio} of in-memory")
-    device = str(table["device"].iloc[0]) if "device" in table else "cuda"
+    device = str(table["device"].iloc[0])
     return Finding("; ".join(parts) or "no pipelined run beside an in-memory one", f"measured on {device} "
                    f"(experiments/measure/pipeline_cuda.py), {table['seed'].nunique()} seeds", combine(verdicts),
                    tuple(estimates), excluded=load_exclusions(loaded, lambda r: str(r.get("run_id"))))

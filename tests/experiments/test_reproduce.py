@@ -57,7 +57,16 @@ def repo(tmp_path) -> Path:
     root = tmp_path / "repo"
     (root / "results").mkdir(parents=True)
     (root / "results" / "buffer_io.csv").write_text("reference\n")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "reference")
     return root
+
+
+def _git(root: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def test_one_job_goes_to_the_out_folder_and_never_to_the_reference(repo, tmp_path):
@@ -117,6 +126,30 @@ def test_update_reference_copies_the_outputs_and_regenerates_the_report(repo, tm
     assert target == repo / "results"
     assert (repo / "results" / "buffer_io.csv").read_bytes() == (out / "results" / "buffer_io.csv").read_bytes()
     assert (repo / "results" / "buffer_io.png").exists() and (repo / "results" / "REPORT.md").exists()
+
+
+def test_update_reference_refuses_a_tree_with_uncommitted_changes(repo, tmp_path):
+    out = tmp_path / "repro"
+    times = reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo)
+    (repo / "results" / "buffer_io.csv").write_text("edited\n")  # a tracked file changed, not committed
+    with pytest.raises(ConfigError, match="^--update-reference: the tree has uncommitted changes"):
+        reproduce.update_reference(out, "quick", ["buffer_io"], root=repo, job_times=times)
+    assert (repo / "results" / "buffer_io.csv").read_text() == "edited\n"  # nothing copied
+    assert not (repo / "results" / "REPORT.md").exists()
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "edit")
+    assert reproduce.require_clean_tree(repo) == _git(repo, "rev-parse", "HEAD")
+
+
+def test_the_report_flags_rows_of_another_commit_or_of_uncommitted_code(tmp_path):
+    pd.DataFrame({"seed": [0, 1], "git_sha": ["aaa", "aaa"]}).to_csv(tmp_path / "same.csv", index=False)
+    pd.DataFrame({"seed": [0, 1], "git_sha": ["aaa", "bbb-dirty"]}).to_csv(tmp_path / "mixed.csv", index=False)
+    pd.DataFrame({"seed": [0]}).to_csv(tmp_path / "no_sha.csv", index=False)
+    commits = report.table_commits(tmp_path)
+    assert commits == {"mixed.csv": ["aaa", "bbb-dirty"], "same.csv": ["aaa"]}
+    lines = report.provenance_lines(commits, "aaa")
+    assert lines[1] == "## Provenance" and lines[-1] == "- `mixed.csv`: bbb-dirty" and len(lines) == 6
+    assert report.provenance_lines({"same.csv": ["aaa"]}, "aaa") == []
+    assert report.provenance_lines({"same.csv": ["aaa-dirty"]}, "aaa-dirty")[-1] == "- `same.csv`: aaa-dirty"
 
 
 def test_cli_refuses_results_as_out_with_a_one_line_error(capsys):

@@ -20,12 +20,16 @@ def test_cuda_script_runs_the_same_path_on_cpu(tmp_path, capsys):
     table = pd.read_csv(tmp_path / "pipeline_cuda.csv")
     assert len(table) == 9 and sorted(set(table["seed"])) == [0, 1, 2] and set(table["device"]) == {"cpu"}
     assert (table[table["system"] == "in_memory"]["time_ratio_vs_in_memory"] == 1.0).all()  # per seed
-    # where the table exists (a GPU machine), the pipeline claim is decided from it, over its seeds
-    # (as if measured on a quiet machine: this test checks how the claim reads the table, not the load)
+    # rows measured on the CPU test nothing about a GPU: the claim stays not testable with them
     table.assign(under_load=False).to_csv(tmp_path / "pipeline_cuda.csv", index=False)
     table.to_csv(tmp_path / "pipeline_speed.csv", index=False)
-    finding = report.claims().get("pipeline-utilization").evaluate(tmp_path)
-    assert finding.verdict != report.NOT_TESTABLE and "measured on cpu" in finding.setting
+    claim = report.claims().get("pipeline-utilization")
+    assert claim.evaluate(tmp_path).verdict == report.NOT_TESTABLE
+    # where the rows were measured on a CUDA device, the claim is decided from them, over their seeds (the CPU
+    # numbers relabelled: this test checks how the claim reads the table, not the machine or its load)
+    table.assign(under_load=False, device="cuda:0").to_csv(tmp_path / "pipeline_cuda.csv", index=False)
+    finding = claim.evaluate(tmp_path)
+    assert finding.verdict != report.NOT_TESTABLE and "measured on cuda:0" in finding.setting
     assert "3 seeds" in finding.setting and "compute utilization" in finding.measured
 
 
