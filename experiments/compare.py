@@ -7,7 +7,9 @@ by table, as a researcher checks it after changing a system.
   change).
 - **Tables**: every table a registered figure lists (:func:`tables`) present in either folder; rows are matched on
   the table's key columns. Every interval column (``X`` stored with ``X_ci_low`` and ``X_ci_high``) is compared row
-  by row, a change flagged when the intervals do not overlap; the value columns of deterministic tables
+  by row, a change flagged when the intervals do not overlap, except absolute times and rates (seconds, bytes per
+  second: :func:`machine_dependent`), which move with the machine's speed: they are listed, never flagged, and the
+  ratios and accuracies beside them carry the comparison; the value columns of deterministic tables
   (simulations, formulas, exact counts: ``exact``) are flagged when they differ by more than a relative 1e-6; rows
   present on one side only are listed (and flagged). Tables without intervals or exact columns are compared by their
   rows only.
@@ -109,6 +111,12 @@ def _interval_columns(table: pd.DataFrame) -> list[str]:
     return [c for c in table.columns if f"{c}_ci_low" in table.columns and f"{c}_ci_high" in table.columns]
 
 
+def machine_dependent(column: str) -> bool:
+    """Whether a column measures an absolute time or rate (``epoch_time_s``, ``time_s``, ``..._bytes_per_s``,
+    ``..._bandwidth...``): its value moves with the machine, so a reproduction elsewhere is not compared on it."""
+    return column.endswith(("_s", "_seconds")) or "bandwidth" in column
+
+
 def _row_label(keys: Sequence[str], index) -> str:
     values = index if isinstance(index, tuple) else (index,)
     return ", ".join(f"{k}={v}" for k, v in zip(keys, values))
@@ -140,7 +148,9 @@ def compare_table(name: str, new: pd.DataFrame, reference: pd.DataFrame, spec: T
         lines.append(f"    {_row_label(keys, index)}: only in the reference  [FLAGGED]")
     flagged += len(only_new) + len(only_old)
     common = [i for i in now.index if i in old.index]
-    columns = [c for c in _interval_columns(now) if c in _interval_columns(old)]
+    shared = [c for c in _interval_columns(now) if c in _interval_columns(old)]
+    columns = [c for c in shared if not machine_dependent(c)]
+    absolute = [c for c in shared if machine_dependent(c)]
     compared = 0
     for index in common:
         for column in columns:
@@ -163,6 +173,8 @@ def compare_table(name: str, new: pd.DataFrame, reference: pd.DataFrame, spec: T
     what = (f"{len(common)} rows matched, {compared} intervals/exact values compared"
             + (f" ({', '.join(columns + [c for c in spec.exact if c in now.columns])})" if compared else
                " (no intervals or exact values in common)"))
+    if absolute:
+        what += f"; absolute times not compared ({', '.join(absolute)}: they move with the machine)"
     changed = sum(1 for line in lines if "[FLAGGED" in line)
     return [f"  {name}: {what}; {changed} flagged"] + lines, flagged
 

@@ -314,6 +314,21 @@ def test_comparison_flags_only_intervals_that_do_not_overlap_and_exact_changes(t
     assert "dense-speedup: " in text
 
 
+def test_comparison_leaves_absolute_times_to_the_machine_and_compares_ratios(tmp_path):
+    def table(seconds: float, ratio: float) -> pd.DataFrame:
+        return pd.DataFrame([{"configuration": "disk", "epoch_time_s": seconds, "epoch_time_s_ci_low": seconds * 0.9,
+                              "epoch_time_s_ci_high": seconds * 1.1, "time_ratio_vs_in_memory": ratio,
+                              "time_ratio_vs_in_memory_ci_low": ratio * 0.95,
+                              "time_ratio_vs_in_memory_ci_high": ratio * 1.05}])
+
+    spec = compare.TableSpec(("configuration",))
+    slower_machine = compare.compare_table("disk_nc.csv", table(20.0, 1.0), table(10.0, 1.0), spec)
+    assert slower_machine[1] == 0 and "absolute times not compared (epoch_time_s" in slower_machine[0][0]
+    slower_system = compare.compare_table("disk_nc.csv", table(10.0, 2.0), table(10.0, 1.0), spec)
+    assert slower_system[1] == 1 and "time_ratio_vs_in_memory" in slower_system[0][1]
+    assert compare.machine_dependent("read_bandwidth_bytes_per_s") and not compare.machine_dependent("test_accuracy")
+
+
 def test_report_command_compares_a_reproduction_folder(tmp_path, capsys):
     reference = _folder(tmp_path / "reference", 1.2, 2.2)
     reproduction = tmp_path / "repro"
