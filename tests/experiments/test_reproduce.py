@@ -229,20 +229,35 @@ def test_missing_tables_are_not_testable_with_the_reason(tmp_path):
 
 
 @pytest.mark.parametrize("gaps, verdict", [
-    ({"b16": [0.0, 0.0, 0.0]}, report.HOLDS),                      # in-order async computes what sync does
     ({"b16 ooo": [-0.002, 0.001, -0.001]}, report.HOLDS),
     ({"b16 ooo": [-0.05, -0.04, -0.06]}, report.FAILS),
     ({"b16 ooo": [-0.03, 0.01, -0.02]}, report.INCONCLUSIVE),      # the interval straddles -0.01
+    ({"b16": [0.0, 0.0, 0.0], "b16 ooo": [-0.05, -0.04, -0.06]}, report.FAILS),  # the check does not outvote
 ])
 def test_async_accuracy_claim(tmp_path, gaps, verdict):
+    _async_table(tmp_path, gaps)
+    assert report.claims().get("async-accuracy").evaluate(tmp_path).verdict == verdict
+
+
+def _async_table(path: Path, gaps: dict[str, list[float]], staleness: int = 12) -> None:
     sync = [0.70, 0.72, 0.71]
-    rows = [{"dataset": "arxiv-like", "configuration": "sync", "seed": s, "test_accuracy": a}
+    rows = [{"dataset": "arxiv-like", "configuration": "sync", "seed": s, "test_accuracy": a, "staleness_max": 0}
             for s, a in enumerate(sync)]
     for config, values in gaps.items():
-        rows += [{"dataset": "arxiv-like", "configuration": config, "seed": s, "test_accuracy": sync[s] + g}
-                 for s, g in enumerate(values)]
-    pd.DataFrame(rows).to_csv(tmp_path / "pipeline_accuracy.csv", index=False)
-    assert report.claims().get("async-accuracy").evaluate(tmp_path).verdict == verdict
+        rows += [{"dataset": "arxiv-like", "configuration": config, "seed": s, "test_accuracy": sync[s] + g,
+                  "staleness_max": staleness} for s, g in enumerate(values)]
+    pd.DataFrame(rows).to_csv(path / "pipeline_accuracy.csv", index=False)
+
+
+def test_async_runs_identical_to_sync_or_without_staleness_are_checks_not_evidence(tmp_path):
+    claim = report.claims().get("async-accuracy")
+    _async_table(tmp_path, {"b16": [0.0, 0.0, 0.0]})  # in-order async: sync's computation, bitwise
+    finding = claim.evaluate(tmp_path)
+    assert finding.verdict == report.INCONCLUSIVE and "no configuration trained on stale parameters" in finding.reason
+    assert "b16: equal to sync on all 3 seeds (identical by construction)" in finding.measured
+    _async_table(tmp_path, {"b16 ooo": [-0.002, 0.001, -0.001]}, staleness=0)
+    finding = claim.evaluate(tmp_path)
+    assert finding.verdict == report.INCONCLUSIVE and "no stale computation recorded" in finding.measured
 
 
 def test_async_accuracy_claim_needs_three_seeds(tmp_path):
