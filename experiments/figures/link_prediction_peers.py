@@ -464,9 +464,13 @@ def lp_vs_pbg(results: Path) -> Finding:
         skipped = table[table["status"] != "ok"]
         reason = "; ".join(f"{r['label']}: {r['reason']}" for _, r in skipped.iterrows()) or "no paired runs"
         return Finding(f"no suite/PBG pair: {reason}", "", NOT_TESTABLE, reason=reason)
-    parts, groups, estimates = [], [], []
+    parts, groups, estimates, unpaired = [], [], [], []
     for threads, rows in suite.groupby("threads"):
-        pbg = ok[(ok["configuration"] == "pbg-p1") & (ok["threads"] == threads)].iloc[0]
+        pbg_rows = ok[(ok["configuration"] == "pbg-p1") & (ok["threads"] == threads)]
+        if pbg_rows.empty:  # nothing to compare with on these cores: says nothing either way
+            unpaired.append(str(threads))
+            continue
+        pbg = pbg_rows.iloc[0]
         options = []
         for _, row in rows.iterrows():
             speed = table_interval(row, column, "speed_pairs_vs_pbg-p1", "paired log t over seeds")
@@ -482,7 +486,9 @@ def lp_vs_pbg(results: Path) -> Finding:
                f"epochs, {int(suite['seeds'].min())} seed(s), back-to-back runs per seed; per thread count some "
                f"suite configuration must reach both (intervals over seeds, runs under foreign load left out of "
                f"the speed)")
-    return Finding("; ".join(parts), setting, combine(groups), tuple(estimates))
+    excluded = (f"suite runs at {', '.join(unpaired)} thread(s) left out: no PBG p=1 run at that thread count"
+                if unpaired else "")
+    return Finding("; ".join(parts), setting, combine(groups), tuple(estimates), excluded=excluded)
 
 
 # ---------------------------------------------------------------------------------------------- the job
