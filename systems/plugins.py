@@ -14,6 +14,7 @@ SYSTEMS = {
     "pipelined": "systems.pipelined:PipelinedSystem",
     "pyg": "systems.pyg_baseline:PygSystem",
     "disk": "systems.disk.disk_system:disk_system",
+    "feature_cache": "systems.feature_cache.feature_cache_system:FeatureCacheSystem",
 }
 
 # Wrappers ``variant(system_class) -> system_class`` the runner applies by name (suite.registry.SYSTEM_VARIANTS).
@@ -72,9 +73,15 @@ POLICIES = {
     "dispersed": "systems.disk.policies.node_policies:DispersedPolicy",
 }
 
-# Feature-cache policies (issue 31): which nodes' features stay in memory between batches. Empty until that
-# feature lands; a cache policy is then declared here like a partition-buffer policy.
-CACHE_POLICIES: dict[str, str] = {}
+# Feature-cache policies, CachePolicy subclasses: which feature rows stay in memory between batches
+# (systems.feature_cache.policies.CACHE_POLICIES).
+CACHE_POLICIES = {
+    "none": "systems.feature_cache.policies:NoCache",
+    "static_degree": "systems.feature_cache.policies:StaticDegree",
+    "lru": "systems.feature_cache.policies:Lru",
+    "s3fifo": "systems.feature_cache.policies:S3Fifo",
+    "belady": "systems.feature_cache.policies:Belady",
+}
 
 # The tables by kind, as the ``gnnsuite.plugins`` entry point gives them to the harness (suite.plugin_tables).
 TABLES = {

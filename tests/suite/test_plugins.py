@@ -15,12 +15,13 @@ from suite.plugin_tables import plugin_table
 from systems import plugins
 from systems.disk.policies import POLICIES
 from systems.disk.disk_system import DISK_TASKS
+from systems.feature_cache.policies import CACHE_POLICIES
 from tests.support.paths import REPO_ROOT
 
 REGISTRIES = {
     "systems": registry.SYSTEMS, "system_variants": registry.SYSTEM_VARIANTS, "samplers": registry.SAMPLERS,
     "models": registry.MODELS, "decoders": registry.DECODERS, "tasks": registry.TASKS, "disk_tasks": DISK_TASKS,
-    "policies": POLICIES,
+    "policies": POLICIES, "cache_policies": CACHE_POLICIES,
 }
 
 
@@ -56,7 +57,8 @@ def test_spec_validation_and_run_id_import_only_what_the_spec_names():
     spec = set(steps["spec"])
     assert "systems.in_memory" in spec  # the system the spec names, to validate its options
     unnamed = [m for m in spec if m.startswith(("systems.disk", "systems.pyg_baseline", "systems.pipelined",
-                                                 "systems.distributed", "experiments", "simulators"))]
+                                                 "systems.feature_cache", "systems.distributed", "experiments",
+                                                 "simulators"))]
     assert unnamed == []
     other_plugins = {"systems.sampling.naive", "systems.sampling.dense", "systems.sampling.pyg", "systems.models.gat",
                      "systems.models.gcn", "systems.models.graphsage", "systems.models.decoders",
@@ -73,6 +75,3 @@ def test_every_table_line_is_declared_once_and_resolves(kind):
         module, _, attribute = target.partition(":")
         assert known.get(name) is getattr(sys.modules[module], attribute)
 
-
-def test_cache_policies_table_exists_and_is_empty_until_issue_31():
-    assert plugins.TABLES["cache_policies"] == {} and plugin_table("cache_policies") == ()
