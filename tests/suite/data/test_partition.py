@@ -395,3 +395,30 @@ def test_store_verify_includes_the_partition_layout(store6, order_file, tmp_path
     (out.path / "metadata.json").write_text(json.dumps(meta))
     with pytest.raises(DataError, match=r"bucket_edges.npy: row 0 lies in bucket \(0, 1\)"):
         GraphStore.open(out.path).verify()
+
+
+def test_fine_partitions_keep_a_sparse_bucket_index(tmp_path):
+    """p = n = 150 (one node per partition, 22,500 buckets): the index lists only the non-empty buckets (at most one
+    per distinct edge), and reads back the same buckets as the dense view."""
+    store = random_store(tmp_path / "g", n=150, m=400)
+    out = partition_store(store, tmp_path / "out", 150, seed=1)
+    verify_partitioning(out)
+    layout = PartitionLayout.from_store(out)
+    sizes = layout.bucket_sizes().numpy()
+    assert layout.num_buckets == (sizes > 0).sum() <= store.num_edges
+    assert out.metadata["partitioning"]["num_buckets"] == layout.num_buckets
+    assert len(out.array("bucket_row_offsets")) == 151 and "bucket_offsets" not in out.metadata["files"]
+    i, j = np.argwhere(sizes > 0)[0]
+    assert len(layout.bucket(int(i), int(j))) == sizes[i, j]
+    empty = np.argwhere(sizes == 0)[0]
+    assert layout.bucket_entry(int(empty[0]), int(empty[1])) == -1 and len(layout.bucket(*map(int, empty))) == 0
+
+
+def test_crc32_segments_equal_zlib():
+    import zlib
+
+    from suite.data.crc import crc32_segments
+
+    data = np.random.default_rng(0).integers(0, 256, 5000, dtype=np.uint8)
+    starts, stops = np.array([0, 7, 7, 100]), np.array([7, 7, 4000, 5000])
+    assert crc32_segments(data, starts, stops).tolist() == [zlib.crc32(data[a:b]) for a, b in zip(starts, stops)]

@@ -191,3 +191,21 @@ def test_typed_in_buffer_graph_has_the_stores_relation_types(tiny, direction):
         expected += list(zip(src[keep].tolist(), dst[keep].tolist(), (rel[keep] + relations).tolist()))
     assert len(set(rel[keep].tolist())) == 3 and len(expected) > 50 and got == sorted(expected)
     graph.close()
+
+
+def test_a_run_of_adjacent_partitions_is_one_scatter_read(pstore):
+    from systems.disk.buffer import FeatureBuffer, PartitionArray, partition_runs
+
+    assert [(r.start, r.stop) for r in partition_runs(np.array([2, 3, 4, 7, 9, 10]))] == [(0, 3), (3, 4), (4, 6)]
+    counters = IOCounters()
+    offsets = pstore.array("partition_offsets")
+    buffer = FeatureBuffer(PartitionArray(pstore.file("features"), counters, evict=False), offsets, 4,
+                           checksums=pstore.metadata["partitioning"]["feature_crc32"])
+    nbytes = buffer.read_run([1, 2, 3], [3, 0, 2])  # partitions 1..3 into frames 3, 0, 2
+    features = pstore.array("features")
+    assert nbytes == (offsets[4] - offsets[1]) * features.shape[1] * features.dtype.itemsize
+    assert counters.snapshot()["reads"] == 1
+    for part, frame in ((1, 3), (2, 0), (3, 2)):
+        size = int(offsets[part + 1] - offsets[part])
+        assert np.array_equal(buffer.frames[frame, :size].numpy(), features[offsets[part]:offsets[part + 1]])
+    buffer.source.close()
