@@ -19,6 +19,7 @@ batch): through a memory map without read-around, so the kernel reads only the p
 
 from __future__ import annotations
 
+import concurrent.futures
 import io
 import mmap
 import os
@@ -182,6 +183,28 @@ class FeatureBuffer:
             for partition, frame, size in zip(partitions, frames, sizes.tolist()):
                 self._check(partition, self.frames[frame, :size])
         return nbytes
+
+    parallel_reads = True
+    """Whether runs may be read concurrently (:meth:`read_partitions` with a pool)."""
+
+    def read_partitions(self, partitions: np.ndarray, frames: np.ndarray,
+                        pool: concurrent.futures.Executor | None = None) -> list[tuple[int, int, float, float, int]]:
+        """Read ``partitions`` (ascending) into ``frames``: one scatter read per run of adjacent partitions
+        (:func:`partition_runs`), the runs spread over ``pool``'s threads when given (a virtual or flash disk
+        serves concurrent requests in parallel: at fine granularity a state is hundreds of small runs); returns
+        ``(first partition, partitions, start, end, bytes)`` per run (``perf_counter`` times)."""
+        partitions, frames = np.asarray(partitions), np.asarray(frames)
+
+        def read(run: slice) -> tuple[int, int, float, float, int]:
+            parts = partitions[run].tolist()
+            started = time.perf_counter()
+            nbytes = self.read_run(parts, frames[run].tolist())
+            return parts[0], len(parts), started, time.perf_counter(), nbytes
+
+        runs = partition_runs(partitions)
+        if pool is None or len(runs) < 2 or not self.parallel_reads:
+            return [read(run) for run in runs]
+        return list(pool.map(read, runs))
 
     def _check(self, partition: int, rows: torch.Tensor) -> None:
         if zlib.crc32(rows.contiguous().numpy().view(np.uint8).reshape(-1)) != self.checksums[partition]:

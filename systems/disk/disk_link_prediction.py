@@ -78,6 +78,8 @@ class EmbeddingBuffer(FeatureBuffer):
         """Read ``partition``'s latest rows (checked) into ``out``."""
         return self.store.read(partition, out)
 
+    parallel_reads = False  # the embedding store serves one read at a time (it may hold newer rows in memory)
+
     def read_run(self, partitions: list[int], frames: list[int]) -> int:
         """Read each partition's latest rows (checked) into its frame (the store may hold newer rows in memory)."""
         return sum(self.read(int(partition), self.frames[int(frame)]) for partition, frame in zip(partitions, frames))

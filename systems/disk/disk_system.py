@@ -87,6 +87,9 @@ class DiskOptions(SystemOptions):
     verify_checksums: bool = Field(True, description="check every partition and bucket read (features, "
                                                      "embeddings, edges) against its CRC-32 (where the partitioned "
                                                      "store has them)")
+    read_threads: int = Field(8, ge=1, description="threads reading a state's runs of adjacent partitions at once "
+                                                   "(requests in flight: at fine granularity a state is many small "
+                                                   "runs; 1: one after another)")
     coalesce_bytes: int = Field(256 << 10, ge=0, description="edge buckets closer than this on disk are read as "
                                                               "one extent, the rows between them dropped (0: "
                                                               "read exactly the buckets needed)")
@@ -330,6 +333,8 @@ class DiskSystem(System):
         self.buffer: FeatureBuffer | None = None
         self.edges: BufferedGraph | None = None
         self._reader = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="disk-prefetch")
+        self._io_pool = (concurrent.futures.ThreadPoolExecutor(options.read_threads, thread_name_prefix="disk-read")
+                         if options.read_threads > 1 else None)
         self._carried: list[_Carried] = []
         self._origin = time.perf_counter()
         self._schedule = pass_schedule(spec)
@@ -518,14 +523,9 @@ class DiskSystem(System):
 
     def _read_partitions(self, partitions: np.ndarray, frames: np.ndarray) -> list[ReadEvent]:
         """Read ``partitions`` (ascending) into ``frames``: one read per run of consecutive partitions (adjacent
-        on disk, :func:`~systems.disk.buffer.partition_runs`)."""
-        events = []
-        for run in partition_runs(partitions):
-            parts, into = partitions[run].tolist(), frames[run].tolist()
-            started = time.perf_counter()
-            nbytes = self.buffer.read_run(parts, into)
-            events.append(ReadEvent(self.read_kind, parts[0], started, time.perf_counter(), nbytes, len(parts)))
-        return events
+        on disk), runs read concurrently by ``read_threads`` threads (:meth:`FeatureBuffer.read_partitions`)."""
+        return [ReadEvent(self.read_kind, first, started, ended, nbytes, count) for first, count, started, ended, nbytes
+                in self.buffer.read_partitions(partitions, frames, self._io_pool)]
 
     read_kind = "features"
 
@@ -593,6 +593,8 @@ class DiskSystem(System):
         concurrent.futures.wait([c.first for c in self._carried if c.first is not None])
         self._carried.clear()
         self._reader.shutdown(wait=True)
+        if self._io_pool is not None:
+            self._io_pool.shutdown(wait=True)
         self.close_files()
 
     def close_files(self) -> None:
