@@ -338,6 +338,52 @@ def pread_into(fd: int, buffer: Any, offset: int, *, path: str | os.PathLike | N
     return total
 
 
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
+
+
+def preadv_into(fd: int, buffers: list[Any], offset: int, *, path: str | os.PathLike | None = None,
+                max_transfer: int = MAX_TRANSFER) -> int:
+    """Fill ``buffers`` in turn with the consecutive bytes of ``fd`` from ``offset`` (a scatter read, ``preadv``);
+    never returns short. One system call per ``IOV_MAX`` buffers or ``max_transfer`` bytes: a run of adjacent
+    partitions on disk is read by one call into the buffer frames they go to, without a copy.
+
+    Args: as :func:`pread_into`, with a list of buffers.
+
+    Returns:
+        The number of bytes read (their total size).
+
+    Raises:
+        DataError: the file ends before the buffers are full.
+    """
+    views = [view for view in (_byte_view(buffer, writable=True) for buffer in buffers) if view.nbytes]
+    total = sum(view.nbytes for view in views)
+    done, first, skip = 0, 0, 0  # bytes read, first buffer not full, bytes of it already filled
+    while done < total:
+        iov, size = [], 0
+        for view in views[first:first + _IOV_MAX]:
+            part = view[skip:] if not iov else view
+            part = part[:max_transfer - size]
+            iov.append(part)
+            size += part.nbytes
+            if size >= max_transfer:
+                break
+        got = os.preadv(fd, iov, offset + done)
+        if got == 0:
+            from suite.errors import DataError
+
+            raise DataError(f"{_describe(fd, path)}: file ends at byte {offset + done}, expected "
+                            f"{total} bytes from offset {offset} (short file)")
+        done += got
+        while got:
+            left = views[first].nbytes - skip
+            if got >= left:
+                got -= left
+                first, skip = first + 1, 0
+            else:
+                skip, got = skip + got, 0
+    return total
+
+
 def pread_exact(fd: int, nbytes: int, offset: int, *, path: str | os.PathLike | None = None,
                 max_transfer: int = MAX_TRANSFER) -> bytearray:
     """Read exactly ``nbytes`` bytes of ``fd`` at ``offset`` into a new bytearray (see :func:`pread_into`)."""

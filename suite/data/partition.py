@@ -6,25 +6,34 @@ rewritten, out-of-core) plus the layout the disk-based system reads. Node ids in
 
 Files added to the store layout of :mod:`suite.data.store`:
 
-==================  ==============  ====================================================================
-key                 shape / dtype   meaning
-==================  ==============  ====================================================================
-node_map            (n,) int64      new id -> original id (the id in the store first partitioned, so
-                                    re-partitioning a partitioned store composes the maps)
-partition_offsets   (p+1,) int64    partition ``i`` holds new ids ``partition_offsets[i]:partition_offsets[i+1]``
-bucket_offsets      (p*p+1,) int64  bucket ``(i, j)`` is ``bucket_edges[bucket_offsets[i*p+j]:bucket_offsets[i*p+j+1]]``
-bucket_edges        (k, 3) int64    ``(src, rel, dst)`` rows in new ids, sorted by (src partition, dst
-                                    partition, dst, src, rel): within a bucket by destination, so the CSR
-                                    of any set of buckets over their destinations is assembled from the
-                                    buckets' pieces without a sort
-==================  ==============  ====================================================================
+====================  ==============  ==================================================================
+key                   shape / dtype   meaning
+====================  ==============  ==================================================================
+node_map              (n,) int64      new id -> original id (the id in the store first partitioned, so
+                                      re-partitioning a partitioned store composes the maps)
+partition_offsets     (p+1,) int64    partition ``i`` holds new ids ``partition_offsets[i]:partition_offsets[i+1]``
+bucket_edges          (k, 3) int64    ``(src, rel, dst)`` rows in new ids, sorted by (src partition, dst
+                                      partition, dst, src, rel): within a bucket by destination, so the CSR
+                                      of any set of buckets over their destinations is assembled from the
+                                      buckets' pieces without a sort
+bucket_row_offsets    (p+1,) int64    the *bucket index*, a CSR over source partitions of the ``b``
+                                      non-empty buckets: those of source partition ``i`` are index entries
+                                      ``bucket_row_offsets[i]:bucket_row_offsets[i+1]``
+bucket_dst            (b,) int64      destination partition of each non-empty bucket (ascending in a row)
+bucket_edge_offsets   (b+1,) int64    entry ``t`` is ``bucket_edges[bucket_edge_offsets[t]:bucket_edge_offsets[t+1]]``
+bucket_crc32          (b,) int64      CRC-32 (:func:`zlib.crc32`) of each non-empty bucket's rows
+====================  ==============  ==================================================================
 
-``metadata["partitioning"]["layout_version"]`` is :data:`LAYOUT_VERSION`; a store of an older layout (buckets
-sorted by source, or without bucket CRC-32s) is rebuilt by the disk system's cache.
-Checksums (in ``metadata["partitioning"]``): ``feature_crc32`` holds the CRC-32 of every partition's feature rows,
-``bucket_crc32`` that of every bucket's rows (``p * p``, bucket ``(i, j)`` at ``i * p + j``); the disk system checks
-every partition and bucket it reads against them (:func:`check_bucket_crc`), so a corrupted read names the file and
-the partition or bucket.
+The bucket index is sparse: ``O(p + b)`` words with ``b <= min(p * p, k)``, so ``p = 8192`` partitions cost nothing
+for their ``p * p = 67M`` mostly empty buckets (a dense ``p * p + 1`` offset table would be 537 MB). Index entries
+are in file order: entry ``t`` is the ``t``-th non-empty bucket of ``bucket_edges``, so consecutive entries are
+adjacent on disk.
+
+``metadata["partitioning"]["layout_version"]`` is :data:`LAYOUT_VERSION`; a store of an older layout (a dense
+``bucket_offsets``, buckets sorted by source, or without bucket CRC-32s) is rebuilt by the disk system's cache.
+Checksums: ``metadata["partitioning"]["feature_crc32"]`` holds the CRC-32 of every partition's feature rows,
+``bucket_crc32.npy`` that of every non-empty bucket; the disk system checks every partition and bucket it reads
+against them (:func:`check_bucket_crcs`), so a corrupted read names the file and the partition or bucket.
 
 Partition sizes are balanced as :func:`numpy.array_split` does: the first ``n % p`` partitions hold
 ``n // p + 1`` nodes, the others ``n // p``; so sizes differ by at most one and none is empty.
@@ -45,7 +54,6 @@ whatever the number of edges.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import shutil
 import zlib
@@ -74,12 +82,14 @@ from suite.io import file_checksum
 from suite.registry import Registry
 
 DEFAULT_CHUNK_BYTES = 64 << 20
-LAYOUT_VERSION = 3
-"""Version of the partitioned layout: 3 records every bucket's CRC-32; 2 sorts each bucket by (dst, src, rel)
-(1: by (src, dst, rel))."""
+LAYOUT_VERSION = 4
+"""Version of the partitioned layout: 4 keeps a sparse bucket index (non-empty buckets only, their CRC-32s in a
+file); 3 a dense ``bucket_offsets`` (``p * p + 1``) and CRC-32s in the metadata; 2 sorts each bucket by
+(dst, src, rel) (1: by (src, dst, rel))."""
 _MAX_OPEN_BINS = 256  # scratch files open at once while scattering edges into sort bins
 _CSR_KEYS = REQUIRED_KEYS + ("in_relations", "out_relations")
 _ROW_KEYS = ("features", "labels")
+_OLD_LAYOUT_KEYS = frozenset({"bucket_offsets"})  # layout files of versions <= 3 (a dense bucket table), rebuilt
 # metadata fields that partition_store writes itself; every other top-level field of the input is copied
 _OWN_FIELDS = frozenset({
     "format", "format_version", "name", "num_nodes", "num_edges", "directed", "num_relations", "num_classes",
@@ -288,14 +298,21 @@ class PartitionLayout:
         num_partitions: ``p``.
         offsets: ``(p+1,)`` node boundaries; partition ``i`` is new ids ``offsets[i]:offsets[i+1]``.
         node_map: ``(n,)`` new id -> original id.
-        bucket_offsets: ``(p*p+1,)`` row boundaries of the buckets in ``bucket_edges``.
+        bucket_row_offsets: ``(p+1,)`` the non-empty buckets of source partition ``i`` are index entries
+            ``bucket_row_offsets[i]:bucket_row_offsets[i+1]``.
+        bucket_dst: ``(b,)`` destination partition of each non-empty bucket.
+        bucket_edge_offsets: ``(b+1,)`` row boundaries of the non-empty buckets in ``bucket_edges``.
+        bucket_crc32: ``(b,)`` CRC-32 of each non-empty bucket's rows.
         bucket_edges: ``(k, 3)`` ``(src, rel, dst)`` in new ids, grouped by bucket.
     """
 
     num_partitions: int
     offsets: torch.Tensor
     node_map: torch.Tensor
-    bucket_offsets: torch.Tensor
+    bucket_row_offsets: torch.Tensor
+    bucket_dst: torch.Tensor
+    bucket_edge_offsets: torch.Tensor
+    bucket_crc32: torch.Tensor
     bucket_edges: torch.Tensor
 
     @classmethod
@@ -304,22 +321,39 @@ class PartitionLayout:
         :meth:`GraphStore.array <suite.data.store.GraphStore.array>`).
 
         Raises:
-            DataError: when the store is not partitioned or the layout files disagree in size.
+            DataError: when the store is not partitioned (or of an older layout) or the layout files disagree
+                in size.
         """
         missing = [key for key in PARTITION_KEYS if not store.has(key)]
         if missing:
-            raise DataError(f"{store.path}: not a partitioned store (no {', '.join(missing)}; run partition first)")
+            raise DataError(f"{store.path}: not a partitioned store of layout version {LAYOUT_VERSION} (no "
+                            f"{', '.join(missing)}; run partition again)")
         offsets = store.tensor("partition_offsets", checked)
         p = len(offsets) - 1
-        bucket_offsets = store.tensor("bucket_offsets", checked)
-        bucket_edges = store.tensor("bucket_edges", checked)
-        if len(bucket_offsets) != p * p + 1:
-            raise DataError(f"{store.file('bucket_offsets')}: has {len(bucket_offsets)} entries, expected p*p+1 = "
-                            f"{p * p + 1} for p = {p} partitions")
-        if int(bucket_offsets[-1]) != len(bucket_edges):
-            raise DataError(f"{store.file('bucket_offsets')}: ends at {int(bucket_offsets[-1])}, but bucket_edges "
-                            f"has {len(bucket_edges)} rows")
-        return cls(p, offsets, store.tensor("node_map", checked), bucket_offsets, bucket_edges)
+        rows = store.tensor("bucket_row_offsets", checked)
+        dst = store.tensor("bucket_dst", checked)
+        edge_offsets = store.tensor("bucket_edge_offsets", checked)
+        crcs = store.tensor("bucket_crc32", checked)
+        edges = store.tensor("bucket_edges", checked)
+        b = len(dst)
+        for key, length, expected in (("bucket_row_offsets", len(rows), p + 1),
+                                      ("bucket_edge_offsets", len(edge_offsets), b + 1),
+                                      ("bucket_crc32", len(crcs), b)):
+            if length != expected:
+                raise DataError(f"{store.file(key)}: has {length} entries, expected {expected} (p = {p} partitions, "
+                                f"{b} non-empty buckets)")
+        if int(rows[-1]) != b:
+            raise DataError(f"{store.file('bucket_row_offsets')}: ends at {int(rows[-1])}, but bucket_dst has {b} "
+                            "entries")
+        if int(edge_offsets[-1]) != len(edges):
+            raise DataError(f"{store.file('bucket_edge_offsets')}: ends at {int(edge_offsets[-1])}, but bucket_edges "
+                            f"has {len(edges)} rows")
+        return cls(p, offsets, store.tensor("node_map", checked), rows, dst, edge_offsets, crcs, edges)
+
+    @property
+    def num_buckets(self) -> int:
+        """``b``, the non-empty buckets."""
+        return len(self.bucket_dst)
 
     def partition_range(self, i: int) -> tuple[int, int]:
         """New ids ``[start, end)`` of partition ``i``."""
@@ -333,24 +367,41 @@ class PartitionLayout:
         """Partition of each new node id."""
         return torch.searchsorted(self.offsets, nodes.to(torch.int64), right=True) - 1
 
+    def bucket_src(self) -> torch.Tensor:
+        """``(b,)`` source partition of each non-empty bucket."""
+        counts = self.bucket_row_offsets[1:] - self.bucket_row_offsets[:-1]
+        return torch.repeat_interleave(torch.arange(self.num_partitions, dtype=torch.int64), counts)
+
+    def bucket_entry(self, i: int, j: int) -> int:
+        """The index entry of bucket ``(i, j)``, or -1 when it is empty."""
+        lo, hi = int(self.bucket_row_offsets[i]), int(self.bucket_row_offsets[i + 1])
+        t = lo + int(torch.searchsorted(self.bucket_dst[lo:hi], torch.tensor(j, dtype=self.bucket_dst.dtype)))
+        return t if t < hi and int(self.bucket_dst[t]) == j else -1
+
     def bucket(self, i: int, j: int) -> torch.Tensor:
         """Edges ``(src, rel, dst)`` from partition ``i`` to partition ``j`` (a zero-copy view)."""
-        b = i * self.num_partitions + j
-        return self.bucket_edges[int(self.bucket_offsets[b]) : int(self.bucket_offsets[b + 1])]
+        t = self.bucket_entry(i, j)
+        if t < 0:
+            return self.bucket_edges[:0]
+        return self.bucket_edges[int(self.bucket_edge_offsets[t]) : int(self.bucket_edge_offsets[t + 1])]
 
     def bucket_sizes(self) -> torch.Tensor:
-        """Number of edges of every bucket as a ``(p, p)`` tensor (rows: source partition)."""
-        sizes = self.bucket_offsets[1:] - self.bucket_offsets[:-1]
-        return sizes.reshape(self.num_partitions, self.num_partitions)
+        """Number of edges of every bucket as a dense ``(p, p)`` tensor (rows: source partition); ``p * p``
+        words, for small ``p`` (:meth:`bucket_src`, :attr:`bucket_dst` and the offsets are the sparse form)."""
+        p = self.num_partitions
+        sizes = torch.zeros(p * p, dtype=torch.int64)
+        sizes[self.bucket_src() * p + self.bucket_dst] = self.bucket_edge_offsets[1:] - self.bucket_edge_offsets[:-1]
+        return sizes.reshape(p, p)
 
 
 def verify_partitioning(store: GraphStore, chunk_edges: int = DEFAULT_CHUNK_EDGES) -> None:
     """Check the layout files of a partitioned store (bounded memory: chunks of ``chunk_edges`` rows).
 
-    Checks: ``partition_offsets`` start at 0, end at ``n`` and increase; ``node_map`` is a permutation;
-    ``bucket_offsets`` start at 0 and never decrease; every bucket row lies in its bucket's partitions with ids
-    and relations in range; rows are sorted by (bucket, dst, src, rel); the bucket edges count the training edges
-    (link prediction) or all edges; every bucket matches its CRC-32 (when recorded).
+    Checks: ``partition_offsets`` start at 0, end at ``n`` and increase; ``node_map`` is a permutation; the bucket
+    index's offsets start at 0 and never decrease, its buckets are non-empty and in (source, destination) order;
+    every bucket row lies in its bucket's partitions with ids and relations in range; rows are sorted by (bucket,
+    dst, src, rel); the bucket edges count the training edges (link prediction) or all edges; every bucket matches
+    its CRC-32.
 
     Raises:
         DataError: naming the first file that is wrong.
@@ -361,45 +412,54 @@ def verify_partitioning(store: GraphStore, chunk_edges: int = DEFAULT_CHUNK_EDGE
     if offsets[0] != 0 or offsets[-1] != n or (np.diff(offsets) <= 0).any():
         raise DataError(f"{store.file('partition_offsets')}: must increase strictly from 0 to num_nodes={n}")
     check_permutation(layout.node_map.numpy(), n, str(store.file("node_map")))
-    bucket_offsets = layout.bucket_offsets.numpy()
-    if bucket_offsets[0] != 0 or (np.diff(bucket_offsets) < 0).any():
-        raise DataError(f"{store.file('bucket_offsets')}: must start at 0 and never decrease")
+    row_offsets = layout.bucket_row_offsets.numpy()
+    if row_offsets[0] != 0 or (np.diff(row_offsets) < 0).any():
+        raise DataError(f"{store.file('bucket_row_offsets')}: must start at 0 and never decrease")
+    edge_offsets = layout.bucket_edge_offsets.numpy()
+    if edge_offsets[0] != 0 or (np.diff(edge_offsets) <= 0).any():
+        raise DataError(f"{store.file('bucket_edge_offsets')}: must start at 0 and increase (buckets are non-empty)")
+    keys = layout.bucket_src().numpy() * p + layout.bucket_dst.numpy()
+    if len(keys) and (layout.bucket_dst.numpy().min() < 0 or layout.bucket_dst.numpy().max() >= p
+                      or (np.diff(keys) <= 0).any()):
+        raise DataError(f"{store.file('bucket_dst')}: destination partitions must lie in [0, {p}) and ascend in "
+                        "each source partition")
     expected = store.metadata["files"]["train_edges"]["shape"][0] if store.has("train_edges") else store.num_edges
-    if bucket_offsets[-1] != expected:
-        raise DataError(f"{store.file('bucket_edges')}: holds {int(bucket_offsets[-1])} edges, expected {expected}")
+    if edge_offsets[-1] != expected:
+        raise DataError(f"{store.file('bucket_edges')}: holds {int(edge_offsets[-1])} edges, expected {expected}")
     file = store.file("bucket_edges")
     previous = None
+    crcs = layout.bucket_crc32.numpy()
     for start, rows in _row_chunks(store.array("bucket_edges", checked=False), chunk_edges):
         src, rel, dst = rows[:, 0], rows[:, 1], rows[:, 2]
         if rows.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n
                           or rel.min() < 0 or rel.max() >= store.num_relations):
             raise DataError(f"{file}: node or relation id out of range in rows {start}..{start + len(rows) - 1}")
-        bucket = np.searchsorted(bucket_offsets, np.arange(start, start + len(rows)), side="right") - 1
+        entry = np.searchsorted(edge_offsets, np.arange(start, start + len(rows)), side="right") - 1
+        bucket = keys[entry]
         actual = node_partition(src, offsets) * p + node_partition(dst, offsets)
         if (bucket != actual).any():
             row = int(np.flatnonzero(bucket != actual)[0])
-            raise DataError(f"{file}: row {start + row} lies in bucket {int(bucket[row])} but its edge belongs to "
-                            f"bucket {int(actual[row])}")
-        keys = np.column_stack([bucket, dst, src, rel])
+            raise DataError(f"{file}: row {start + row} lies in bucket {divmod(int(bucket[row]), p)} but its edge "
+                            f"belongs to bucket {divmod(int(actual[row]), p)}")
+        sort_keys = np.column_stack([bucket, dst, src, rel])
         if previous is not None:
-            keys = np.concatenate([previous, keys])
-        if len(keys) > 1:
-            step = keys[1:] - keys[:-1]
+            sort_keys = np.concatenate([previous, sort_keys])
+        if len(sort_keys) > 1:
+            step = sort_keys[1:] - sort_keys[:-1]
             nonzero = step != 0
             first = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), 0)
             decreasing = step[np.arange(len(step)), first] < 0
             if decreasing.any():
                 row = start + int(np.flatnonzero(decreasing)[0]) - (0 if previous is None else 1)
                 raise DataError(f"{file}: rows {row} and {row + 1} are not sorted by (bucket, dst, src, rel)")
-        previous = keys[-1:]
-    checksums = bucket_checksums(store)
-    if checksums is not None:
-        if len(checksums) != p * p:
-            raise DataError(f"{store.path / METADATA_FILE}: field 'partitioning.bucket_crc32' has {len(checksums)} "
-                            f"entries, expected p*p = {p * p}")
-        edges = store.array("bucket_edges", checked=False)
-        for b in range(p * p):
-            check_bucket_crc(checksums, b // p, b % p, edges[bucket_offsets[b]:bucket_offsets[b + 1]], file)
+        previous = sort_keys[-1:]
+        # the CRC-32 of the buckets that end in this chunk (a bucket spanning chunks is read whole)
+        whole = np.flatnonzero((edge_offsets[1:] > start) & (edge_offsets[1:] <= start + len(rows)))
+        if len(whole):
+            lo, hi = int(edge_offsets[whole[0]]), int(edge_offsets[whole[-1] + 1])
+            block = np.ascontiguousarray(store.array("bucket_edges", checked=False)[lo:hi])
+            check_bucket_crcs(crcs[whole], keys[whole] // p, keys[whole] % p, block,
+                              edge_offsets[whole] - lo, edge_offsets[whole + 1] - lo, file)
 
 
 LAYOUT_CHECKS["partitioning"] = verify_partitioning
@@ -469,8 +529,8 @@ def _bucket_of(rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def _bin_bounds(counts: np.ndarray, max_edges: int) -> np.ndarray:
-    """Bucket-index boundaries ``[0, b1, ..., p*p]`` grouping consecutive buckets into bins of at most
-    ``max_edges`` edges (a bucket larger than that alone forms a bin)."""
+    """Boundaries ``[0, b1, ..., len(counts)]`` grouping consecutive entries of ``counts`` (edges per source
+    partition) into bins of at most ``max_edges`` edges (an entry larger than that alone forms a bin)."""
     cumulative = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
     bounds = [0]
     while bounds[-1] < len(counts):
@@ -481,22 +541,23 @@ def _bin_bounds(counts: np.ndarray, max_edges: int) -> np.ndarray:
 
 
 def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]], offsets: np.ndarray,
-                   max_bucket_edges: int) -> list[int]:
-    """Write ``bucket_offsets`` and ``bucket_edges``; return the CRC-32 of every bucket's rows (``p * p``).
+                   max_bucket_edges: int) -> int:
+    """Write ``bucket_edges`` and the sparse bucket index (``bucket_row_offsets``, ``bucket_dst``,
+    ``bucket_edge_offsets``, ``bucket_crc32``); return the number of non-empty buckets.
 
-    Pass 1 counts the edges of every bucket. Pass 2 scatters the edges into scratch files, one per *bin* of
-    consecutive buckets holding at most ``max_bucket_edges`` edges (at most ``_MAX_OPEN_BINS`` files open at
-    once; more bins take more rounds over the source). Pass 3 sorts each bin by (bucket, dst, src, rel) in memory
-    and appends it. Memory: one chunk of the source plus one bin.
+    Pass 1 counts the edges of every source partition. Pass 2 scatters the edges into scratch files, one per
+    *bin* of consecutive source partitions holding at most ``max_bucket_edges`` edges (a larger source partition
+    alone; at most ``_MAX_OPEN_BINS`` files open at once, more bins take more rounds over the source). Pass 3 sorts
+    each bin by (bucket, dst, src, rel) in memory, appends it and indexes its non-empty buckets. Memory: one chunk
+    of the source, one bin, and ``O(p + b)`` words of index; nothing of size ``p * p``.
     """
     p = len(offsets) - 1
-    counts = np.zeros(p * p, dtype=np.int64)
+    counts = np.zeros(p, dtype=np.int64)
     for rows in edges():
-        counts += np.bincount(_bucket_of(rows, offsets), minlength=p * p)
-    bucket_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        counts += np.bincount(node_partition(rows[:, 0], offsets), minlength=p)
     bins = _bin_bounds(counts, max_bucket_edges)
     num_bins = len(bins) - 1
-    crcs = [0] * (p * p)  # zlib.crc32(b"") of the empty buckets
+    keys, sizes, crcs = [], [], []
     scratch = writer.root / "_partition_scratch"
     scratch.mkdir(exist_ok=True)
     try:
@@ -507,28 +568,39 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
                 with contextlib.ExitStack() as stack:
                     handles = [stack.enter_context(open(paths[k], "wb")) for k in range(first, last)]
                     for rows in edges():
-                        bin_ = np.searchsorted(bins, _bucket_of(rows, offsets), side="right") - 1
+                        bin_ = np.searchsorted(bins, node_partition(rows[:, 0], offsets), side="right") - 1
                         keep = (bin_ >= first) & (bin_ < last)
                         rows, bin_ = rows[keep], bin_[keep] - first
                         order = np.argsort(bin_, kind="stable")
-                        sizes = np.bincount(bin_, minlength=last - first)
-                        ends = np.cumsum(sizes)
+                        bin_sizes = np.bincount(bin_, minlength=last - first)
+                        ends = np.cumsum(bin_sizes)
                         rows = rows[order]
-                        for k in np.flatnonzero(sizes):
-                            handles[k].write(np.ascontiguousarray(rows[ends[k] - sizes[k] : ends[k]]).data)
+                        for k in np.flatnonzero(bin_sizes):
+                            handles[k].write(np.ascontiguousarray(rows[ends[k] - bin_sizes[k] : ends[k]]).data)
                 for k in range(first, last):
                     rows = np.fromfile(paths[k], dtype=np.int64).reshape(-1, 3)
                     paths[k].unlink()
-                    order = np.lexsort((rows[:, 1], rows[:, 0], rows[:, 2], _bucket_of(rows, offsets)))
-                    rows = np.ascontiguousarray(rows[order])
-                    base = bucket_offsets[bins[k]]
-                    for b in range(bins[k], bins[k + 1]):
-                        crcs[b] = zlib.crc32(rows[bucket_offsets[b] - base:bucket_offsets[b + 1] - base].view(np.uint8))
+                    if not len(rows):
+                        continue
+                    bucket = _bucket_of(rows, offsets)
+                    order = np.lexsort((rows[:, 1], rows[:, 0], rows[:, 2], bucket))
+                    rows, bucket = np.ascontiguousarray(rows[order]), bucket[order]
+                    starts = np.flatnonzero(np.concatenate([[True], bucket[1:] != bucket[:-1]]))
+                    stops = np.append(starts[1:], len(rows))
+                    keys.append(bucket[starts])
+                    sizes.append(stops - starts)
+                    crcs.append(bucket_row_crc32(rows, starts, stops))
                     out.append(rows)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    writer.write_array("bucket_offsets", bucket_offsets)
-    return crcs
+    keys_all = np.concatenate(keys) if keys else np.empty(0, dtype=np.int64)
+    sizes_all = np.concatenate(sizes) if sizes else np.empty(0, dtype=np.int64)
+    writer.write_array("bucket_row_offsets",
+                       np.concatenate([[0], np.cumsum(np.bincount(keys_all // p, minlength=p))]).astype(np.int64))
+    writer.write_array("bucket_dst", (keys_all % p).astype(np.int64))
+    writer.write_array("bucket_edge_offsets", np.concatenate([[0], np.cumsum(sizes_all)]).astype(np.int64))
+    writer.write_array("bucket_crc32", (np.concatenate(crcs) if crcs else np.empty(0)).astype(np.int64))
+    return len(keys_all)
 
 
 def partition_crc32(path: Path, offsets: np.ndarray, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[int]:
@@ -545,29 +617,32 @@ def partition_crc32(path: Path, offsets: np.ndarray, chunk_bytes: int = DEFAULT_
     return crcs
 
 
-def bucket_checksums(store: GraphStore) -> list[int] | None:
-    """The CRC-32 of every edge bucket of a partitioned store (``p * p``, bucket ``i * p + j``), or None for a
-    store partitioned before buckets carried checksums."""
-    crcs = store.metadata.get("partitioning", {}).get("bucket_crc32")
-    return crcs if isinstance(crcs, list) else None
+def bucket_row_crc32(rows: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The CRC-32 (:func:`zlib.crc32`) of ``rows[starts[t]:stops[t]]`` for every ``t`` (``rows``: ``(k, 3)``
+    contiguous bucket rows), in one compiled pass (:func:`suite.data.crc.crc32_segments`)."""
+    from suite.data.crc import crc32_segments
+
+    row_bytes = rows.dtype.itemsize * (rows.shape[1] if rows.ndim > 1 else 1)
+    return crc32_segments(np.ascontiguousarray(rows).view(np.uint8).reshape(-1),
+                          np.asarray(starts, dtype=np.int64) * row_bytes, np.asarray(stops, dtype=np.int64) * row_bytes)
 
 
-def check_bucket_crc(checksums: list[int] | None, i: int, j: int, rows: torch.Tensor | np.ndarray,
-                     path: str | os.PathLike) -> None:
-    """Check the rows read of bucket ``(i, j)`` against its CRC-32 (:func:`bucket_checksums`; None: unchecked).
+def check_bucket_crcs(expected: np.ndarray, src: np.ndarray, dst: np.ndarray, rows: np.ndarray, starts: np.ndarray,
+                      stops: np.ndarray, path: str | os.PathLike) -> None:
+    """Check buckets read against their CRC-32s: bucket ``t`` (edges from partition ``src[t]`` to ``dst[t]``) is
+    ``rows[starts[t]:stops[t]]`` and must have CRC-32 ``expected[t]`` (``bucket_crc32.npy``).
 
     Raises:
-        DataError: ``<path>: bucket (i, j) (edges from partition i to partition j) fails its CRC-32 check``.
+        DataError: ``<path>: bucket (i, j) (edges from partition i to partition j) fails its CRC-32 check``, for the
+            first that fails.
     """
-    if checksums is None:
-        return
-    p = math.isqrt(len(checksums))
-    if isinstance(rows, torch.Tensor):
-        rows = rows.numpy()
-    crc = zlib.crc32(np.ascontiguousarray(rows).view(np.uint8))
-    if not (0 <= i < p and 0 <= j < p) or crc != checksums[i * p + j]:
-        raise DataError(f"{path}: bucket ({i}, {j}) (edges from partition {i} to partition {j}, {len(rows)} rows) "
-                        f"fails its CRC-32 check (corrupted)")
+    actual = bucket_row_crc32(rows, starts, stops)
+    bad = np.flatnonzero(actual != np.asarray(expected, dtype=np.int64))
+    if len(bad):
+        t = int(bad[0])
+        i, j = int(src[t]), int(dst[t])
+        raise DataError(f"{path}: bucket ({i}, {j}) (edges from partition {i} to partition {j}, "
+                        f"{int(stops[t] - starts[t])} rows) fails its CRC-32 check (corrupted)")
 
 
 def _copy_relabelled(writer: StoreWriter, store: GraphStore, key: str, node_map: np.ndarray, inverse: np.ndarray,
@@ -649,7 +724,7 @@ def partition_store(
     node_map, order_info = resolve_order(store, order, seed)
     inverse = inverse_permutation(node_map)
     files = store.metadata["files"]
-    rebuilt = set(_CSR_KEYS) | set(PARTITION_KEYS)
+    rebuilt = set(_CSR_KEYS) | set(PARTITION_KEYS) | _OLD_LAYOUT_KEYS
     copied = [key for key in _ROW_KEYS + NODE_SPLITS + EDGE_SPLITS if key in files]
     dropped = sorted(set(files) - rebuilt - set(copied))
     steps = ["csr", *copied, "node_map", "buckets", "metadata"]
@@ -678,8 +753,8 @@ def partition_store(
                          if "features" in copied else None)
         bar.update()
         bar.set_postfix_str("buckets")
-        bucket_crc32 = _write_buckets(writer, _example_edges(store, inverse, chunk_edges), offsets,
-                                      max_bucket_edges)
+        num_buckets = _write_buckets(writer, _example_edges(store, inverse, chunk_edges), offsets,
+                                     max_bucket_edges)
         bar.update()
         bar.set_postfix_str("metadata")
         checksum = file_checksum(store.path / METADATA_FILE)
@@ -690,7 +765,7 @@ def partition_store(
             "bucket_source": "train_edges" if store.has("train_edges") else "edges",
             "source_store": str(store.path), "source_checksum": checksum, "dropped_keys": dropped,
             **({"feature_crc32": feature_crc32} if feature_crc32 is not None else {}),
-            "bucket_crc32": bucket_crc32,
+            "num_buckets": num_buckets,
         }
         _finalize_partitioned(writer, store, num_edges, checksum, partitioning)
         bar.update()

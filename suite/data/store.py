@@ -49,7 +49,8 @@ METADATA_FILE = "metadata.json"
 NODE_SPLITS = ("train_nodes", "valid_nodes", "test_nodes")
 EDGE_SPLITS = ("train_edges", "valid_edges", "test_edges")
 REQUIRED_KEYS = ("in_indptr", "in_indices", "out_indptr", "out_indices")
-PARTITION_KEYS = ("node_map", "partition_offsets", "bucket_offsets", "bucket_edges")
+PARTITION_KEYS = ("node_map", "partition_offsets", "bucket_row_offsets", "bucket_dst", "bucket_edge_offsets",
+                  "bucket_crc32", "bucket_edges")
 LAYOUT_KEYS = {"partitioning"}  # metadata keys of layouts whose checks live in other modules
 FEATURE_DTYPES = ("float32", "float16")
 _VERIFY_CHUNK = 1 << 24  # elements per chunk in verify(): bounded memory on stores larger than RAM
@@ -148,7 +149,8 @@ def _expected_shapes(meta: dict[str, Any]) -> dict[str, tuple[int | None, ...]]:
     partitioning = meta.get("partitioning")
     if isinstance(partitioning, dict) and isinstance(partitioning.get("num_partitions"), int):
         p = partitioning["num_partitions"]
-        shapes.update(node_map=(n,), partition_offsets=(p + 1,), bucket_offsets=(p * p + 1,), bucket_edges=(None, 3))
+        shapes.update(node_map=(n,), partition_offsets=(p + 1,), bucket_row_offsets=(p + 1,), bucket_dst=(None,),
+                      bucket_edge_offsets=(None,), bucket_crc32=(None,), bucket_edges=(None, 3))
     return shapes
 
 

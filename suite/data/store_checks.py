@@ -247,10 +247,24 @@ def _partition_offsets(stats: dict[str, Any], meta: dict[str, Any]) -> str | Non
     return _offsets(stats, meta["num_nodes"], f"partition boundaries of num_nodes={meta['num_nodes']} nodes")
 
 
-def _bucket_offsets(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
-    entry = meta["files"].get("bucket_edges")
-    rows = entry["shape"][0] if isinstance(entry, dict) and entry.get("shape") else 0
+def _rows_of(meta: dict[str, Any], key: str) -> int:
+    entry = meta["files"].get(key)
+    return entry["shape"][0] if isinstance(entry, dict) and entry.get("shape") else 0
+
+
+def _bucket_edge_offsets(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
+    rows = _rows_of(meta, "bucket_edges")
     return _offsets(stats, rows, f"bucket boundaries of the {rows} rows of bucket_edges")
+
+
+def _bucket_row_offsets(stats: dict[str, Any], meta: dict[str, Any]) -> str | None:
+    buckets = _rows_of(meta, "bucket_dst")
+    return _offsets(stats, buckets, f"source-partition boundaries of the {buckets} non-empty buckets")
+
+
+def _bucket_dst(stats: dict[str, Any], meta: dict[str, Any]) -> OutOfRange | None:
+    p = meta.get("partitioning", {}).get("num_partitions", 0)
+    return _in_range(stats, 0, p, "destination partition", "partitioning.num_partitions in metadata.json")
 
 
 RULES: dict[str, Rule] = {
@@ -260,7 +274,8 @@ RULES: dict[str, Rule] = {
     "labels": _labels, "features": _finite,
     "train_nodes": _node_ids, "valid_nodes": _node_ids, "test_nodes": _node_ids,
     "train_edges": _edge_list, "valid_edges": _edge_list, "test_edges": _edge_list, "bucket_edges": _edge_list,
-    "partition_offsets": _partition_offsets, "bucket_offsets": _bucket_offsets,
+    "partition_offsets": _partition_offsets, "bucket_edge_offsets": _bucket_edge_offsets,
+    "bucket_row_offsets": _bucket_row_offsets, "bucket_dst": _bucket_dst,
 }
 """The rule of each standard file (see :mod:`suite.data.store` and :mod:`suite.data.partition`)."""
 
@@ -296,8 +311,9 @@ def _usable(cached: Any, signature: list[int], entry: dict[str, Any]) -> bool:
 
 
 PARTITION_CHECKSUMS = {"features": "feature_crc32", "bucket_edges": "bucket_crc32"}
-"""Files of a partitioned store whose partitions (or buckets) carry their own CRC-32 in ``metadata["partitioning"]``
-(checked at every read by the disk system)."""
+"""Files of a partitioned store whose partitions (or buckets) carry their own CRC-32 (checked at every read by the
+disk system): the features' in ``metadata["partitioning"]["feature_crc32"]`` (a list), the buckets' in the file
+``bucket_crc32.npy``."""
 
 
 def partition_checksummed(meta: dict[str, Any]) -> set[str]:
@@ -305,7 +321,9 @@ def partition_checksummed(meta: dict[str, Any]) -> set[str]:
     partitioning = meta.get("partitioning")
     if not isinstance(partitioning, dict):
         return set()
-    return {key for key, field in PARTITION_CHECKSUMS.items() if isinstance(partitioning.get(field), list)}
+    files = meta.get("files", {})
+    return {key for key, field in PARTITION_CHECKSUMS.items()
+            if isinstance(partitioning.get(field), list) or field in files}
 
 
 def check_store(store: Any, *, cache: bool = True, whole_files: bool = True) -> dict[str, dict[str, Any]]:

@@ -78,6 +78,12 @@ class EmbeddingBuffer(FeatureBuffer):
         """Read ``partition``'s latest rows (checked) into ``out``."""
         return self.store.read(partition, out)
 
+    parallel_reads = False  # the embedding store serves one read at a time (it may hold newer rows in memory)
+
+    def read_run(self, partitions: list[int], frames: list[int]) -> int:
+        """Read each partition's latest rows (checked) into its frame (the store may hold newer rows in memory)."""
+        return sum(self.read(int(partition), self.frames[int(frame)]) for partition, frame in zip(partitions, frames))
+
     def evict(self, frame: int) -> None:
         """Write the frame's partition back (asynchronously, from a copy), then empty the frame."""
         partition = int(self.frame_partition[frame])
@@ -137,7 +143,7 @@ class DiskLinkPrediction(DiskSystem):
         encoder = task.build_model(dim)
         self.needs_graph = getattr(encoder, "uses_neighbours", True)
         self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, options.evict_page_cache,
-                                   pieces=self.needs_graph, verify=options.verify_checksums,
+                                   verify=options.verify_checksums, coalesce_bytes=options.coalesce_bytes,
                                    typed=bool(relation_modules(encoder)))
         rows = self.buffer.rows
         task.bind_embeddings(EmbeddingTable.wrap(rows[:, :dim], rows[:, dim:],

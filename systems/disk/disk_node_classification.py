@@ -89,7 +89,7 @@ class DiskNodeClassification(DiskSystem):
         self.task = task
         self.needs_graph = getattr(task.model, "uses_neighbours", True)
         self.edges = BufferedGraph(self.pstore, spec.sampler.direction, self.counters, evict,
-                                   pieces=self.needs_graph, verify=options.verify_checksums,
+                                   verify=options.verify_checksums, coalesce_bytes=options.coalesce_bytes,
                                    typed=bool(relation_modules(task.model)))
         self.node_partition = np.searchsorted(self.buffer.offsets, np.arange(self.pstore.num_nodes),
                                               side="right") - 1
@@ -265,9 +265,11 @@ class DiskNodeClassification(DiskSystem):
         self.edges.clear()
         for frame in range(self.buffer.num_frames):
             self.buffer.evict(frame)
-        for frame, partition in enumerate(layout.tolist()):
-            if partition >= 0:
-                self.buffer.install(frame, int(partition), read=True)
+        frames = np.flatnonzero(layout >= 0)
+        frames = frames[np.argsort(layout[frames], kind="stable")]
+        self._read_partitions(layout[frames], frames)  # one read per run of adjacent partitions
+        for frame in frames.tolist():
+            self.buffer.install(frame, int(layout[frame]), read=False)
 
     def teardown(self) -> None:
         """Finish the prefetch, close the files, unbind the task from the buffer."""

@@ -53,7 +53,7 @@ from suite.recorder import Recorder
 from suite.registry import Registry
 from systems.batch import Batch, batch_seed
 from systems.system import EpochStats, PassKey, System, SystemOptions, pass_schedule
-from systems.disk.buffer import FeatureBuffer
+from systems.disk.buffer import FeatureBuffer, partition_runs
 from systems.disk.graph import BufferedGraph, ReadEvent
 from systems.disk.plan import BufferPlan
 from systems.disk.policies.policy import POLICIES
@@ -87,6 +87,12 @@ class DiskOptions(SystemOptions):
     verify_checksums: bool = Field(True, description="check every partition and bucket read (features, "
                                                      "embeddings, edges) against its CRC-32 (where the partitioned "
                                                      "store has them)")
+    read_threads: int = Field(8, ge=1, description="threads reading a state's runs of adjacent partitions at once "
+                                                   "(requests in flight: at fine granularity a state is many small "
+                                                   "runs; 1: one after another)")
+    coalesce_bytes: int = Field(256 << 10, ge=0, description="edge buckets closer than this on disk are read as "
+                                                              "one extent, the rows between them dropped (0: "
+                                                              "read exactly the buckets needed)")
     resume: bool = Field(True, description="link prediction: continue a killed run from its last committed epoch")
     pipeline: StageOptions | None = Field(None, description="run each state's batches through the staged pipeline "
                                                             "with these options (bounded staleness; drained "
@@ -180,24 +186,37 @@ def plan_steps(plan: BufferPlan, layout: np.ndarray) -> list[Step]:
     and the starting layout, never on timing.
     """
     layout = np.asarray(layout, dtype=np.int64).copy()
+    p = plan.num_partitions
+    held = np.zeros(p, dtype=bool)
+    held[layout[layout >= 0]] = True
+    frame_of = np.full(p, -1, dtype=np.int64)
+    frame_of[layout[layout >= 0]] = np.flatnonzero(layout >= 0)
     steps = []
-    held: set[int] = {int(p) for p in layout if p >= 0}
     for k, transition in enumerate(plan.iter_transitions()):
-        wanted = set(transition.partitions_loaded.tolist())  # the plan's state 0 is a fill
-        if k > 0:
-            wanted |= held - set(transition.partitions_evicted.tolist())
-        loads = np.array(sorted(wanted - held), dtype=np.int64)
-        leaving = held - wanted
-        evicts = np.flatnonzero(np.isin(layout, list(leaving))) if leaving else np.empty(0, dtype=np.int64)
+        loaded = transition.partitions_loaded
+        if k == 0:  # the plan's state 0 is a fill: what it does not load leaves
+            wanted = np.zeros(p, dtype=bool)
+        else:
+            wanted = held.copy()
+            wanted[transition.partitions_evicted] = False
+        wanted[loaded] = True
+        loads = np.flatnonzero(wanted & ~held) if k == 0 else np.unique(loaded[~held[loaded]])
+        evicted = transition.partitions_evicted
+        leaving = (np.flatnonzero(held & ~wanted) if k == 0
+                   else np.unique(evicted[held[evicted] & ~wanted[evicted]]))
+        evicts = np.sort(frame_of[leaving])
         free = np.flatnonzero(layout < 0)
         frames = np.concatenate([free, evicts])[:len(loads)]
         if len(frames) < len(loads):
             raise ConfigError(f"plan {plan.policy}: state {k} holds more partitions than the buffer has frames")
         ahead = np.arange(len(loads)) < len(free)
         layout[evicts] = -1
+        frame_of[leaving] = -1
         layout[frames] = loads
+        frame_of[loads] = frames
         held = wanted
-        steps.append(Step(k, loads, frames.astype(np.int64), ahead, evicts.astype(np.int64), layout.copy()))
+        steps.append(Step(k, loads.astype(np.int64), frames.astype(np.int64), ahead, evicts.astype(np.int64),
+                          layout.copy()))
     return steps
 
 
@@ -314,6 +333,8 @@ class DiskSystem(System):
         self.buffer: FeatureBuffer | None = None
         self.edges: BufferedGraph | None = None
         self._reader = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="disk-prefetch")
+        self._io_pool = (concurrent.futures.ThreadPoolExecutor(options.read_threads, thread_name_prefix="disk-read")
+                         if options.read_threads > 1 else None)
         self._carried: list[_Carried] = []
         self._origin = time.perf_counter()
         self._schedule = pass_schedule(spec)
@@ -481,9 +502,7 @@ class DiskSystem(System):
         """Read the step's loads whose frames are free (when ``ahead``), hold its buckets and build its CSR."""
         reads = []
         if ahead:
-            for partition, frame, free in zip(step.loads, step.frames, step.ahead):
-                if free:
-                    reads.append(self._read_partition(int(partition), int(frame)))
+            reads.extend(self._read_partitions(step.loads[step.ahead], step.frames[step.ahead]))
         reads.extend(self.edges.hold(step.layout))
         started = time.perf_counter()
         graph, lookup = self._graph(step.layout) if self.needs_graph else (None, None)
@@ -494,7 +513,7 @@ class DiskSystem(System):
     def _graph(self, layout: np.ndarray) -> tuple[SamplingGraph, RelationLookup | None]:
         """The in-buffer CSR of ``layout`` and, when it carries relation types, their lookup (the last ones again
         when the layout is the same)."""
-        key = tuple(int(p) for p in layout)
+        key = np.asarray(layout, dtype=np.int64).tobytes()
         if self._last_graph is None or self._last_graph[0] != key:
             graph = self.edges.build(layout, self.buffer.max_rows)
             lookup = (RelationLookup.from_graph(graph, 2 * self.edges.relations) if graph.relations is not None
@@ -502,10 +521,11 @@ class DiskSystem(System):
             self._last_graph = (key, graph, lookup)
         return self._last_graph[1], self._last_graph[2]
 
-    def _read_partition(self, partition: int, frame: int) -> ReadEvent:
-        started = time.perf_counter()
-        nbytes = self.buffer.read(partition, self.buffer.frames[frame])
-        return ReadEvent(self.read_kind, partition, started, time.perf_counter(), nbytes)
+    def _read_partitions(self, partitions: np.ndarray, frames: np.ndarray) -> list[ReadEvent]:
+        """Read ``partitions`` (ascending) into ``frames``: one read per run of consecutive partitions (adjacent
+        on disk), runs read concurrently by ``read_threads`` threads (:meth:`FeatureBuffer.read_partitions`)."""
+        return [ReadEvent(self.read_kind, first, started, ended, nbytes, count) for first, count, started, ended, nbytes
+                in self.buffer.read_partitions(partitions, frames, self._io_pool)]
 
     read_kind = "features"
 
@@ -513,12 +533,10 @@ class DiskSystem(System):
         """Make the step's layout resident: empty the frames it evicts, read what was not read ahead."""
         for frame in step.evicts:
             self.buffer.evict(int(frame))
-        late = []
-        for partition, frame, free in zip(step.loads, step.frames, step.ahead):
-            read_ahead = data.ahead and free
-            if not read_ahead:
-                late.append(self._read_partition(int(partition), int(frame)))
-            self.buffer.install(int(frame), int(partition), read=False)
+        late_reads = ~step.ahead if data.ahead else np.ones(len(step.loads), dtype=bool)
+        late = self._read_partitions(step.loads[late_reads], step.frames[late_reads])
+        for partition, frame in zip(step.loads.tolist(), step.frames.tolist()):
+            self.buffer.install(frame, partition, read=False)
         return late
 
     def _carry(self, key: PassKey, layout: np.ndarray) -> None:
@@ -575,6 +593,8 @@ class DiskSystem(System):
         concurrent.futures.wait([c.first for c in self._carried if c.first is not None])
         self._carried.clear()
         self._reader.shutdown(wait=True)
+        if self._io_pool is not None:
+            self._io_pool.shutdown(wait=True)
         self.close_files()
 
     def close_files(self) -> None:

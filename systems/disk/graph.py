@@ -1,19 +1,26 @@
 """The in-buffer graph: edge buckets held while both their partitions are resident, and their CSR over buffer rows.
 
-A partitioned store keeps every bucket ``(i, j)`` (edges from partition ``i`` to partition ``j``) sorted by
-destination (:mod:`suite.data.partition`, layout version 2). Reading a bucket once gives a *piece* of the
-in-buffer CSR: for direction ``in``, the rows of partition ``j`` with, per row, its neighbours in partition ``i``
-(the bucket's sources, already in row order); for ``out`` the bucket is put in source order once, by a counting
-sort. The CSR of a buffer state is assembled from the pieces of the held buckets (:func:`assemble_csr`): row
-degrees are summed, and each piece's neighbour lists are copied to their rows' places, pieces in the order of
-their neighbour partition, so a node's neighbour list does not depend on which frames the partitions occupy.
-Nothing is sorted at a swap: a state reads only the buckets of the partitions it loads, and assembling is a copy
-of the in-buffer edges (``experiments``' and asv's ``edges/s``).
+A partitioned store keeps its non-empty buckets in (source partition, destination partition) order, each sorted
+by destination (:mod:`suite.data.partition`, layout version 4), and indexes them sparsely (a CSR over source
+partitions), so nothing here is of size ``p * p`` and nothing loops in Python per bucket: a state's buckets are
+found, read, checked and assembled with array operations whatever ``p`` is (MariusGNN's 8,192 partitions included).
 
-Relation types. For an encoder that reads them (R-GCN), the pieces carry each neighbour's relation type beside it
-(``r`` for an in-neighbour, ``r + R`` for an out-neighbour: the reverse edge, R-GCN's inverse relation, as
-:class:`systems.models.rgcn.RelationLookup` numbers them) and the assembled graph has ``relations`` aligned with
-its ``indices``.
+*Holding* (:meth:`BufferedGraph.hold`). The buckets between the resident partitions that are not held yet are
+read with one positional read per *extent*: a run of such buckets adjacent on disk, runs closer than
+:data:`COALESCE_BYTES` merged (the rows between them are read and dropped: at fine granularity a bucket is a few
+rows, and a read per bucket would cost more than its bytes). Buckets whose partitions left are dropped. The held
+rows stay concatenated in file order.
+
+*Assembling* (:func:`state_csr`). The CSR of a buffer state over its buffer rows (row ``frame * max_rows + local``)
+is a stable counting sort of the held edges by row: for direction ``in`` a row is a destination and its neighbours
+are the sources, in file order, i.e. by (source partition, source, relation); for ``out`` by (destination
+partition, destination, relation); ``both`` lists a row's in-neighbours first. So a node's neighbour list does not
+depend on which frames the partitions occupy, and nothing is sorted at a swap beyond one pass over the in-buffer
+edges (``experiments``' and asv's ``edges/s``).
+
+Relation types. For an encoder that reads them (R-GCN), the assembled graph has ``relations`` aligned with its
+``indices``: ``r`` for an in-neighbour, ``r + R`` for an out-neighbour (the reverse edge, R-GCN's inverse relation, as
+:class:`systems.models.rgcn.RelationLookup` numbers them).
 
 The kernels are compiled with numba (``nogil``): the prefetch thread that builds the next state's CSR never holds
 the interpreter, and runs on one core (no thread pool of its own to compete with compute's).
@@ -22,27 +29,21 @@ the interpreter, and runs on one core (no thread pool of its own to compete with
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 import torch
 
 from suite.data import GraphStore
-from suite.data.partition import bucket_checksums, check_bucket_crc
+from suite.data.partition import PartitionLayout, check_bucket_crcs
 from suite.io import IOCounters
 from systems.disk.buffer import PartitionArray
 from systems.sampling.sampler import SamplingGraph
 
 _jit = numba.njit(cache=True, nogil=True)
-
-
-@_jit
-def _row_counts(keys: np.ndarray, rows: int) -> np.ndarray:
-    counts = np.zeros(rows, dtype=np.int64)
-    for key in keys:
-        counts[key] += 1
-    return counts
+COALESCE_BYTES = 256 << 10
+"""Bucket extents closer than this on disk are read as one (the gap's rows are read and dropped)."""
 
 
 @_jit
@@ -62,230 +63,229 @@ def _counting_order(keys: np.ndarray, rows: int) -> np.ndarray:
 
 
 @_jit
-def _assemble(total_rows, max_rows, row_frames, nbr_frames, counts_list, nbrs_list, types_list, typed, order):
-    degrees = np.zeros(total_rows, dtype=np.int64)
-    for p in range(len(row_frames)):
-        base = row_frames[p] * max_rows
-        counts = counts_list[p]
-        for r in range(len(counts)):
-            degrees[base + r] += counts[r]
-    indptr = np.empty(total_rows + 1, dtype=np.int64)
-    indptr[0] = 0
-    for r in range(total_rows):
-        indptr[r + 1] = indptr[r] + degrees[r]
+def _csr(keys, nbrs, types, typed, rows):
+    """CSR of ``(keys[e], nbrs[e])`` over ``rows`` rows, each row's entries in input order (a stable counting
+    sort), with ``types`` alongside when ``typed``."""
+    indptr = np.zeros(rows + 1, dtype=np.int64)
+    for key in keys:
+        indptr[key + 1] += 1
+    for r in range(rows):
+        indptr[r + 1] += indptr[r]
     fill = indptr[:-1].copy()
-    indices = np.empty(indptr[total_rows], dtype=np.int64)
-    relations = np.empty(indptr[total_rows] if typed else 0, dtype=np.int64)
-    for p in order:
-        base = row_frames[p] * max_rows
-        shift = nbr_frames[p] * max_rows
-        counts = counts_list[p]
-        nbrs = nbrs_list[p]
-        types = types_list[p]
-        k = 0
-        for r in range(len(counts)):
-            position = fill[base + r]
-            for t in range(counts[r]):
-                indices[position + t] = nbrs[k + t] + shift
-                if typed:
-                    relations[position + t] = types[k + t]
-            fill[base + r] = position + counts[r]
-            k += counts[r]
+    indices = np.empty(len(keys), dtype=np.int64)
+    relations = np.empty(len(keys) if typed else 0, dtype=np.int64)
+    for e in range(len(keys)):
+        position = fill[keys[e]]
+        indices[position] = nbrs[e]
+        if typed:
+            relations[position] = types[e]
+        fill[keys[e]] = position + 1
     return indptr, indices, relations
 
 
-@dataclass(frozen=True)
-class Piece:
-    """The neighbour lists one bucket gives the rows of one partition.
-
-    Attributes:
-        row_partition: the partition whose rows the lists belong to.
-        nbr_partition: the partition the neighbours lie in.
-        kind: 0 for in-neighbours, 1 for out-neighbours (``both`` lists a row's in-neighbours first).
-        counts: ``(rows of row_partition,)`` neighbours per row.
-        nbrs: the neighbours (local rows of ``nbr_partition``), row by row.
-        types: their relation types (``r + R`` for out-neighbours), or an empty array when not asked for.
-    """
-
-    row_partition: int
-    nbr_partition: int
-    kind: int
-    counts: np.ndarray
-    nbrs: np.ndarray
-    types: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-
-
-@dataclass
-class Bucket:
-    """A held bucket ``(i, j)``: its edges as local rows (``src`` of partition ``i``, ``dst`` of ``j``) in
-    destination order, and the CSR pieces it gives."""
-
-    src: np.ndarray
-    rel: np.ndarray
-    dst: np.ndarray
-    pieces: list[Piece] = field(default_factory=list)
-
-    @property
-    def num_edges(self) -> int:
-        """Edges in the bucket."""
-        return len(self.src)
+def state_csr(src_rows: np.ndarray, dst_rows: np.ndarray, rel: np.ndarray, total_rows: int, direction: str,
+              relations: int | None = None) -> SamplingGraph:
+    """The CSR over ``total_rows`` buffer rows of edges ``src_rows[e] -> dst_rows[e]`` (buffer rows) given in bucket
+    (file) order: per row its in-neighbours (``in``), out-neighbours (``out``) or both, in-neighbours first, each in
+    input order. With ``relations`` (the store's relation count ``R``) the graph carries each neighbour's relation
+    type: ``rel`` for an in-neighbour, ``rel + R`` for an out-neighbour."""
+    typed = relations is not None
+    keys, nbrs, types = [], [], []
+    if direction in ("in", "both"):
+        keys.append(dst_rows)
+        nbrs.append(src_rows)
+        types.append(rel)
+    if direction in ("out", "both"):
+        keys.append(src_rows)
+        nbrs.append(dst_rows)
+        types.append(rel + relations if typed else rel)
+    typed_values = np.concatenate(types).astype(np.int64) if typed else np.empty(0, dtype=np.int64)
+    indptr, indices, relation_types = _csr(np.concatenate(keys).astype(np.int64), np.concatenate(nbrs).astype(np.int64),
+                                           typed_values, typed, int(total_rows))
+    return SamplingGraph(torch.from_numpy(indptr), torch.from_numpy(indices),
+                         relations=torch.from_numpy(relation_types) if typed else None)
 
 
 @dataclass(frozen=True)
 class ReadEvent:
     """One read of the walk's timeline: ``kind`` (``features``, ``embeddings``, ``buckets``), what was read
-    (a partition, or ``-1`` for a group of buckets), ``perf_counter`` start and end, and bytes."""
+    (the first partition of a run of ``count`` consecutive partitions, or ``-1`` for bucket extents),
+    ``perf_counter`` start and end, and bytes."""
 
     kind: str
     partition: int
     start: float
     end: float
     bytes: int
+    count: int = 1
 
 
-def pieces_of(i: int, j: int, bucket: Bucket, sizes: np.ndarray, direction: str,
-              relations: int | None = None) -> list[Piece]:
-    """The CSR pieces of bucket ``(i, j)`` for ``direction`` (``in``, ``out`` or ``both``); with ``relations``
-    (the store's relation count ``R``) each carries its neighbours' relation types."""
-    untyped = np.empty(0, dtype=np.int64)
-    pieces = []
-    if direction in ("in", "both"):
-        types = bucket.rel.astype(np.int64) if relations is not None else untyped
-        pieces.append(Piece(j, i, 0, _row_counts(bucket.dst, int(sizes[j])), bucket.src, types))
-    if direction in ("out", "both"):
-        order = _counting_order(bucket.src, int(sizes[i]))
-        types = bucket.rel[order].astype(np.int64) + relations if relations is not None else untyped
-        pieces.append(Piece(i, j, 1, _row_counts(bucket.src, int(sizes[i])), bucket.dst[order], types))
-    return pieces
+def _segments(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(starts[s], stops[s])`` over ``s`` (int64), without a Python loop."""
+    lengths = stops - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    shifts = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return np.arange(total, dtype=np.int64) + shifts
 
 
-def assemble_csr(pieces: list[Piece], frame_of: dict[int, int], frames: int, max_rows: int,
-                 typed: bool = False) -> SamplingGraph:
-    """The CSR over ``frames * max_rows`` buffer rows (row ``frame * max_rows + local``) of ``pieces``, each
-    partition in the frame ``frame_of`` gives; a row's neighbours ordered by (kind, neighbour partition, the
-    bucket's order). ``typed``: with the pieces' relation types as the graph's ``relations``."""
-    if not pieces:
-        empty = torch.empty(0, dtype=torch.int64)
-        return SamplingGraph(torch.zeros(frames * max_rows + 1, dtype=torch.int64), empty,
-                             relations=empty if typed else None)
-    row_frames = np.array([frame_of[p.row_partition] for p in pieces], dtype=np.int64)
-    nbr_frames = np.array([frame_of[p.nbr_partition] for p in pieces], dtype=np.int64)
-    order = np.lexsort(([p.nbr_partition for p in pieces], [p.kind for p in pieces])).astype(np.int64)
-    counts, nbrs, types = numba.typed.List(), numba.typed.List(), numba.typed.List()
-    for piece in pieces:
-        if typed and len(piece.types) != len(piece.nbrs):
-            raise ValueError("assemble_csr: typed=True needs pieces made with their relation types")
-        counts.append(piece.counts)
-        nbrs.append(piece.nbrs)
-        types.append(piece.types)
-    indptr, indices, relations = _assemble(frames * max_rows, max_rows, row_frames, nbr_frames, counts, nbrs, types,
-                                           typed, order)
-    return SamplingGraph(torch.from_numpy(indptr), torch.from_numpy(indices),
-                         relations=torch.from_numpy(relations) if typed else None)
+def coalesced_extents(starts: np.ndarray, stops: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(extent_starts, extent_stops)``: the ranges ``[starts[t], stops[t])`` (ascending, disjoint) merged where
+    they touch or the gap between them is at most ``gap``."""
+    if not len(starts):
+        return starts, stops
+    breaks = np.flatnonzero(starts[1:] - stops[:-1] > gap) + 1
+    first = np.concatenate([[0], breaks])
+    last = np.concatenate([breaks - 1, [len(starts) - 1]])
+    return starts[first], stops[last]
 
 
 class BufferedGraph:
-    """The edge buckets inside the buffer and their CSR over buffer rows.
+    """The edge buckets inside the buffer and their CSR over buffer rows (see the module docstring).
 
     Args:
-        store: the partitioned store (layout version 2: buckets in destination order).
+        store: the partitioned store (layout version 4).
         direction: ``in`` (a node's neighbours are its in-edges' sources), ``out`` or ``both``.
         counters: where read bytes are counted.
         evict: drop read ranges from the page cache.
-        pieces: build CSR pieces when a bucket is read (False: the edges only, e.g. for models without hops).
-        typed: the pieces and the built graphs carry relation types (for encoders that read them).
-        verify: check every bucket read against its CRC-32 (stores partitioned before buckets carried them: not
-            checked).
+        verify: check every bucket read against its CRC-32.
+        typed: the built graphs carry relation types (for encoders that read them).
+        coalesce_bytes: extents of buckets closer than this on disk are read as one.
     """
 
-    def __init__(self, store: GraphStore, direction: str, counters: IOCounters, evict: bool, pieces: bool = True,
-                 verify: bool = True, typed: bool = False):
+    def __init__(self, store: GraphStore, direction: str, counters: IOCounters, evict: bool, verify: bool = True,
+                 typed: bool = False, coalesce_bytes: int = COALESCE_BYTES):
+        layout = PartitionLayout.from_store(store, checked=False)
         self.edges = PartitionArray(store.file("bucket_edges"), counters, evict=evict)
-        self.bucket_crc32 = bucket_checksums(store) if verify else None
-        self.bucket_offsets = store.array("bucket_offsets").astype(np.int64)
-        self.partition_offsets = store.array("partition_offsets").astype(np.int64)
-        self.sizes = np.diff(self.partition_offsets)
-        self.p = len(self.partition_offsets) - 1
+        self.p = layout.num_partitions
+        self.partition_offsets = layout.offsets.numpy().astype(np.int64)
+        self.row_offsets = layout.bucket_row_offsets.numpy().astype(np.int64)
+        self.bucket_dst = layout.bucket_dst.numpy().astype(np.int64)
+        self.bucket_src = layout.bucket_src().numpy()
+        self.edge_offsets = layout.bucket_edge_offsets.numpy().astype(np.int64)
+        self.bucket_crc32 = layout.bucket_crc32.numpy().astype(np.int64) if verify else None
         self.direction = direction
-        self.make_pieces = pieces
         self.relations = int(store.num_relations) if typed else None
-        self.cache: dict[tuple[int, int], Bucket] = {}
+        self.gap_rows = max(0, coalesce_bytes // max(1, self.edges.row_bytes))
+        self.clear()
+
+    # ------------------------------------------------------------------ holding
+    def needed(self, partitions) -> np.ndarray:
+        """The index entries (ascending) of the non-empty buckets between ``partitions`` (ignoring -1)."""
+        parts = np.unique(np.asarray(partitions, dtype=np.int64))
+        parts = parts[parts >= 0]
+        resident = np.zeros(self.p, dtype=bool)
+        resident[parts] = True
+        candidates = _segments(self.row_offsets[parts], self.row_offsets[parts + 1])
+        return candidates[resident[self.bucket_dst[candidates]]]
 
     def hold(self, partitions) -> list[ReadEvent]:
-        """Hold every bucket between ``partitions`` (reading those not held yet, in one read per run of
-        consecutive buckets; dropping those with a partition outside); return the reads."""
-        resident = sorted(int(p) for p in partitions if p >= 0)
-        needed = {(i, j) for i in resident for j in resident}
-        for key in [key for key in self.cache if key not in needed]:
-            del self.cache[key]
-        events = []
-        for i in resident:
-            missing = [j for j in resident if (i, j) not in self.cache]
-            for first, last in _runs(missing):
-                events.append(self._read_row_of_buckets(i, first, last))
-        return [event for event in events if event is not None]
+        """Hold every bucket between ``partitions`` (reading those not held yet, one read per extent; dropping those
+        with a partition outside); return the reads."""
+        needed = self.needed(partitions)
+        kept = self.held[np.isin(self.held, needed, assume_unique=True)]
+        missing = needed[~np.isin(needed, self.held, assume_unique=True)]
+        if len(kept) == len(self.held) and not len(missing):
+            return []
+        kept_rows = self._rows_of(kept)
+        new_rows, events = self._read(missing)
+        entries = np.concatenate([kept, missing])
+        sizes = self.edge_offsets[entries + 1] - self.edge_offsets[entries]
+        pool = np.concatenate([kept_rows, new_rows])
+        order = np.argsort(entries, kind="stable")
+        pool_starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self.rows = pool[_segments(pool_starts[order], pool_starts[order] + sizes[order])]
+        self.held = entries[order]
+        self.held_starts = np.concatenate([[0], np.cumsum(sizes[order])]).astype(np.int64)
+        return events
 
-    def _read_row_of_buckets(self, i: int, first: int, last: int) -> ReadEvent | None:
-        """Read buckets ``(i, first..last)`` (consecutive on disk) with one read, and split them."""
-        base = i * self.p
-        start, stop = int(self.bucket_offsets[base + first]), int(self.bucket_offsets[base + last + 1])
-        block = np.empty((stop - start, 3), dtype=np.int64)
-        began = time.perf_counter()
-        nbytes = self.edges.read_rows(start, stop, torch.from_numpy(block)) if stop > start else 0
-        ended = time.perf_counter()
-        for j in range(first, last + 1):
-            lo, hi = int(self.bucket_offsets[base + j]) - start, int(self.bucket_offsets[base + j + 1]) - start
-            rows = block[lo:hi]
-            check_bucket_crc(self.bucket_crc32, i, j, rows, self.edges.path)
-            bucket = Bucket(rows[:, 0] - self.partition_offsets[i], np.ascontiguousarray(rows[:, 1]),
-                            rows[:, 2] - self.partition_offsets[j])
-            if self.make_pieces:
-                bucket.pieces = pieces_of(i, j, bucket, self.sizes, self.direction, self.relations)
-            self.cache[(i, j)] = bucket
-        return ReadEvent("buckets", -1, began, ended, nbytes) if nbytes else None
+    def _rows_of(self, entries: np.ndarray) -> np.ndarray:
+        """The held rows of the held ``entries`` (ascending), concatenated."""
+        position = np.searchsorted(self.held, entries)
+        return self.rows[_segments(self.held_starts[position], self.held_starts[position + 1])]
+
+    def _read(self, entries: np.ndarray) -> tuple[np.ndarray, list[ReadEvent]]:
+        """Read the rows of ``entries`` (ascending), one read per coalesced extent, checked against their
+        CRC-32s."""
+        if not len(entries):
+            return np.empty((0, 3), dtype=np.int64), []
+        starts, stops = self.edge_offsets[entries], self.edge_offsets[entries + 1]
+        extent_starts, extent_stops = coalesced_extents(starts, stops, self.gap_rows)
+        extent_rows = extent_stops - extent_starts
+        block = np.empty((int(extent_rows.sum()), 3), dtype=np.int64)
+        base = np.concatenate([[0], np.cumsum(extent_rows)[:-1]]).astype(np.int64)
+        events = []
+        target = torch.from_numpy(block)
+        for first, stop, at in zip(extent_starts.tolist(), extent_stops.tolist(), base.tolist()):
+            began = time.perf_counter()
+            nbytes = self.edges.read_rows(first, stop, target[at:at + stop - first])
+            events.append(ReadEvent("buckets", -1, began, time.perf_counter(), nbytes))
+        extent = np.searchsorted(extent_starts, starts, side="right") - 1
+        local = base[extent] + (starts - extent_starts[extent])
+        rows = block[_segments(local, local + (stops - starts))]
+        if self.bucket_crc32 is not None:
+            sizes = stops - starts
+            new_starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+            check_bucket_crcs(self.bucket_crc32[entries], self.bucket_src[entries], self.bucket_dst[entries], rows,
+                              new_starts, new_starts + sizes, self.edges.path)
+        return rows, events
+
+    # ------------------------------------------------------------------ the state's graph
+    def _buffer_rows(self, layout: np.ndarray, max_rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """The buffer rows of the held edges' sources and destinations under ``layout`` (frame -> partition)."""
+        frame_of = np.full(self.p, -1, dtype=np.int64)
+        frames = np.flatnonzero(np.asarray(layout) >= 0)
+        frame_of[np.asarray(layout)[frames]] = frames
+        sizes = np.diff(self.held_starts)
+        src_part = np.repeat(self.bucket_src[self.held], sizes)
+        dst_part = np.repeat(self.bucket_dst[self.held], sizes)
+        if len(self.held) and (frame_of[self.bucket_src[self.held]] < 0).any() | \
+                (frame_of[self.bucket_dst[self.held]] < 0).any():
+            raise RuntimeError("a held bucket's partition is not in the layout (hold and build disagree)")
+        src = frame_of[src_part] * max_rows + self.rows[:, 0] - self.partition_offsets[src_part]
+        dst = frame_of[dst_part] * max_rows + self.rows[:, 2] - self.partition_offsets[dst_part]
+        return src, dst
 
     def build(self, layout: np.ndarray, max_rows: int) -> SamplingGraph:
-        """The CSR over ``len(layout) * max_rows`` buffer rows of the held buckets, ``layout[f]`` being the
-        partition in frame ``f`` (-1: empty); every partition of a held bucket must be in the layout."""
-        frame_of = {int(part): frame for frame, part in enumerate(layout) if part >= 0}
-        pieces = [piece for bucket in self.cache.values() for piece in bucket.pieces]
-        return assemble_csr(pieces, frame_of, len(layout), max_rows, typed=self.relations is not None)
+        """The CSR over ``len(layout) * max_rows`` buffer rows of the held buckets (:func:`state_csr`),
+        ``layout[f]`` being the partition in frame ``f`` (-1: empty); every partition of a held bucket must be in
+        the layout."""
+        src, dst = self._buffer_rows(layout, max_rows)
+        return state_csr(src, dst, self.rows[:, 1], len(layout) * max_rows, self.direction, self.relations)
 
     @property
     def held_edges(self) -> int:
         """Edges in the held buckets."""
-        return sum(bucket.num_edges for bucket in self.cache.values())
+        return len(self.rows)
+
+    @property
+    def held_buckets(self) -> list[tuple[int, int]]:
+        """The held non-empty buckets ``(i, j)``, in file order."""
+        return list(zip(self.bucket_src[self.held].tolist(), self.bucket_dst[self.held].tolist()))
 
     def bucket_edges(self, buckets: np.ndarray, layout: np.ndarray, max_rows: int) -> torch.Tensor:
-        """``(k, 3)`` ``(src, rel, dst)`` rows of the held ``buckets`` (ids ``i * p + j``), endpoints as buffer rows
-        of ``layout`` (frame -> partition)."""
-        frame_of = {int(part): frame for frame, part in enumerate(layout) if part >= 0}
-        parts = []
-        for bucket_id in buckets.tolist():
-            i, j = divmod(bucket_id, self.p)
-            bucket = self.cache[(i, j)]
-            parts.append(np.stack([bucket.src + frame_of[i] * max_rows, bucket.rel,
-                                   bucket.dst + frame_of[j] * max_rows], axis=1))
-        return torch.from_numpy(np.concatenate(parts)) if parts else torch.empty((0, 3), dtype=torch.int64)
+        """``(k, 3)`` ``(src, rel, dst)`` rows of the held ``buckets`` (ids ``i * p + j``, empty ones allowed, in
+        their order), endpoints as buffer rows of ``layout`` (frame -> partition)."""
+        buckets = np.asarray(buckets, dtype=np.int64)
+        keys = self.bucket_src[self.held] * self.p + self.bucket_dst[self.held]
+        position = np.searchsorted(keys, buckets)
+        found = position < len(keys)
+        found[found] = keys[position[found]] == buckets[found]
+        position = position[found]
+        chosen = _segments(self.held_starts[position], self.held_starts[position + 1])
+        src, dst = self._buffer_rows(layout, max_rows)
+        return torch.from_numpy(np.stack([src[chosen], self.rows[chosen, 1], dst[chosen]], axis=1))
 
     def clear(self) -> None:
         """Forget the held buckets (the buffer was emptied)."""
-        self.cache.clear()
+        self.held = np.empty(0, dtype=np.int64)
+        self.held_starts = np.zeros(1, dtype=np.int64)
+        self.rows = np.empty((0, 3), dtype=np.int64)
 
     def close(self) -> None:
         """Close the bucket file."""
         self.edges.close()
 
 
-def _runs(values: list[int]) -> list[tuple[int, int]]:
-    """``[(first, last), ...]`` of the runs of consecutive integers in sorted ``values``."""
-    runs: list[tuple[int, int]] = []
-    for value in values:
-        if runs and value == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], value)
-        else:
-            runs.append((value, value))
-    return runs
-
-
-__all__ = ["Bucket", "BufferedGraph", "Piece", "ReadEvent", "assemble_csr", "pieces_of"]
+__all__ = ["BufferedGraph", "COALESCE_BYTES", "ReadEvent", "coalesced_extents", "state_csr"]

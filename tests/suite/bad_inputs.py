@@ -363,7 +363,11 @@ def build_cases(inputs: Inputs) -> list[Case]:  # noqa: C901, PLR0915 - one flat
     pstore = partitioned_store(GraphStore.open(store), 4, "train-first", 0)
     edges = pstore.file("bucket_edges")
     data = bytearray(edges.read_bytes())
-    end = len(data) - 24 * (int(pstore.array("bucket_offsets")[-1]) - int(pstore.array("bucket_offsets")[6]))
+    from suite.data.partition import PartitionLayout
+
+    layout = PartitionLayout.from_store(pstore)
+    bucket_start = int(layout.bucket_edge_offsets[layout.bucket_entry(1, 2)])
+    end = len(data) - 24 * (int(layout.bucket_edge_offsets[-1]) - bucket_start)
     first = int(pstore.array("partition_offsets")[2])  # bucket (1, 2)'s first row gets another node of partition 2
     other = first if int.from_bytes(data[end + 16:end + 24], "little") != first else first + 1
     data[end + 16:end + 24] = other.to_bytes(8, "little")  # 8 bytes changed, the id still in range

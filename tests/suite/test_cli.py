@@ -41,7 +41,7 @@ def test_generate_info_verify_and_partition(tmp_path, capsys):
     assert main(["datasets", "partition", str(out), "-p", "4", "--order", "random", "--quiet", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["partitioning"]["num_partitions"] == 4
-    assert (tmp_path / "tiny-p4-random" / "bucket_offsets.npy").exists()
+    assert (tmp_path / "tiny-p4-random" / "bucket_row_offsets.npy").exists()
 
 
 def test_prepare_real_datasets(tmp_path, shared_datasets, capsys):

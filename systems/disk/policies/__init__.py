@@ -33,17 +33,21 @@ Policies
 ``in_memory``
     One state holding all ``p`` partitions (the plan's capacity is ``p``, whatever ``spec.capacity`` is).
 ``sequential`` (node classification)
-    MariusGNN: the partitions holding the examples (training nodes; with a train-first or labeled-first node
-    order, the first ones) stay in the buffer, the other ``w = c - t`` slots rotate through the remaining
-    ``n = p - t`` partitions across epochs: one state per epoch. The rotation is a permutation of the remaining
-    partitions drawn once from ``default_rng(seed)``; epoch ``e`` takes its ``w`` entries from position ``e * w``
-    on (cyclically), so every partition has been in the buffer after ``ceil(n / w)`` epochs and sampling has seen
-    every neighbourhood. With ``PolicySpec.resident`` given (an evaluation pass), the slots are filled first with
-    partitions already resident, so a pass over nodes in the kept partitions reads nothing.
+    MariusGNN's SEQUENTIAL: the partitions holding the examples (training nodes; with a train-first or
+    labeled-first node order, the first ones) stay in the buffer, the other ``w = c - t`` slots are a uniform draw
+    without replacement from the remaining ``p - t`` partitions, fresh in every epoch
+    (``default_rng((seed, epoch))``): one state per epoch. With ``PolicySpec.resident`` given (an evaluation pass),
+    the slots are filled first with partitions already resident, so a pass over nodes in the kept partitions reads
+    nothing.
+``sequential_rotation`` (node classification)
+    ``sequential`` whose free slots rotate through one permutation of the remaining partitions drawn from
+    ``default_rng(seed)``: epoch ``e`` takes its ``w`` entries from position ``e * w`` on (cyclically), so every
+    partition has been in the buffer after ``ceil((p - t) / w)`` epochs.
 ``dispersed`` (node classification)
-    MariusGNN: logical partitions as in COMET; start with ``c / r`` random logical partitions and replace one
-    random slot per state by the next logical partition on disk until every one has been in the buffer
-    (``l - c/r`` transitions); every training node to a uniformly random state holding its partition.
+    MariusGNN's DISPERSED: logical partitions as in COMET; start with ``c / r`` random logical partitions and
+    replace one uniformly random slot per state by a uniformly random logical partition not yet loaded, until
+    every one has been in the buffer (``l - c/r`` transitions); every training node to a uniformly random state
+    holding its partition.
 
 Every policy also accepts node classification (nodes then follow the policy's rule); ``sequential`` and
 ``dispersed`` are node classification only.

@@ -18,7 +18,17 @@ from systems.disk.policies.policy import (PartitionPolicy, PolicySpec, build_pla
 
 @dataclass(frozen=True)
 class SequentialPolicy(PartitionPolicy):
-    """Node classification: the training partitions plus a fresh random draw of the others, one state per epoch."""
+    """Node classification: the training partitions plus a fresh random draw of the others, one state per epoch.
+
+    MariusGNN's ``getSequentialNodePartitionOrdering`` (``src/cpp/src/data/ordering.cpp``): one buffer state,
+    partitions ``0 .. t-1`` (``t`` = the last partition holding a training node, plus one) followed by the first
+    ``c - t`` entries of a random permutation of partitions ``t .. p-1``, drawn at every epoch; every training node
+    in that state. Deliberate differences: the pinned partitions are those holding a training node (the same as
+    ``0 .. t-1`` under the ``train-first`` / ``labeled-first`` orders MariusGNN assumes, and still correct under
+    any other order, where MariusGNN's prefix could exceed the buffer); the drawn partitions are listed in
+    ascending order (slot order does not change what a state holds); a node's partition is the store's
+    (``array_split`` sizes) rather than ``node // ceil(n / p)``.
+    """
 
     name: ClassVar[str] = "sequential"
     tasks: ClassVar[frozenset[str]] = frozenset({"node_classification"})
@@ -90,7 +100,19 @@ def rotation_window(others: np.ndarray, width: int, seed: int, epoch: int,
 
 @dataclass(frozen=True)
 class DispersedPolicy(PartitionPolicy):
-    """Node classification: one pass of logical partitions through the buffer; nodes to random states."""
+    """Node classification: one pass of logical partitions through the buffer; nodes to random states.
+
+    MariusGNN's ``getDispersedNodePartitionOrdering`` (``ordering.cpp``; the ``getDiagOrdering`` that later versions
+    call for DISPERSED builds the same states with ``getDispersedOrderingHelper``): ``l = p / r`` coarse partitions,
+    ``randperm(l)``'s first ``l_c = c / r`` in the buffer; then, while some are on disk, the buffer and the disk are
+    shuffled, the buffer's last entry is replaced by the disk's first and that one leaves the disk (an evicted
+    partition never returns): ``l - l_c + 1`` states, each coarse partition loaded once. Fine partitions: a fresh
+    ``randperm(p)`` cut into groups of ``r``. Training nodes: each to a uniformly random state holding its
+    partition. Here the on-disk order is one permutation drawn up front and each step replaces a uniformly random
+    slot: the same distribution (after a reshuffle, the disk's first entry is uniform over what is left and the
+    buffer's last entry is uniform over the residents), with slots kept in place so that a transition reads only
+    the new partition. Pinned by hand in ``tests/systems/disk/test_policies.py``.
+    """
 
     name: ClassVar[str] = "dispersed"
     tasks: ClassVar[frozenset[str]] = frozenset({"node_classification"})

@@ -95,6 +95,11 @@ def map_back(rows: np.ndarray, node_map: np.ndarray) -> np.ndarray:
     return rows
 
 
+def dense_bucket_offsets(store) -> list[int]:
+    """The ``p * p + 1`` bucket boundaries of a partitioned store, from its sparse bucket index."""
+    return [0, *np.cumsum(PartitionLayout.from_store(store).bucket_sizes().numpy().ravel()).tolist()]
+
+
 # --------------------------------------------------------------------------------------------- by hand
 @pytest.mark.parametrize("small_chunks", [False, True])
 def test_given_order_matches_hand_computed_layout(store6, order_file, tmp_path, small_chunks):
@@ -106,7 +111,11 @@ def test_given_order_matches_hand_computed_layout(store6, order_file, tmp_path, 
     assert out.array("node_map").tolist() == [3, 0, 5, 1, 4, 2]
     assert out.array("partition_offsets").tolist() == [0, 2, 4, 6]
     # relabelled edges: (1,3) (1,5) (3,0) (5,2) (0,4) (4,1) (2,3) (2,2); bucket = (src//2)*3 + dst//2
-    assert out.array("bucket_offsets").tolist() == [0, 0, 1, 3, 4, 6, 6, 7, 8, 8]
+    # the sparse index: non-empty buckets (0,1) (0,2) (1,0) (1,1) (2,0) (2,1)
+    assert out.array("bucket_row_offsets").tolist() == [0, 2, 4, 6]
+    assert out.array("bucket_dst").tolist() == [1, 2, 0, 1, 0, 1]
+    assert out.array("bucket_edge_offsets").tolist() == [0, 1, 3, 4, 6, 7, 8]
+    assert dense_bucket_offsets(out) == [0, 0, 1, 3, 4, 6, 6, 7, 8, 8]
     assert out.array("bucket_edges").tolist() == [
         [1, 0, 3],                # (0, 1)
         [0, 0, 4], [1, 0, 5],     # (0, 2)
@@ -177,7 +186,8 @@ def test_link_prediction_buckets_hold_train_edges_with_relations(tmp_path):
         # 5 nodes in 2 partitions: {0,1,2} {3,4}; relabelled train edges: (2,1,1) (3,0,4) (0,1,2) (1,0,0)
         # (4,0,3) (2,0,3)
         assert out.array("partition_offsets").tolist() == [0, 3, 5]
-        assert out.array("bucket_offsets").tolist() == [0, 3, 4, 4, 6]
+        assert dense_bucket_offsets(out) == [0, 3, 4, 4, 6]
+        assert out.array("bucket_dst").tolist() == [0, 1, 1]
         assert out.array("bucket_edges").tolist() == [
             [1, 0, 0], [2, 1, 1], [0, 1, 2],  # (0, 0), by destination
             [2, 0, 3],                        # (0, 1)
@@ -252,7 +262,7 @@ def test_random_order_is_deterministic_by_seed(tmp_path):
     a = partition_store(store, tmp_path / "a", 4, order="random", seed=7)
     b = partition_store(store, tmp_path / "b", 4, order="random", seed=7)
     c = partition_store(store, tmp_path / "c", 4, order="random", seed=8)
-    for key in ("node_map", "bucket_edges", "bucket_offsets", "features", "out_indices"):
+    for key in ("node_map", "bucket_edges", "bucket_edge_offsets", "bucket_dst", "features", "out_indices"):
         assert np.array_equal(a.array(key), b.array(key)), key
     assert not np.array_equal(a.array("node_map"), c.array("node_map"))
     assert sorted(a.array("node_map").tolist()) == list(range(store.num_nodes))
@@ -267,7 +277,7 @@ def test_every_edge_is_in_exactly_one_right_bucket(tmp_path, monkeypatch):
     out.verify()
     verify_partitioning(out)
     offsets = np.asarray(out.array("partition_offsets"))
-    bucket_offsets = np.asarray(out.array("bucket_offsets"))
+    bucket_offsets = np.asarray(dense_bucket_offsets(out))
     rows = np.asarray(out.array("bucket_edges"))
     assert len(rows) == bucket_offsets[-1] == store.num_edges
     assert (np.diff(bucket_offsets) >= 0).all()
@@ -283,7 +293,8 @@ def test_every_edge_is_in_exactly_one_right_bucket(tmp_path, monkeypatch):
     assert np.array_equal(out.array("labels"), store.array("labels")[node_map])
     # bounded-memory settings give the same bytes as the defaults
     default = partition_store(store, tmp_path / "default", 5, seed=2)
-    for key in ("bucket_edges", "bucket_offsets", "out_indices", "in_indices", "in_relations", "features"):
+    for key in ("bucket_edges", "bucket_row_offsets", "bucket_dst", "bucket_edge_offsets", "bucket_crc32",
+                "out_indices", "in_indices", "in_relations", "features"):
         assert np.array_equal(out.array(key), default.array(key)), key
 
 
@@ -347,7 +358,7 @@ def test_out_must_differ_and_must_not_exist(store6, tmp_path):
 
 def test_interruption_leaves_no_store(store6, order_file, tmp_path, monkeypatch):
     def interrupted(writer, *args, **kwargs):
-        writer.write_array("bucket_offsets", np.zeros(3, np.int64))
+        writer.write_array("bucket_dst", np.zeros(3, np.int64))
         raise KeyboardInterrupt
 
     monkeypatch.setattr(partition_module, "_write_buckets", interrupted)
@@ -358,7 +369,7 @@ def test_interruption_leaves_no_store(store6, order_file, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize(("swap", "message"), [
-    ([0, 1], "bucket_edges.npy: row 0 lies in bucket 1 but its edge belongs to bucket 2"),  # (0,1) <-> (0,2)
+    ([0, 1], r"bucket_edges.npy: row 0 lies in bucket \(0, 1\) but its edge belongs to bucket \(0, 2\)"),  # (0,1) <-> (0,2)
     ([1, 2], r"bucket_edges.npy: rows 1 and 2 are not sorted by \(bucket, dst, src, rel\)"),  # inside (0,2)
 ])
 def test_verify_partitioning_detects_a_bad_layout(store6, order_file, tmp_path, swap, message):
@@ -382,5 +393,32 @@ def test_store_verify_includes_the_partition_layout(store6, order_file, tmp_path
     meta = json.loads((out.path / "metadata.json").read_text())
     meta["files"]["bucket_edges"]["checksum"] = file_checksum(out.file("bucket_edges"))  # a buggy writer
     (out.path / "metadata.json").write_text(json.dumps(meta))
-    with pytest.raises(DataError, match="bucket_edges.npy: row 0 lies in bucket 1"):
+    with pytest.raises(DataError, match=r"bucket_edges.npy: row 0 lies in bucket \(0, 1\)"):
         GraphStore.open(out.path).verify()
+
+
+def test_fine_partitions_keep_a_sparse_bucket_index(tmp_path):
+    """p = n = 150 (one node per partition, 22,500 buckets): the index lists only the non-empty buckets (at most one
+    per distinct edge), and reads back the same buckets as the dense view."""
+    store = random_store(tmp_path / "g", n=150, m=400)
+    out = partition_store(store, tmp_path / "out", 150, seed=1)
+    verify_partitioning(out)
+    layout = PartitionLayout.from_store(out)
+    sizes = layout.bucket_sizes().numpy()
+    assert layout.num_buckets == (sizes > 0).sum() <= store.num_edges
+    assert out.metadata["partitioning"]["num_buckets"] == layout.num_buckets
+    assert len(out.array("bucket_row_offsets")) == 151 and "bucket_offsets" not in out.metadata["files"]
+    i, j = np.argwhere(sizes > 0)[0]
+    assert len(layout.bucket(int(i), int(j))) == sizes[i, j]
+    empty = np.argwhere(sizes == 0)[0]
+    assert layout.bucket_entry(int(empty[0]), int(empty[1])) == -1 and len(layout.bucket(*map(int, empty))) == 0
+
+
+def test_crc32_segments_equal_zlib():
+    import zlib
+
+    from suite.data.crc import crc32_segments
+
+    data = np.random.default_rng(0).integers(0, 256, 5000, dtype=np.uint8)
+    starts, stops = np.array([0, 7, 7, 100]), np.array([7, 7, 4000, 5000])
+    assert crc32_segments(data, starts, stops).tolist() == [zlib.crc32(data[a:b]) for a, b in zip(starts, stops)]

@@ -102,7 +102,7 @@ def test_io_is_exactly_the_plans_partitions_read_and_written_back(tiny, tmp_path
     # every partition loaded is written back exactly once (at its eviction or at the end of the epoch)
     assert stats["io_write_bytes"] == loaded * row_bytes
     bucket_bytes = stats["io_read_bytes"] - loaded * row_bytes
-    offsets = system.pstore.array("bucket_offsets")
+    offsets = system.pstore.array("bucket_edge_offsets")
     assert 0 < bucket_bytes
     assert bucket_bytes % (3 * 8) == 0 and bucket_bytes // 24 >= int(offsets[-1])  # every bucket read at least once
     assert stats["swaps"] == plan.swaps

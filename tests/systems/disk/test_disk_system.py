@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from suite.data.partition import PartitionLayout
 from suite.config import spec_from_dict
 from suite.errors import ConfigError, DataError
 from suite.data import GraphStore
@@ -54,12 +55,12 @@ def test_every_policy_trains_each_node_once_per_epoch_and_learns(store, tmp_path
 
 
 def _bucket_bytes(pstore: GraphStore, partitions: list[int]) -> int:
-    offsets, p = pstore.array("bucket_offsets"), len(pstore.array("partition_offsets")) - 1
-    return sum(int(offsets[i * p + j + 1] - offsets[i * p + j]) * 3 * 8 for i in partitions for j in partitions)
+    sizes = PartitionLayout.from_store(pstore).bucket_sizes().numpy()
+    return int(sizes[np.ix_(partitions, partitions)].sum()) * 3 * 8
 
 
 def test_bytes_read_are_exactly_the_plans_partitions_and_buckets(store, tmp_path):
-    options = {"policy": "beta", "num_partitions": 8, "buffer_capacity": 3}
+    options = {"policy": "beta", "num_partitions": 8, "buffer_capacity": 3, "coalesce_bytes": 0}
     outcome, system, _ = run(make_spec(store, options, epochs=1, ), store, tmp_path)
     plan = system.plan(system.train_nodes, epoch=0)
     pstore, row_bytes = system.pstore, pstore_row_bytes(system.pstore)
@@ -180,10 +181,11 @@ def test_a_corrupted_edge_bucket_fails_its_checksum_naming_the_bucket(store, tmp
     copy = tmp_path / "store"
     shutil.copytree(store.path, copy)
     pstore = partitioned_store(GraphStore.open(copy), 4, "train-first", 0)
-    crcs = pstore.metadata["partitioning"]["bucket_crc32"]
-    assert len(crcs) == 16 and crcs.count(0) == sum(1 for b in range(16) if pstore.array("bucket_offsets")[b]
-                                                    == pstore.array("bucket_offsets")[b + 1])
-    offsets, partitions = pstore.array("bucket_offsets"), pstore.array("partition_offsets")
+    layout = PartitionLayout.from_store(pstore)
+    sizes = layout.bucket_sizes().numpy()
+    assert len(layout.bucket_crc32) == layout.num_buckets == (sizes > 0).sum()  # the non-empty buckets only
+    offsets = np.concatenate([[0], np.cumsum(sizes.ravel())])  # dense bucket boundaries
+    partitions = pstore.array("partition_offsets")
     edges = pstore.file("bucket_edges")
     data = bytearray(edges.read_bytes())
     first, last = int(offsets[1 * 4 + 2]), int(offsets[1 * 4 + 3]) - 1  # bucket (1, 2)'s rows: 3 int64 (24 bytes)
@@ -250,12 +252,12 @@ def test_the_buffer_simulator_prices_the_same_plan_to_the_byte(store, tmp_path):
     from simulators.buffer_model import DiskModel, simulate
 
     for policy, options in (("beta", {}), ("comet", {"fine_to_coarse_ratio": 2}), ("dispersed", {})):
-        spec_options = {"policy": policy, "num_partitions": 8, "buffer_capacity": 4, **options}
+        spec_options = {"policy": policy, "num_partitions": 8, "buffer_capacity": 4, "coalesce_bytes": 0, **options}
         outcome, system, _ = run(make_spec(store, spec_options, epochs=1), store, tmp_path / policy)
         plan = system.plan(system.train_nodes, epoch=0)
         pstore = system.pstore
         sizes = np.diff(pstore.array("partition_offsets")) * pstore_row_bytes(pstore)
-        buckets = np.diff(pstore.array("bucket_offsets")).reshape(8, 8)
+        buckets = PartitionLayout.from_store(pstore).bucket_sizes().numpy()
         result = simulate(plan, DiskModel(partition_bytes=sizes, learnable=False, bucket_edges=buckets,
                                           edge_bytes=24.0, edge_reads="resident"))
         stats = outcome.epochs[0]

@@ -1,5 +1,5 @@
-"""The in-buffer graph: CSR pieces of destination-sorted buckets assembled over buffer frames, checked against the
-store's own CSR restricted to the resident partitions; and the frame-level steps of a plan."""
+"""The in-buffer graph: the held buckets' CSR over buffer frames, by hand and checked against the store's own CSR
+restricted to the resident partitions; reads by coalesced extents; and the frame-level steps of a plan."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from suite.io import IOCounters
-from systems.disk.graph import BufferedGraph, _counting_order, assemble_csr, pieces_of, Bucket
+from suite.data.partition import PartitionLayout
+from systems.disk.graph import BufferedGraph, _counting_order, coalesced_extents, state_csr
 from systems.disk.policies import PolicySpec, make_plan
 from systems.disk.disk_system import partitioned_store, plan_steps
 from tests.support.graphs import planted_partition, write_node_store
@@ -22,21 +23,25 @@ def pstore(tmp_path_factory):
     return partitioned_store(store, 6, "random", 0)
 
 
-def test_pieces_by_hand():
-    """Bucket (0, 1) of partitions of sizes 3 and 2: edges 0->1, 2->0, 1->1 (local ids), sorted by destination."""
-    bucket = Bucket(np.array([2, 0, 1]), np.zeros(3, dtype=np.int64), np.array([0, 1, 1]))
-    sizes = np.array([3, 2])
-    into, out = pieces_of(0, 1, bucket, sizes, "both")
-    assert (into.row_partition, into.nbr_partition, into.kind) == (1, 0, 0)
-    assert into.counts.tolist() == [1, 2] and into.nbrs.tolist() == [2, 0, 1]  # row 0 <- 2; row 1 <- 0, 1
-    assert (out.row_partition, out.nbr_partition, out.kind) == (0, 1, 1)
-    assert out.counts.tolist() == [1, 1, 1] and out.nbrs.tolist() == [1, 1, 0]  # 0 -> 1; 1 -> 1; 2 -> 0
-    # partition 1 in frame 0 and partition 0 in frame 2, frames of 4 rows: rows 0-1 and 8-10
-    graph = assemble_csr([into, out], {1: 0, 0: 2}, frames=3, max_rows=4)
+def test_state_csr_by_hand():
+    """Bucket (0, 1) of partitions of sizes 3 and 2 (partition 1 in frame 0, partition 0 in frame 2, frames of 4
+    rows: rows 0-1 and 8-10): edges 0->1, 2->0, 1->1 (local ids) in the bucket's order (by destination), i.e.
+    buffer rows 8->1, 10->0, 9->1."""
+    src, dst = np.array([10, 8, 9]), np.array([0, 1, 1])
+    graph = state_csr(src, dst, np.zeros(3, dtype=np.int64), 12, "both")
     neighbours = {r: graph.indices[graph.indptr[r]:graph.indptr[r + 1]].tolist() for r in range(12)}
-    assert neighbours[0] == [10] and neighbours[1] == [8, 9]
-    assert neighbours[8] == [1] and neighbours[9] == [1] and neighbours[10] == [0]
+    assert neighbours[0] == [10] and neighbours[1] == [8, 9]  # in-neighbours, in the bucket's order
+    assert neighbours[8] == [1] and neighbours[9] == [1] and neighbours[10] == [0]  # out-neighbours
     assert sum(len(v) for v in neighbours.values()) == 6
+    into = state_csr(src, dst, np.zeros(3, dtype=np.int64), 12, "in")
+    assert into.indptr.tolist() == [0, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3] and into.indices.tolist() == [10, 8, 9]
+
+
+def test_extents_merge_adjacent_and_close_ranges():
+    starts, stops = np.array([0, 3, 10, 40]), np.array([3, 5, 12, 41])
+    assert [x.tolist() for x in coalesced_extents(starts, stops, 0)] == [[0, 10, 40], [5, 12, 41]]
+    assert [x.tolist() for x in coalesced_extents(starts, stops, 5)] == [[0, 40], [12, 41]]
+    assert [x.tolist() for x in coalesced_extents(starts, stops, 28)] == [[0], [41]]
 
 
 def test_counting_order_is_stable():
@@ -81,11 +86,27 @@ def test_a_held_bucket_is_not_read_again(pstore):
     graph.hold(np.array([0, 1]))
     first = counters.snapshot()["bytes_read"]
     graph.hold(np.array([0, 1, 2]))  # reads only the buckets with partition 2
-    bucket_rows = np.diff(pstore.array("bucket_offsets")).reshape(6, 6)
+    bucket_rows = PartitionLayout.from_store(pstore).bucket_sizes().numpy()
+    new = bucket_rows[2, [0, 1, 2]].sum() + bucket_rows[[0, 1], 2].sum()
+    assert graph.held_edges == bucket_rows[:3, :3].sum()
+    read = counters.snapshot()["bytes_read"] - first
+    assert read >= new * 3 * 8  # the new buckets, and between them (coalesced) at most the rows of the extents
+    graph.hold(np.array([2]))  # drops the others, reads nothing
+    assert graph.held_buckets == [(2, 2)] and counters.snapshot()["bytes_read"] - first == read
+    graph.close()
+
+
+def test_without_coalescing_only_the_new_buckets_are_read(pstore):
+    counters = IOCounters()
+    graph = BufferedGraph(pstore, "in", counters, evict=False, coalesce_bytes=0)
+    graph.hold(np.array([0, 1]))
+    first = counters.snapshot()["bytes_read"]
+    events = graph.hold(np.array([0, 1, 2]))
+    bucket_rows = PartitionLayout.from_store(pstore).bucket_sizes().numpy()
     new = bucket_rows[2, [0, 1, 2]].sum() + bucket_rows[[0, 1], 2].sum()
     assert counters.snapshot()["bytes_read"] - first == new * 3 * 8
-    graph.hold(np.array([2]))  # drops the others, reads nothing
-    assert set(graph.cache) == {(2, 2)} and counters.snapshot()["bytes_read"] - first == new * 3 * 8
+    # (0, 2), (1, 2) and the run (2, 0) (2, 1) (2, 2) adjacent on disk: three reads
+    assert len(events) == 3 and sum(event.bytes for event in events) == new * 3 * 8
     graph.close()
 
 
@@ -128,19 +149,13 @@ def test_plan_steps_keep_residents_and_read_into_free_frames():
     assert all(set(step.frames.tolist()) <= set(step.evicts.tolist()) for step in tight[1:])
 
 
-def test_typed_pieces_by_hand():
-    """The bucket of test_pieces_by_hand with relations 0, 2, 1 of R = 3: in-neighbours keep ``r``, out-neighbours
-    (reverse edges) get ``r + 3``; the assembled graph's relations follow its neighbour lists."""
-    bucket = Bucket(np.array([2, 0, 1]), np.array([0, 2, 1]), np.array([0, 1, 1]))
-    into, out = pieces_of(0, 1, bucket, np.array([3, 2]), "both", relations=3)
-    assert into.types.tolist() == [0, 2, 1]
-    assert out.types.tolist() == [5, 4, 3]  # out-lists in source order: 0 -> 1 (r 2), 1 -> 1 (r 1), 2 -> 0 (r 0)
-    graph = assemble_csr([into, out], {1: 0, 0: 2}, frames=3, max_rows=4, typed=True)
+def test_typed_state_csr_by_hand():
+    """The bucket of test_state_csr_by_hand with relations 0, 2, 1 of R = 3: in-neighbours keep ``r``,
+    out-neighbours (reverse edges) get ``r + 3``; the graph's relations follow its neighbour lists."""
+    graph = state_csr(np.array([10, 8, 9]), np.array([0, 1, 1]), np.array([0, 2, 1]), 12, "both", relations=3)
     types = {r: graph.relations[graph.indptr[r]:graph.indptr[r + 1]].tolist() for r in range(12)}
     assert types[0] == [0] and types[1] == [2, 1]
     assert types[8] == [5] and types[9] == [4] and types[10] == [3]
-    with pytest.raises(ValueError, match="relation types"):
-        assemble_csr(pieces_of(0, 1, bucket, np.array([3, 2]), "in"), {1: 0, 0: 2}, 3, 4, typed=True)
 
 
 @pytest.mark.parametrize("direction", ["in", "out", "both"])
@@ -176,3 +191,21 @@ def test_typed_in_buffer_graph_has_the_stores_relation_types(tiny, direction):
         expected += list(zip(src[keep].tolist(), dst[keep].tolist(), (rel[keep] + relations).tolist()))
     assert len(set(rel[keep].tolist())) == 3 and len(expected) > 50 and got == sorted(expected)
     graph.close()
+
+
+def test_a_run_of_adjacent_partitions_is_one_scatter_read(pstore):
+    from systems.disk.buffer import FeatureBuffer, PartitionArray, partition_runs
+
+    assert [(r.start, r.stop) for r in partition_runs(np.array([2, 3, 4, 7, 9, 10]))] == [(0, 3), (3, 4), (4, 6)]
+    counters = IOCounters()
+    offsets = pstore.array("partition_offsets")
+    buffer = FeatureBuffer(PartitionArray(pstore.file("features"), counters, evict=False), offsets, 4,
+                           checksums=pstore.metadata["partitioning"]["feature_crc32"])
+    nbytes = buffer.read_run([1, 2, 3], [3, 0, 2])  # partitions 1..3 into frames 3, 0, 2
+    features = pstore.array("features")
+    assert nbytes == (offsets[4] - offsets[1]) * features.shape[1] * features.dtype.itemsize
+    assert counters.snapshot()["reads"] == 1
+    for part, frame in ((1, 3), (2, 0), (3, 2)):
+        size = int(offsets[part + 1] - offsets[part])
+        assert np.array_equal(buffer.frames[frame, :size].numpy(), features[offsets[part]:offsets[part + 1]])
+    buffer.source.close()

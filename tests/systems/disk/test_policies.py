@@ -264,3 +264,93 @@ def test_the_free_slots_prefer_resident_partitions(fill):
     partly = fill(others, 3, seed=0, epoch=0, resident=np.array([0, 9]))
     assert partly[0] == 9 and len(set(partly.tolist())) == 3 and 0 not in partly
     assert fill(others, 0, seed=0, epoch=0).size == 0
+
+
+# ------------------------------------------------------------------ MariusGNN's ordering.cpp, by hand
+# getDispersedNodePartitionOrdering (marius-team/marius, src/cpp/src/data/ordering.cpp): randperm(l) puts the first
+# l_c coarse partitions in the buffer; then, while some are on disk, it shuffles the buffer and the disk, replaces
+# the buffer's last entry by the disk's first, and drops that one from the disk (the evicted partition never comes
+# back). Fine partitions: randperm(p) cut into groups of r. Training nodes: each to a uniformly random state holding
+# its partition. getSequentialNodePartitionOrdering: one state, partitions 0 .. t-1 (t = last training partition
+# + 1) followed by the first c - t of a random permutation of the others; every training node in it.
+def _state_sets(plan: BufferPlan) -> tuple[frozenset, ...]:
+    return tuple(frozenset(plan.state(k).tolist()) for k in range(plan.num_states))
+
+
+def test_dispersed_p3_c2_is_ordering_cpps_six_sequences_uniformly():
+    """p = 3, c = 2, r = 1: ordering.cpp's states are {a, b} then {a or b, c} for a uniformly random pair {a, b} and
+    a uniformly random evicted one: 3 x 2 = 6 sequences, each with probability 1/6; nothing else occurs."""
+    spec = PolicySpec(3, 2, task="node_classification", train_partitions=np.array([0, 1, 2]))
+    runs = 1200
+    sequences = [_state_sets(make_plan("dispersed", spec, seed=seed)) for seed in range(runs)]
+    by_hand = {(frozenset({a, b}), frozenset({kept, c}))
+               for a, b, c in ((0, 1, 2), (0, 2, 1), (1, 2, 0)) for kept in (a, b)}
+    assert set(sequences) == by_hand
+    counts = np.array([sequences.count(sequence) for sequence in by_hand])
+    assert counts.min() > 0.7 * runs / 6 and counts.max() < 1.3 * runs / 6  # ~4 standard deviations
+
+
+def test_dispersed_p4_c2_swaps_one_partition_per_state_and_never_reloads():
+    """p = 4, c = 2: 3 states; each after the first evicts one partition (uniformly: each resident one half of the
+    time) and loads one never loaded before; every partition is loaded exactly once."""
+    spec = PolicySpec(4, 2, task="node_classification", train_partitions=np.arange(4))
+    survivor_evicted = 0
+    for seed in range(400):
+        plan = make_plan("dispersed", spec, seed=seed)
+        states = _state_sets(plan)
+        assert len(states) == 3 and all(len(state) == 2 for state in states)
+        loads = [plan.transition(k).partitions_loaded.tolist() for k in range(3)]
+        assert len(loads[0]) == 2 and len(loads[1]) == len(loads[2]) == 1
+        assert sorted(sum(loads, [])) == [0, 1, 2, 3]
+        (survivor,) = states[1] - set(loads[1])  # the partition of state 0 still resident in state 1
+        survivor_evicted += survivor not in states[2]
+    assert 0.4 < survivor_evicted / 400 < 0.6  # 400 fair coins: ~4 standard deviations
+
+
+def test_dispersed_assigns_each_training_node_uniformly_among_the_states_holding_it():
+    """p = 3, c = 2 (two states): the nodes of the partition in both states go to each with probability 1/2; those
+    of a partition in one state go there."""
+    nodes = np.repeat(np.arange(3), 300)
+    spec = PolicySpec(3, 2, task="node_classification", train_partitions=nodes)
+    plan = make_plan("dispersed", spec, seed=5)
+    states = _state_sets(plan)
+    both = next(iter(states[0] & states[1]))
+    only_first = next(iter(states[0] - states[1]))
+    assigned = plan.node_state
+    assert (assigned[nodes == only_first] == 0).all()
+    assert (assigned[nodes == next(iter(states[1] - states[0]))] == 1).all()
+    assert 0.4 < assigned[nodes == both].mean() < 0.6  # 300 nodes, fair coin: ~3.5 standard deviations
+
+
+def test_dispersed_r2_moves_random_pairs_of_partitions():
+    """p = 8, c = 4, r = 2: l = 4 coarse partitions of 2 fine ones (a random pairing), 2 in the buffer: 3 states of 4
+    partitions; consecutive states share exactly one pair."""
+    spec = PolicySpec(8, 4, task="node_classification", fine_to_coarse_ratio=2, train_partitions=np.arange(8))
+    pairings = set()
+    for seed in range(50):
+        plan = make_plan("dispersed", spec, seed=seed)
+        states = _state_sets(plan)
+        assert len(states) == 3 and all(len(state) == 4 for state in states)
+        assert len(states[0] & states[1]) == 2 and len(states[1] & states[2]) == 2
+        assert frozenset().union(*states) == frozenset(range(8))
+        pairings.add(frozenset(frozenset(unit[unit >= 0].tolist()) for unit in plan.unit_partitions))
+    assert len(pairings) > 10  # fresh random groups (105 pairings of 8)
+
+
+def test_sequential_is_ordering_cpps_training_prefix_and_a_uniform_fill():
+    """p = 5, c = 3, training nodes in partitions 0 and 1 (a train-first order): one state {0, 1, x} with x uniform
+    over {2, 3, 4}, every training node in it; p = 5, c = 3, training in partition 0: {0, x, y}, the pair uniform
+    over the 6 pairs of {1, 2, 3, 4}."""
+    spec = PolicySpec(5, 3, task="node_classification", train_partitions=np.array([0, 1, 1, 0]))
+    states = [make_plan("sequential", spec, seed=1, epoch=epoch).state(0).tolist() for epoch in range(600)]
+    assert all(state[:2] == [0, 1] and len(state) == 3 for state in states)
+    counts = np.bincount([state[2] for state in states], minlength=5)
+    assert counts[:2].sum() == 0 and counts[2:].min() > 0.8 * 200 and counts[2:].max() < 1.2 * 200
+    plan = make_plan("sequential", spec, seed=1)
+    assert plan.num_states == 1 and (plan.node_state == 0).all()
+    spec = PolicySpec(5, 3, task="node_classification", train_partitions=np.array([0, 0]))
+    pairs = [frozenset(make_plan("sequential", spec, seed=2, epoch=epoch).state(0).tolist()[1:])
+             for epoch in range(600)]
+    assert len(set(pairs)) == 6
+    pair_counts = np.array([pairs.count(pair) for pair in set(pairs)])
+    assert pair_counts.min() > 0.7 * 100 and pair_counts.max() < 1.3 * 100
