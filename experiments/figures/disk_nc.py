@@ -5,27 +5,38 @@ Usage::
     python -m experiments.figures.disk_nc [--quick | --deep] [--out DIR] [--results DIR] [--data-dir DIR] [--no-plot]
         [--rerun-under-load]
 
-Runs ``experiments/specs/disk_nc.yaml`` through the harness, each run in its own process so that its peak RSS is its
-own (finished runs are skipped): the in-memory system and the disk system (p = 16, c = 4 = p/4 and 8, sequential
-and dispersed, prefetch on and off, the pipelined disk system) on ``papers-like-s``, and the peer ``pyg``
-(:mod:`systems.pyg_baseline`: PyG's NeighborLoader and GraphSAGE in PyG's own loop over the whole graph in memory;
-a ``skipped`` row with the reason where PyG cannot sample), seeds 0, 1 and 2, five epochs with a test evaluation
-after each. Then, per run: the warm epochs' mean time (epoch 0 fills the buffer and is
-left out), bytes the suite read and bytes ``/proc/self/io`` says came from storage, states, IO wait (compute
-waiting for the buffer) and its fraction of the epoch, the achieved read bandwidth (bytes read / seconds inside
-the reads; ``dd iflag=direct`` on the same file beside it), test accuracy, peak RSS, the thread budget and the
-machine's foreign load (a run under load is flagged and left out of the timings); per configuration: means over
-seeds with 95 % t intervals (columns ``X``, ``X_ci_low``, ``X_ci_high``), the epoch-time ratio to in-memory paired by
-seed (geometric mean, t interval on the logs) and the accuracy difference to in-memory paired by seed.
+Runs ``experiments/specs/disk_nc.yaml`` and ``experiments/specs/disk_nc_sweep.yaml`` through the harness, each run
+in its own process so that its peak RSS is its own (finished runs are skipped; a run both grids name runs once).
+``disk_nc.yaml``: the in-memory system and the disk system (p = 16, c = 4 = p/4 and 8, sequential and dispersed,
+prefetch on and off, the pipelined disk system) on ``papers-like-s``, the pipelined system in sync mode and the peer
+``pyg`` (:mod:`systems.pyg_baseline`; a ``skipped`` row with the reason where PyG cannot sample). The sweep: on
+``papers-like-s``, Coauthor Physics and Amazon Computers, in-memory and the disk system (sequential and dispersed,
+full-graph evaluation) at p = 16, 64, 256, 512 with c / p = 0.25 and 0.4375, and c / p = 0.125 and 0.75 at p = 64.
+Seeds 0, 1 and 2, epochs capped (10 on papers-like-s, 40 on the Shchur graphs), validation after every epoch, test
+after the last. Then, per run: the warm epochs' mean time (epoch 0 fills the buffer and is left out), bytes the
+suite read and bytes ``/proc/self/io`` says came from storage, states, IO wait (compute waiting for the buffer) and
+its fraction of the epoch, the achieved read bandwidth (bytes read / seconds inside the reads; ``dd iflag=direct``
+on the same file beside it), final validation and test accuracy, time to target (MLPerf style: the target is the
+in-memory run's final validation accuracy of the same dataset and seed minus 0.01; the training seconds and epochs
+up to the first validation at or above it, or not reached within the cap), peak RSS, the thread budget and the
+machine's foreign load (a run under load is flagged and left out of the timings); per dataset and configuration:
+means over seeds with 95 % t intervals (columns ``X``, ``X_ci_low``, ``X_ci_high``), the epoch-time ratio and the
+time-to-target ratio to in-memory paired by seed (geometric mean, t interval on the logs; ``target_seeds``,
+``target_reached``, ``epochs_to_target``, ``time_to_target_s``, ``time_to_target_ratio_vs_in_memory``,
+``time_to_target_pairs``, and ``unreached_ratio_bound``: for runs that never reached the target, the largest
+whole training time over in-memory's time to target, a lower bound of their ratio), and the final test accuracy
+difference to in-memory at equal epochs, paired by seed (``accuracy_gap_vs_in_memory``).
 
 Outputs (``--results``, default ``out/results``; the reference under ``results/`` is written only by
 ``gnnsuite reproduce --update-reference``):
-``disk_nc.csv`` (per configuration), ``disk_nc_runs.csv`` (per run), ``disk_nc_curve.csv`` (test accuracy after
-every epoch), ``disk_nc_timeline.csv`` (the state timeline of one warm epoch per configuration, seed 0) and the
-figures ``disk_nc.png`` and ``disk_nc_timeline.png``. ``--quick``: ``papers-like-s`` shrunk to 200,000 nodes,
-p = 8, c = 2 and 4, three epochs (a few minutes). ``--deep``: ``experiments/specs/disk_nc_deep.yaml``, the 3-layer model
-(15,10,5, hidden 256) in memory and sequential p = 16, c = 4, speed only, into ``disk_nc_deep.csv`` (about 20
-minutes).
+``disk_nc.csv`` (per dataset and configuration), ``disk_nc_runs.csv`` (per run), ``disk_nc_curve.csv`` (validation
+accuracy after every epoch and test accuracy, per run, with its target), ``disk_nc_timeline.csv`` (the state
+timeline of one warm epoch per configuration, seed 0) and the figures ``disk_nc.png`` (the p <= 16 comparison as
+bars; with a sweep, a second row: accuracy and time to target against p, accuracy difference against c / p) and
+``disk_nc_timeline.png``. ``--quick``: ``disk_nc.yaml`` on ``papers-like-s`` shrunk to 200,000 nodes, p = 8, c = 2
+and 4, three epochs, and ``disk_nc_sweep_quick.yaml`` (Amazon Computers, p = 16 and 64, 20 epochs, 21 runs); a few
+minutes each. ``--deep``: ``experiments/specs/disk_nc_deep.yaml``, the 3-layer model (15,10,5, hidden 256) in memory
+and sequential p = 16, c = 4, speed only, into ``disk_nc_deep.csv`` (about 20 minutes).
 """
 
 from __future__ import annotations
@@ -61,6 +72,8 @@ from suite.results import export, load_epochs, load_evals, load_runs, load_timel
 from suite.stats import Interval, above, any_of, below, combine, difference_interval, mean_interval, ratio_interval
 
 GRID = SPECS / "disk_nc.yaml"
+SWEEP = SPECS / "disk_nc_sweep.yaml"
+QUICK_SWEEP = SPECS / "disk_nc_sweep_quick.yaml"
 DEEP_GRID = SPECS / "disk_nc_deep.yaml"
 QUICK = ("dataset.params={num_nodes: 200000}", "training.epochs=3")
 TARGET_MARGIN = 0.01
@@ -79,13 +92,34 @@ def _quick_options(specs):
     return out
 
 
+def _shared_root(spec):
+    """A real dataset's relative ``../shared/datasets/<name>`` root made the project's shared folder (from any
+    working directory)."""
+    from suite.datasets import shared_datasets_dir
+
+    root = spec.dataset.root
+    if root is None or Path(root).is_absolute():
+        return spec
+    return spec.model_copy(update={"dataset": spec.dataset.model_copy(
+        update={"root": str(shared_datasets_dir() / Path(root).name)})})
+
+
 def grid_specs(grid: Path, overrides: Sequence[str], quick: bool) -> list:
     """The grid's specs (quick options applied); a ``pyg`` system spec gets ``sampler.name: pyg``, the sampler it
-    really uses."""
+    really uses; real datasets read from the shared folder."""
     specs = expand_grid(grid, list(overrides) + (list(QUICK) if quick else []))
     specs = _quick_options(specs) if quick else specs
-    return [spec.model_copy(update={"sampler": spec.sampler.model_copy(update={"name": "pyg"})})
-            if spec.system.name == "pyg" else spec for spec in specs]
+    return [_shared_root(spec.model_copy(update={"sampler": spec.sampler.model_copy(update={"name": "pyg"})})
+                         if spec.system.name == "pyg" else spec) for spec in specs]
+
+
+def all_specs(overrides: Sequence[str], quick: bool, deep: bool = False) -> list:
+    """Every spec of a mode, each once: ``disk_nc.yaml`` (quick: shrunk) and the sweep (quick: its own small
+    grid, :data:`QUICK_SWEEP`), or the deep grid alone."""
+    if deep:
+        return grid_specs(DEEP_GRID, overrides, False)
+    specs = grid_specs(GRID, overrides, quick) + grid_specs(QUICK_SWEEP if quick else SWEEP, overrides, False)
+    return list({spec.run_id: spec for spec in specs}.values())
 
 
 def run_isolated(specs, out: Path, rerun_under_load: bool = False) -> list[dict]:
@@ -285,11 +319,12 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def curve_table(out: Path, runs: pd.DataFrame) -> pd.DataFrame:
-    """Test accuracy after every epoch, per run (``evaluation.test_every``)."""
-    evals = load_evals(out)
-    tests = evals[evals["split"] == "test"][["run_dir", "epoch", "accuracy"]]
-    labels = runs[["run_dir", "configuration", "seed"]]
-    return labels.merge(tests, on="run_dir").drop(columns="run_dir").sort_values(["configuration", "seed", "epoch"])
+    """Accuracy after every epoch, per run and split (``valid`` after every epoch; ``test`` where
+    ``evaluation.test_every`` asks, else after the last), with the run's time-to-target target."""
+    evals = load_evals(out)[["run_dir", "epoch", "split", "accuracy"]]
+    labels = runs[["run_dir", "dataset", "configuration", "seed"] + (["target"] if "target" in runs else [])]
+    return labels.merge(evals, on="run_dir").drop(columns="run_dir").sort_values(
+        ["dataset", "configuration", "seed", "split", "epoch"])
 
 
 def timeline_table(out: Path, runs: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -335,13 +370,13 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         overrides = []
         if data is not None:
             overrides.append(f"dataset.cache_dir={data}")
-        specs, skipped = split_runnable(grid_specs(DEEP_GRID if deep else GRID, overrides, quick))
+        specs, skipped = split_runnable(all_specs(overrides, quick, deep))
         for spec, reason in skipped:
             print(f"skipped: {spec.run_id}: {reason}", file=sys.stderr)
         check_failed(failures(run_isolated(specs, out, rerun_under_load)))
     recorded = run_table(out)
     result = summary_table(recorded)
-    _, skipped = split_runnable(grid_specs(DEEP_GRID if deep else GRID, [], quick))
+    _, skipped = split_runnable(all_specs([], quick, deep))
     if skipped:  # peers missing here: a row each, with the reason
         result = pd.concat([result, pd.DataFrame([
             {"dataset": spec.dataset.preset or spec.dataset.name, "configuration": spec.system.name,
@@ -366,8 +401,9 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         export(curve_table(out, recorded), results / "disk_nc_curve.csv")
         export(timeline_table(out, recorded), results / "disk_nc_timeline.csv")
     with pd.option_context("display.width", 250, "display.max_columns", 30):
-        print(result[["configuration", "seeds", "epoch_time_s", "time_ratio_vs_in_memory", "time_ratio_vs_in_memory_ci_low",
-                      "time_ratio_vs_in_memory_ci_high", "io_wait_fraction", "partitions_read", "read_bandwidth_bytes_per_s",
+        print(result[["dataset", "configuration", "seeds", "epoch_time_s", "time_ratio_vs_in_memory",
+                      "io_wait_fraction", "target_reached", "epochs_to_target", "time_to_target_ratio_vs_in_memory",
+                      "time_to_target_ratio_vs_in_memory_ci_low", "time_to_target_ratio_vs_in_memory_ci_high",
                       "test_accuracy", "accuracy_gap_vs_in_memory", "peak_rss_bytes"]].to_string(index=False))
     if plot and not deep:
 
@@ -443,12 +479,22 @@ def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
     policies = table["policy"] if "policy" in table else pd.Series(None, index=table.index, dtype=object)
     table = table.assign(rank=[_system_rank(s, p) for s, p in zip(table["system"], policies)])
     table = table.sort_values(["rank", "configuration"]).drop(columns="rank").reset_index(drop=True)
-    labels = list(table["configuration"])
+    sweep = table
+    if "c_over_p" in table and table["num_partitions"].fillna(0).gt(16).any():  # bars: the p <= 16 comparison
+        table = table[table["num_partitions"].isna() | (table["num_partitions"] <= 16)].reset_index(drop=True)
+    several = table["dataset"].nunique() > 1 if "dataset" in table else False
+    labels = [f"{d}: {c}" if several else c for d, c in zip(table.get("dataset", table["configuration"]),
+                                                             table["configuration"])]
     positions = np.arange(len(labels))
     colors = [_system_color(s, p) for s, p in zip(table["system"], table.get("policy", [None] * len(table)))]
     loaded = flagged_under_load(table).to_numpy()
     with styled():
-        fig, (time_ax, acc_ax, io_ax) = plt.subplots(1, 3, figsize=(15.0, 5.0), layout="constrained")
+        swept = _swept(sweep)
+        fig, axes = plt.subplots(2 if swept else 1, 3, figsize=(15.0, 10.0 if swept else 5.0),
+                                 layout="constrained", squeeze=False)
+        time_ax, acc_ax, io_ax = axes[0]
+        if swept:
+            _draw_sweep(sweep, axes[1])
         bars = time_ax.bar(positions, table["epoch_time_s"], color=colors, yerr=error_bars(table, "epoch_time_s"),
                            edgecolor=["k" if flag else "none" for flag in loaded])
         time_ax.bar(positions, table["io_wait_s"].fillna(0), color="none", edgecolor="k", hatch="//", linewidth=0.5)
@@ -477,7 +523,7 @@ def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
         first = table.iloc[0]
         dd = first.get("dd_read_bandwidth_bytes_per_s")
         dd_text = f", dd {dd / 1e6:.0f} MB/s" if pd.notna(dd) else ""
-        fig.suptitle(f"Disk-based node classification on {first['dataset']} (features "
+        fig.suptitle(f"Disk-based node classification on {', '.join(dict.fromkeys(table['dataset']))} (features "
                      f"{first.get('features_bytes', float('nan')) / 2**20:.0f} MiB{dd_text})")
         warm = table["warm_epochs"].dropna() if "warm_epochs" in table else pd.Series(dtype=float)
         caption(fig, f"{MARIUSGNN}, its disk-based node-classification experiment (ogbn-papers100M, partition buffer "
@@ -485,6 +531,56 @@ def plot_disk_nc(csv_path: str | Path, out_png: str | Path) -> Path:
                 f"95 % t interval over {seeds} seed(s) (each the mean of its {int(warm.min()) if len(warm) else '?'} "
                 "warm epochs) for epoch time and accuracy", load_note(table, lambda r: r["configuration"]))
         return save_figure(fig, out_png)
+
+
+def _swept(table: pd.DataFrame) -> bool:
+    """Whether the table has a p sweep to draw (disk rows at more than one p, with the time-to-target columns)."""
+    needed = {"c_over_p", "time_to_target_ratio_vs_in_memory", "accuracy_gap_vs_in_memory"}
+    disk = table[table["system"] == "disk"] if needed <= set(table.columns) else table.iloc[0:0]
+    return disk["num_partitions"].nunique() > 1
+
+
+def _draw_sweep(table: pd.DataFrame, axes) -> None:
+    """The sweep's panels: test accuracy and time to target / in-memory against p at c / p = 0.25 and 0.4375, and
+    the accuracy difference to in-memory against c / p at p = 64; a line per dataset, policy and fraction."""
+    disk = table[(table["system"] == "disk") & table["prefetch"].astype(bool)]
+    acc_ax, time_ax, fraction_ax = axes
+    markers = dict(zip(sorted(set(disk["dataset"])), "osD^v"))
+    for (dataset, policy, fraction), rows in disk.groupby(["dataset", "policy", "c_over_p"]):
+        if not any(abs(fraction - f) < 1e-9 for f in (0.25, 0.4375)) or rows["num_partitions"].nunique() < 2:
+            continue
+        rows = rows.sort_values("num_partitions")
+        style = dict(color=_system_color("disk", policy), marker=markers[dataset],
+                     linestyle="-" if fraction == 0.25 else "--", label=f"{dataset} {policy} c/p={fraction:g}")
+        acc_ax.errorbar(rows["num_partitions"], rows["test_accuracy"], yerr=error_bars(rows, "test_accuracy"),
+                        capsize=2, **style)
+        time_ax.errorbar(rows["num_partitions"], rows["time_to_target_ratio_vs_in_memory"],
+                         yerr=error_bars(rows, "time_to_target_ratio_vs_in_memory"), capsize=2, **style)
+    for dataset, memory in table[table["system"] == "in_memory"].groupby("dataset"):
+        acc_ax.axhline(float(memory["test_accuracy"].iloc[0]), color="grey", linewidth=0.8, linestyle=":")
+    at64 = disk[disk["num_partitions"] == 64]
+    for (dataset, policy), rows in at64.groupby(["dataset", "policy"]):
+        rows = rows.sort_values("c_over_p")
+        fraction_ax.errorbar(rows["c_over_p"], rows["accuracy_gap_vs_in_memory"],
+                             yerr=error_bars(rows, "accuracy_gap_vs_in_memory"), capsize=2,
+                             color=_system_color("disk", policy), marker=markers[dataset],
+                             label=f"{dataset} {policy}")
+    time_ax.axhline(TIME_TO_TARGET_GOAL, color="k", linewidth=0.8, linestyle=":")
+    fraction_ax.axhline(ACCURACY_GOAL, color="k", linewidth=0.8, linestyle=":")
+    fraction_ax.axhline(0.0, color="grey", linewidth=0.5)
+    for ax in (acc_ax, time_ax):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("partitions p")
+    acc_ax.set_ylabel("test accuracy (dotted: in-memory)")
+    acc_ax.set_title("accuracy against p (solid c/p = 0.25, dashed 0.4375)")
+    time_ax.set_ylabel("time to target, disk / in-memory")
+    time_ax.set_title(f"time to target against p (dotted: goal x{TIME_TO_TARGET_GOAL}; missing: not reached)")
+    fraction_ax.set_xlabel("buffer fraction c / p (p = 64)")
+    fraction_ax.set_ylabel("test accuracy, disk - in-memory")
+    fraction_ax.set_title(f"accuracy difference against c / p (dotted: {ACCURACY_GOAL})")
+    for ax in axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6)
 
 
 _TIMELINE_STYLE = {("read", "features"): ("tab:blue", "read features"),
