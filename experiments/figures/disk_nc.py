@@ -34,9 +34,10 @@ accuracy after every epoch and test accuracy, per run, with its target), ``disk_
 timeline of one warm epoch per configuration, seed 0) and the figures ``disk_nc.png`` (the p <= 16 comparison as
 bars; with a sweep, a second row: accuracy and time to target against p, accuracy difference against c / p) and
 ``disk_nc_timeline.png``. ``--quick``: ``disk_nc.yaml`` on ``papers-like-s`` shrunk to 200,000 nodes, p = 8, c = 2
-and 4, three epochs, and ``disk_nc_sweep_quick.yaml`` (Amazon Computers, p = 16 and 64, 20 epochs, 21 runs); a few
-minutes each. ``--deep``: ``experiments/specs/disk_nc_deep.yaml``, the 3-layer model (15,10,5, hidden 256) in memory
-and sequential p = 16, c = 4, speed only, into ``disk_nc_deep.csv`` (about 20 minutes).
+and 4, three epochs, and ``disk_nc_sweep_quick.yaml`` (Amazon Computers, p = 16 and 64 at c / p = 0.25, 20
+epochs, 15 runs, about 15 minutes on 2 loaded cores). ``--deep``: ``experiments/specs/disk_nc_deep.yaml``, the
+3-layer model (15,10,5, hidden 256) in memory and sequential p = 16, c = 4, speed only, into ``disk_nc_deep.csv``
+(about 20 minutes).
 """
 
 from __future__ import annotations
@@ -314,7 +315,8 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
         })
     order = {"pipelined": 0, "in_memory": 1, "disk": 2}  # the suite's systems, then peers
     return pd.DataFrame(rows).sort_values(
-        ["dataset", "system", "configuration"], key=lambda c: c.map(lambda v: (order.get(v, 3), v)) if c.name == "system"
+        ["dataset", "system", "configuration"],
+        key=lambda c: c.map(lambda v: (order.get(v, 3), v)) if c.name == "system"
         else c, kind="stable").reset_index(drop=True)
 
 
@@ -791,10 +793,11 @@ def _reproduce(mode: Mode, paths: Paths) -> None:
 FIGURE = Figure(
     "disk_nc", "disk-based vs in-memory node classification: epoch time, IO wait, bytes read, accuracy", _reproduce,
     ("disk_nc.csv", "disk_nc_runs.csv", "disk_nc_curve.csv", "disk_nc_timeline.csv", "disk_nc.png",
-     "disk_nc_timeline.png"), "about 25 minutes; papers-like-s and a partitioned copy, ~6 GiB", __name__,
+     "disk_nc_timeline.png"), "about 6 hours (estimated, 204 runs); papers-like-s, Coauthor Physics, Amazon "
+    "Computers and their partitioned copies (p = 16..512, one per seed), ~30 GiB", __name__,
     plots=(Plot("disk_nc", plot_disk_nc, "disk_nc.csv"),
            Plot("disk_nc_timeline", plot_disk_nc_timeline, "disk_nc_timeline.csv")),
-    claims=(disk_out_of_core, disk_accuracy), tables={"disk_nc.csv": TableSpec(("configuration",))})
+    claims=(disk_out_of_core, disk_accuracy), tables={"disk_nc.csv": TableSpec(("dataset", "configuration"))})
 """The disk node-classification figures, registered in :data:`experiments.plugins.FIGURES`."""
 
 
