@@ -330,13 +330,13 @@ def curve_table(out: Path, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def timeline_table(out: Path, runs: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
-    """The disk runs' state timelines of one warm epoch (the last) for ``seed``, with what precedes it: the last
+    """The p <= 16 disk runs' state timelines of one warm epoch (the last) for ``seed``, with what precedes it: the last
     state of the epoch before and the evaluations after that one (while they compute, the prefetch thread reads
     the warm epoch's partitions); times from the window's start."""
     timeline = load_timeline(out)
     if timeline.empty:
         return timeline
-    chosen = runs[(runs["system"] == "disk") & (runs["seed"] == seed)]
+    chosen = runs[(runs["system"] == "disk") & (runs["seed"] == seed) & (runs["num_partitions"] <= 16)]  # not the sweep
     parts = []
     for _, run in chosen.iterrows():
         rows = timeline[timeline["run_dir"] == run["run_dir"]]
@@ -349,8 +349,9 @@ def timeline_table(out: Path, runs: pd.DataFrame, seed: int = 0) -> pd.DataFrame
         computes = window[window["activity"] == "compute"]
         origin = computes["start"].min() if len(before) else window["start"].min()  # the last state before
         window = window[window["end"] >= origin]  # (its own reads were done during the epoch before it)
+        label = run["configuration"] if runs["dataset"].nunique() == 1 else f"{run['dataset']}: {run['configuration']}"
         window = window.assign(start=(window["start"] - origin).clip(lower=0.0), end=window["end"] - origin,
-                               configuration=run["configuration"])
+                               configuration=label)
         parts.append(window)
     table = pd.concat(parts) if parts else timeline.iloc[:0]
     return table.drop(columns=["run_dir"], errors="ignore")
