@@ -559,6 +559,10 @@ def _draw_sweep(table: pd.DataFrame, axes) -> None:
                         capsize=2, **style)
         time_ax.errorbar(rows["num_partitions"], rows["time_to_target_ratio_vs_in_memory"],
                          yerr=error_bars(rows, "time_to_target_ratio_vs_in_memory"), capsize=2, **style)
+    for ax in (acc_ax, time_ax):
+        if any(np.isfinite(np.asarray(line.get_ydata(), dtype=float)).any() for line in ax.lines):  # log: needs a point
+            ax.set_xscale("log", base=2)
+        ax.set_xlabel("partitions p")
     for dataset, memory in table[table["system"] == "in_memory"].groupby("dataset"):
         acc_ax.axhline(float(memory["test_accuracy"].iloc[0]), color="grey", linewidth=0.8, linestyle=":")
     at64 = disk[disk["num_partitions"] == 64]
@@ -571,9 +575,6 @@ def _draw_sweep(table: pd.DataFrame, axes) -> None:
     time_ax.axhline(TIME_TO_TARGET_GOAL, color="k", linewidth=0.8, linestyle=":")
     fraction_ax.axhline(ACCURACY_GOAL, color="k", linewidth=0.8, linestyle=":")
     fraction_ax.axhline(0.0, color="grey", linewidth=0.5)
-    for ax in (acc_ax, time_ax):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("partitions p")
     acc_ax.set_ylabel("test accuracy (dotted: in-memory)")
     acc_ax.set_title("accuracy against p (solid c/p = 0.25, dashed 0.4375)")
     time_ax.set_ylabel("time to target, disk / in-memory")
