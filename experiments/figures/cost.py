@@ -55,12 +55,12 @@ import matplotlib.pyplot as plt
 from experiments.common import REPO_ROOT, RESULTS, Figure, Mode, Paths, Plot, add_common_options
 from experiments.compare import TableSpec
 from experiments.style import COLORS, MARIUSGNN, caption, load_note, save_figure, styled
-from experiments.report import (Estimate, Finding, HOLDS, INCONCLUSIVE, NOT_TESTABLE, claim, load_exclusions,
+from experiments.report import (Estimate, FAILS, Finding, INCONCLUSIVE, NOT_TESTABLE, claim, load_exclusions,
                                 split_under_load)
 from suite.pricing import cost_per_epoch, cost_to_target, epochs_to_target, get_profile
 from suite.errors import ConfigError, DataError, SuiteError
 from suite.load import load_columns, measured_under_load
-from suite.stats import below, combine, ratio_interval
+from suite.stats import Interval, below, combine, ratio_interval
 
 DEFAULT_RUNS = (REPO_ROOT / "out" / "reproduce-quick" / "pipeline" / "pipeline_accuracy",
                 REPO_ROOT / "out" / "reproduce-quick" / "disk")
@@ -526,6 +526,47 @@ def _epoch_times(cell) -> list[float]:
     return [float(v) for v in values]
 
 
+def _cost_interval(row: pd.Series, epochs: float, other: pd.Series, other_epochs: float) -> Interval:
+    """Cost of ``epochs`` epochs of ``row`` over that of ``other_epochs`` of ``other`` (cost = epochs x epoch time
+    x price per second), with Welch's log t interval over their epoch times."""
+    def scaled(r: pd.Series, n: float) -> list[float]:
+        return [t * float(n) * float(r["hourly_usd"]) / 3600 for t in _epoch_times(r["epoch_times_s"])]
+
+    return ratio_interval(scaled(row, epochs), scaled(other, other_epochs), paired=False)
+
+
+def cost_to_target_verdict(disk: pd.DataFrame, gpu: pd.DataFrame) -> tuple:
+    """disk-cost on one dataset, decided from the cost to target only (an epoch's cost decides nothing: a disk
+    configuration that is cheap per epoch by doing less work must not pass).
+
+    - no multi-GPU projection reached the target: inconclusive (nothing to compare against);
+    - some disk run reached it: the cheapest such run against the cheapest projection, cost ratio interval over
+      epoch times: holds below 1, does not hold at or above 1, else inconclusive;
+    - no disk run reached it: its whole training (every epoch it ran) is a lower bound of its cost to target; does
+      not hold when even the cheapest such bound's interval lies at or above the projection's cost to target,
+      else inconclusive (the epoch cap stopped it first).
+
+    Returns ``(verdict, what, ratio, disk row, projection row, column)``: ``column`` is ``cost_to_target_usd``,
+    or ``bound`` for the lower bound of runs that never reached the target.
+    """
+    gpu_reached = gpu.dropna(subset=["cost_to_target_usd"])
+    if gpu_reached.empty:
+        row = disk.sort_values("cost_per_epoch_usd").iloc[0]
+        nan = Interval(math.nan, math.nan, math.nan, 0, "")
+        return INCONCLUSIVE, "(no multi-GPU projection reached the target)", nan, row, gpu.iloc[0], "bound"
+    gpu_best = gpu_reached.sort_values("cost_to_target_usd").iloc[0]
+    reached = disk.dropna(subset=["cost_to_target_usd"])
+    if len(reached):
+        disk_best = reached.sort_values("cost_to_target_usd").iloc[0]
+        ratio = _cost_interval(disk_best, disk_best["epochs_to_target"], gpu_best, gpu_best["epochs_to_target"])
+        return below(ratio, 1.0), "to target", ratio, disk_best, gpu_best, "cost_to_target_usd"
+    disk_best = disk.assign(bound=disk["cost_per_epoch_usd"] * disk["epochs"]).sort_values("bound").iloc[0]
+    ratio = _cost_interval(disk_best, disk_best["epochs"], gpu_best, gpu_best["epochs_to_target"])
+    verdict = FAILS if below(ratio, 1.0) == FAILS else INCONCLUSIVE
+    return verdict, f"over all its {int(disk_best['epochs'])} epochs (no disk run reached the target)", ratio, \
+        disk_best, gpu_best, "bound"
+
+
 @claim("disk-cost", "Disk-based training costs a fraction of in-memory multi-GPU training (MariusGNN: a disk-based "
        "run on one machine at a fraction of the cost of in-memory training on multi-GPU machines)", ("cost.csv",))
 def disk_cost(results: Path) -> Finding:
@@ -546,33 +587,15 @@ def disk_cost(results: Path) -> Finding:
                            f"and cost.csv projects {', '.join(projected) if projected else 'no dataset'} (a "
                            "pipelined sync: true run beside the disk runs would give it)")
             continue
-        disk_reached = disk_rows["cost_to_target_usd"].notna().any()
-        gpu_reached = gpu_rows["cost_to_target_usd"].notna().any()
-        column = "cost_to_target_usd" if disk_reached and gpu_reached else "cost_per_epoch_usd"
-        disk_best = disk_rows.dropna(subset=[column]).sort_values(column).iloc[0]
-        gpu_best = gpu_rows.dropna(subset=[column]).sort_values(column).iloc[0]
-
-        def scale(row: pd.Series) -> float:  # cost = epochs x mean epoch time x price per second
-            epochs = row["epochs_to_target"] if column == "cost_to_target_usd" else 1
-            return float(epochs) * float(row["hourly_usd"]) / 3600
-
-        ratio = ratio_interval([t * scale(disk_best) for t in _epoch_times(disk_best["epoch_times_s"])],
-                               [t * scale(gpu_best) for t in _epoch_times(gpu_best["epoch_times_s"])], paired=False)
-        if column == "cost_to_target_usd":
-            what, verdict = "to target", below(ratio, 1.0)
-        else:  # a side never reached the target: the cost of an epoch decides only against the disk run
-            what = "per epoch (" + ("neither reached" if not (disk_reached or gpu_reached) else
-                                    "no disk run reached" if gpu_reached else
-                                    "no multi-GPU projection reached") + " the target)"
-            verdict = below(ratio, 1.0)
-            if not disk_reached and verdict == HOLDS:
-                verdict = INCONCLUSIVE  # cheaper per epoch, but it never reached the target
-        kind = "to target" if column == "cost_to_target_usd" else "per epoch"
+        verdict, what, ratio, disk_best, gpu_best, column = cost_to_target_verdict(disk_rows, gpu_rows)
+        kind = "to target" if column == "cost_to_target_usd" else "at least (never reached)"
         estimates.append(Estimate(f"{dataset} disk / multi-GPU cost {kind}", ratio, "< 1"))
         verdicts.append(verdict)
-        parts.append(f"{dataset}: {disk_best['configuration']} {disk_best[column]:.6f} USD {what} vs PROJECTED "
+        disk_cost_usd = disk_best["cost_to_target_usd"] if column == "cost_to_target_usd" else \
+            disk_best["cost_per_epoch_usd"] * disk_best["epochs"]
+        parts.append(f"{dataset}: {disk_best['configuration']} {disk_cost_usd:.6f} USD {what} vs PROJECTED "
                      f"{gpu_best['configuration']} on {gpu_best['profile']} ({int(gpu_best['gpus'])} GPUs) "
-                     f"{gpu_best[column]:.6f} USD: x{ratio}")
+                     f"{gpu_best['cost_to_target_usd']:.6f} USD to target: x{ratio}")
         settings.append(f"{dataset}: disk measured here, priced as {disk_best['priced_as']} "
                         f"({disk_best['hourly_usd']:g} USD/h); multi-GPU in-memory is a simulator projection "
                         "(data-parallel, all-reduce not modelled: a lower bound); interval over epoch times")

@@ -198,6 +198,17 @@ class Sampler:
         return sum(counts.unique_nodes_per_hop)
 
 
+class RootsOnly(Sampler):
+    """The sample of a model that reads no neighbours (``uses_neighbours = False``): the roots alone, no blocks,
+    nothing drawn; it needs no graph (the disk system builds none for such a model)."""
+
+    label = "roots only"
+
+    def sample(self, roots: torch.Tensor, generator: torch.Generator) -> SampledSubgraph:
+        """The roots, without hops (``generator`` is left untouched)."""
+        return SampledSubgraph(roots, (), 0)
+
+
 def checked_fanouts(fanouts: Sequence[int]) -> tuple[int, ...]:
     """``fanouts`` as a tuple of ints, each > 0 or -1 (all neighbours).
 

@@ -33,7 +33,7 @@ from suite.metrics import accuracy
 from suite.registry import SAMPLERS
 from systems.models.rgcn import RelationLookup, attach_lookup, attach_relations, build_encoder
 from systems.batch import Batch, batch_generator, plan_epoch
-from systems.sampling.sampler import Sampler, SamplingGraph
+from systems.sampling.sampler import RootsOnly, Sampler, SamplingGraph
 from systems.tasks.task import Task, check_loss
 
 # Offset between the training seed and the evaluation sampling seed (any constant keeps them independent).
@@ -162,7 +162,7 @@ class NodeClassificationTask(Task):
 
     def _make_sampler(self, fanouts: tuple[int, ...], name: str | None = None) -> Sampler:
         if not getattr(self.model, "uses_neighbours", True):
-            fanouts = ()  # the model reads only the roots: sample no hops
+            return RootsOnly()  # the model reads only the roots: no hops, no graph needed (the disk system has none)
         sampler_cls = SAMPLERS.get(name or self.spec.sampler.name)
         return sampler_cls(self.graph, fanouts, replace=self.spec.sampler.replace)
 

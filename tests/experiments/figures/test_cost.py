@@ -154,7 +154,7 @@ def _claim_table(disk_to_target, gpu_to_target, disk_per_epoch=1e-5, gpu_per_epo
                  disk_load=False):
     """A disk run priced at 1 USD/h (epoch times 0.036 s x (1 +- 5 %): 1e-5 USD per epoch) against an 8-GPU
     projection; costs to target from 2 epochs on each side."""
-    base = {"kind": "in-memory", "priced_as": "x", "hourly_usd": 1.0, "target": 0.5}
+    base = {"kind": "in-memory", "priced_as": "x", "hourly_usd": 1.0, "target": 0.5, "epochs": 4}
 
     def times(per_epoch: float) -> str:
         mean = per_epoch * 3600
@@ -178,9 +178,11 @@ def _claim_table(disk_to_target, gpu_to_target, disk_per_epoch=1e-5, gpu_per_epo
 @pytest.mark.parametrize("disk, gpu, kwargs, verdict, text", [
     (2e-5, 2e-4, {}, report.HOLDS, "x0.100 ["),
     (4e-4, 2e-4, {}, report.FAILS, "x2.000 ["),
-    (None, 2e-4, {}, report.INCONCLUSIVE, "no disk run reached the target"),  # cheaper per epoch, never there
-    (None, 2e-4, {"disk_per_epoch": 1e-3}, report.FAILS, "x10.000 ["),
-    (2e-5, None, {}, report.HOLDS, "no multi-GPU projection reached the target"),
+    # never there: its 4 epochs cost x0.2 of the projection's cost to target (the cap stopped it), or x20
+    (None, 2e-4, {}, report.INCONCLUSIVE, "over all its 4 epochs (no disk run reached the target)"),
+    (None, 2e-4, {"disk_per_epoch": 1e-3}, report.FAILS, "x20.000 ["),
+    # cheaper per epoch decides nothing: the projection never reached the target, so there is no cost to compare
+    (2e-5, None, {}, report.INCONCLUSIVE, "no multi-GPU projection reached the target"),
     (2e-5, 2e-4, {"gpu_dataset": "other"}, report.NOT_TESTABLE, "no in-memory multi-GPU projection on d"),
 ])
 def test_disk_cost_claim_verdicts(tmp_path, disk, gpu, kwargs, verdict, text):
