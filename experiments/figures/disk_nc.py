@@ -442,7 +442,8 @@ def _store_path(run: pd.Series) -> Path:
 
     spec = spec_from_dict(read_yaml(Path(run["run_dir"]) / "config.yaml"))
     options = DiskOptions.model_validate(spec.system.options)
-    return partitioned_store_path(open_dataset(spec.dataset), options.num_partitions, options.order, spec.seed)
+    return partitioned_store_path(open_dataset(spec.dataset), options.num_partitions, options.order,
+                                  options.order_seed(spec.seed))
 
 
 # ---------------------------------------------------------------------------------------------- the figure
@@ -648,10 +649,17 @@ DECIDING_FRACTION = 0.25
 
 
 def _deciding(table: pd.DataFrame) -> pd.Series:
-    """Disk rows with prefetch at c / p = :data:`DECIDING_FRACTION`."""
+    """The one row per dataset that decides both claims, fixed before looking at the numbers (no choosing the
+    best of many): MariusGNN's method as it runs papers100M, the ``sequential`` policy with prefetch at c / p =
+    :data:`DECIDING_FRACTION`, at the finest partitioning the table has for that dataset; not the pipelined
+    variant (the same computation as the plain one). The other configurations are reported beside it."""
     fraction = table["buffer_capacity"].astype(float) / table["num_partitions"].astype(float)
-    return (table["system"] == "disk") & table["prefetch"].astype(bool) & \
-        ((fraction - DECIDING_FRACTION).abs() < 1e-9)
+    policy = table["policy"] if "policy" in table else pd.Series("", index=table.index)
+    candidate = (table["system"] == "disk") & table["prefetch"].astype(bool) & \
+        ((fraction - DECIDING_FRACTION).abs() < 1e-9) & (policy == "sequential") & \
+        ~table["configuration"].astype(str).str.contains("pipelined")
+    finest = table["num_partitions"].where(candidate).groupby(table["dataset"]).transform("max")
+    return candidate & (table["num_partitions"] == finest)
 
 
 def time_to_target_verdict(row: pd.Series) -> tuple[str, Estimate, str]:
@@ -738,8 +746,9 @@ def disk_out_of_core(results: Path) -> Finding:
             context += _epoch_context(label, extra)
     measured = "; ".join(parts) + (f" (not part of the verdict: {'; '.join(context)})" if context else "")
     return Finding(measured, "disk node classification against in-memory, paired by seed; target: the in-memory "
-                   f"run's final validation accuracy minus {TARGET_MARGIN} (same seed), epochs capped; per dataset "
-                   f"some c = p/4 configuration with prefetch needs time to target x{TIME_TO_TARGET_GOAL} or less "
+                   f"run's final validation accuracy minus {TARGET_MARGIN} (same seed), epochs capped; per dataset, "
+                   "sequential with prefetch at c = p/4 and the finest p (fixed in advance; the other "
+                   f"configurations are reported beside it) needs time to target x{TIME_TO_TARGET_GOAL} or less "
                    "of in-memory (95 % interval over >= 3 seeds; a run that never reaches the target fails when it "
                    f"trained x{TIME_TO_TARGET_GOAL} of in-memory's time to target, else is inconclusive); epoch "
                    "time alone decides nothing", combine(groups), tuple(estimates),
@@ -782,8 +791,9 @@ def disk_accuracy(results: Path) -> Finding:
             parts.append(f"{dataset} {row['configuration']} {gap}")
         groups.append(any_of(verdicts) if verdicts else NOT_TESTABLE)
     return Finding("final test accuracy difference to in-memory at equal epochs, paired by seed: " + "; ".join(parts),
-                   f"{', '.join(sorted(set(disk['dataset'])))}: the same epochs and model; per dataset, some c = p/4 "
-                   f"configuration with prefetch within {-ACCURACY_GOAL} (95 % interval above {ACCURACY_GOAL}, "
+                   f"{', '.join(sorted(set(disk['dataset'])))}: the same epochs and model; per dataset, sequential "
+                   f"with prefetch at c = p/4 and the finest p (fixed in advance) within {-ACCURACY_GOAL} (95 % "
+                   f"interval above {ACCURACY_GOAL}, "
                    ">= 3 seeds)", combine(groups), tuple(estimates))
 
 

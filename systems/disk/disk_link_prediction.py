@@ -119,7 +119,8 @@ class DiskLinkPrediction(DiskSystem):
         """Partition the store (cached), open or create the embedding generations, build the model; restore the
         dense state of a resumed run."""
         spec, options = self.spec, self.options
-        self.pstore = partitioned_store(self.store, options.num_partitions, options.order, spec.seed)
+        self.pstore = partitioned_store(self.store, options.num_partitions, options.order,
+                                         options.order_seed(spec.seed))
         if not self.pstore.has("bucket_edges"):
             raise DataError(f"{self.pstore.path}: store has no 'bucket_edges'; the disk system needs it")
         for split in ("valid", "test"):

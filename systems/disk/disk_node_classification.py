@@ -64,7 +64,8 @@ class DiskNodeClassification(DiskSystem):
     def setup(self) -> None:
         """Partition the store (cached), open the feature and bucket files, build the model; no feature is read."""
         spec, options = self.spec, self.options
-        self.pstore = partitioned_store(self.store, options.num_partitions, options.order, spec.seed)
+        self.pstore = partitioned_store(self.store, options.num_partitions, options.order,
+                                         options.order_seed(spec.seed))
         for key in ("features", "labels", "train_nodes", "bucket_edges"):
             if not self.pstore.has(key):
                 raise DataError(f"{self.pstore.path}: store has no '{key}'; the disk system needs it")

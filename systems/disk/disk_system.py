@@ -77,6 +77,9 @@ class DiskOptions(SystemOptions):
     fine_to_coarse_ratio: int = Field(1, ge=1, description="physical partitions per logical one (comet, dispersed)")
     order: str = Field("train-first", description="node ordering of the partitioning ('random', 'train-first', "
                                                   "'labeled-first')")
+    partition_seed: int | None = Field(None, ge=0, description="seed of the node order that partitions the "
+                                       "store (default: the run's seed); runs that give the same one share one "
+                                       "partitioned copy, as MariusGNN preprocesses a graph once for all runs")
     prefetch: bool = Field(True, description="read the next state's partitions while the current one computes")
     read_ahead_frames: int | None = Field(None, ge=1, description="buffer frames beyond c to read ahead into "
                                                                   "(default c - 1, at least 1)")
@@ -123,6 +126,10 @@ class DiskOptions(SystemOptions):
         if self.buffer_capacity > self.num_partitions:
             raise ValueError(f"buffer_capacity: {self.buffer_capacity} exceeds num_partitions {self.num_partitions}")
         return self
+
+    def order_seed(self, run_seed: int) -> int:
+        """The seed of the partitioning's node order: :attr:`partition_seed`, else the run's."""
+        return run_seed if self.partition_seed is None else self.partition_seed
 
 
 def partitioned_store_path(store: GraphStore, num_partitions: int, order: str, seed: int) -> Path:

@@ -153,9 +153,15 @@ MEMORY_ROW = {"dataset": "papers", "configuration": "in_memory", "system": "in_m
      "reached the target in 0 of 3 seeds within 10 epochs (one trained x2.50"),
     # never there, but the epoch cap stopped it at x0.8 of in-memory's time: a longer run would tell
     ([_nc_row("sequential p16 c4", reached=2, bound=0.8)], report.INCONCLUSIVE, "stopped it at x0.80"),
-    # one c = p/4 configuration suffices; c = p/2 and no-prefetch rows do not decide
+    # sequential at c = p/4 decides; dispersed, c = p/2 and no-prefetch rows are reported beside it
     ([_nc_row("dispersed p16 c4", ratio=(3.0, 2.8, 3.2)), _nc_row("sequential p16 c4", ratio=(1.1, 1.0, 1.2)),
       _nc_row("sequential p16 c8", capacity=8, ratio=(9.0, 8.0, 10.0))], report.HOLDS, "dispersed p16 c4"),
+    ([_nc_row("dispersed p16 c4", ratio=(1.1, 1.0, 1.2)), _nc_row("sequential p16 c4", ratio=(3.0, 2.8, 3.2))],
+     report.FAILS, "sequential p16 c4: time to target x3.000"),
+    # the finest partitioning decides, not the best of several: p = 64 fails although p = 16 holds
+    ([_nc_row("sequential p16 c4", ratio=(1.1, 1.0, 1.2)),
+      _nc_row("sequential p64 c16", partitions=64, capacity=16, ratio=(2.0, 1.8, 2.2))], report.FAILS,
+     "sequential p64 c16: time to target x2.000"),
     ([_nc_row("sequential p16 c8", capacity=8), _nc_row("sequential p16 c4 no-prefetch", prefetch=False)],
      report.NOT_TESTABLE, "no disk run with prefetch at c = p/4"),
     # every dataset needs one: papers holds, physics does not
@@ -179,6 +185,11 @@ def test_disk_out_of_core_verdicts(tmp_path, rows, verdict, text):
       _nc_row("sequential p16 c4", gap=(-0.05, -0.06, -0.04))], report.FAILS, "papers sequential p16 c8 0.000"),
     ([_nc_row("sequential p16 c4"), _nc_row("sequential p16 c4", dataset="physics", gap=(-0.05, -0.06, -0.04))],
      report.FAILS, "physics sequential p16 c4 -0.050"),
+    # a dispersed row within a point does not rescue the deciding sequential row
+    ([_nc_row("dispersed p16 c4"), _nc_row("sequential p16 c4", gap=(-0.05, -0.06, -0.04))], report.FAILS,
+     "papers sequential p16 c4 -0.050"),
+    ([_nc_row("sequential p16 c4", gap=(-0.05, -0.06, -0.04)),
+      _nc_row("sequential p512 c128", partitions=512, capacity=128)], report.HOLDS, "papers sequential p512 c128"),
 ])
 def test_disk_accuracy_verdicts(tmp_path, rows, verdict, text):
     pd.DataFrame([MEMORY_ROW] + rows).to_csv(tmp_path / "disk_nc.csv", index=False)
