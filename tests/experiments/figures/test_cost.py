@@ -38,10 +38,10 @@ def test_price_row_by_hand():
 
 
 def test_target_is_a_fraction_of_the_reference_rounded_down():
-    assert cost.target_value(0.6847, 0.95) == pytest.approx(0.650)   # 0.650465 -> 0.650
-    assert cost.target_value(0.1689, 0.95) == pytest.approx(0.160)   # 0.160455 -> 0.160
-    assert cost.target_value(0.8, 1.0) == pytest.approx(0.8)
-    with pytest.raises(ConfigError, match="--target-fraction"):
+    assert cost.target_value(0.6847, 0.01) == pytest.approx(0.674)   # 0.6747 -> 0.674
+    assert cost.target_value(0.1689, 0.01) == pytest.approx(0.158)   # 0.1589 -> 0.158
+    assert cost.target_value(0.8, 0.0) == pytest.approx(0.8)
+    with pytest.raises(ConfigError, match="--target-margin"):
         cost.target_value(0.8, 1.5)
 
 
@@ -89,16 +89,16 @@ def test_cost_table_of_recorded_runs(recorded):
                             profiles=["p3.2xlarge", "p3.8xlarge"])
     measured = table[table["mode"] == "measured"].set_index("run_id")
     assert len(measured) == 5 and set(measured["priced_as"]) == {"m6a.large"}
-    # target: 0.95 x the reference's final validation (toy: the sync run 0.8; toy-disk: the in-memory run 0.6)
-    assert measured.loc["sync", "target"] == pytest.approx(0.76)
-    assert measured.loc["mem", "target"] == pytest.approx(0.57)
-    # sync: two 36 s epochs at $0.0864/h -> $0.000864 an epoch; 0.8 >= 0.76 after epoch 2 -> $0.001728
+    # target: the reference's final validation - 0.01 (toy: the sync run 0.8; toy-disk: the in-memory run 0.6)
+    assert measured.loc["sync", "target"] == pytest.approx(0.79)
+    assert measured.loc["mem", "target"] == pytest.approx(0.59)
+    # sync: two 36 s epochs at $0.0864/h -> $0.000864 an epoch; 0.8 >= 0.79 after epoch 2 -> $0.001728
     assert measured.loc["sync", "cost_per_epoch_usd"] == pytest.approx(36 / 3600 * M6A)
     assert measured.loc["sync", "epochs_to_target"] == 2
     assert measured.loc["sync", "cost_to_target_usd"] == pytest.approx(72 / 3600 * M6A)
-    assert measured.loc["disp", "epochs_to_target"] == 1  # 0.58 >= 0.57 after the first epoch
-    assert measured.loc["disp", "cost_to_target_usd"] == pytest.approx(36 / 3600 * M6A)
-    assert math.isnan(measured.loc["seq", "cost_to_target_usd"])  # 0.5 < 0.57: never reached
+    assert measured.loc["disp", "epochs_to_target"] == 2  # 0.58 < 0.59 after the first epoch, 0.59 after two
+    assert measured.loc["disp", "cost_to_target_usd"] == pytest.approx(72 / 3600 * M6A)
+    assert math.isnan(measured.loc["seq", "cost_to_target_usd"])  # 0.5 < 0.59: never reached
     assert measured.loc["seq", "configuration"] == "disk sequential p8 c2"
     assert bool(measured.loc["seq", "fits_priced_memory"])
     # simulated: both toy runs (not toy-disk: no sync run to calibrate on) on both profiles, priced at theirs
@@ -206,7 +206,7 @@ def test_disk_cost_claim_without_a_disk_run_or_table(tmp_path):
 # ---------------------------------------------------------------------------------------------- bad input, job
 @pytest.mark.parametrize("args, message", [
     (["--runs", "{tmp}/nowhere"], "cost: error: --runs: no completed measured run under {tmp}/nowhere"),
-    (["--target-fraction", "1.5"], "cost: error: --target-fraction: expected a number in (0, 1], got 1.5"),
+    (["--target-margin", "1.5"], "cost: error: --target-margin: expected a number in [0, 1), got 1.5"),
     (["--target", "toy=high"], "cost: error: --target: expected DATASET=VALUE with a number, got 'toy=high'"),
     (["--profiles", "m6a.large"], "cost: error: --profiles: 'm6a.large' has no GPU the simulator knows"),
     (["--price-local-as", "nope"], "cost: error: "),
