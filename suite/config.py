@@ -190,9 +190,10 @@ class TrainingSpec(_Spec):
                                                                "rows) or n3 (Lacroix et al. 2018: mean of the "
                                                                "cubed absolute values of node and relation rows)")
     gradient_precision: Literal["float32", "bfloat16"] = Field(
-        "float32", description="link prediction, softmax loss: precision of the two matrix products of the "
-                               "scores' backward (bfloat16: inputs rounded, float32 accumulation; the scores, the "
-                               "loss and everything else stay float32)")
+        "float32", description="link prediction, softmax loss (chunked negatives; all entities with a "
+                               "dot-product decoder): precision of the two matrix products of the scores' "
+                               "backward (bfloat16: inputs rounded, float32 accumulation; the scores, the loss "
+                               "and everything else stay float32)")
     checkpoint_every: int = Field(1, ge=0, description="write the last checkpoint (model, optimizer, learnable "
                                                        "embeddings, RNG, epoch) every k epochs and after the last "
                                                        "one, and the best one when the validation metric improves; "

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 
 from benchmarks import bench_sampling
 from suite.data.synthetic import PRESETS
@@ -129,3 +130,31 @@ def test_disk_graph_benchmarks_run():
     cache = bench_disk_graph.make_buckets(num_nodes=2_000, avg_degree=5)
     for params in itertools.product(*cls.params):
         assert run_benchmark(cls, cache, params)["track_edges_per_s"] > 0
+
+
+def test_link_prediction_benchmarks_run():
+    from benchmarks import bench_link_prediction as bench
+
+    assert bench.AllEntitySoftmax.params == [["autograd", "blocked", "blocked_bf16"]]
+    for variant in bench.AllEntitySoftmax.params[0]:
+        run_benchmark(bench.AllEntitySoftmax, None, (variant,), {"num_queries": 6, "num_entities": 9, "dim": 4})
+    tiny_shapes = {"chunked": (2, 3, 5), "all_entities": (1, 3, 9)}
+    for params in itertools.product(*bench.TransEDistances.params):
+        run_benchmark(bench.TransEDistances, None, params, {"shapes": tiny_shapes, "dim": 4})
+    tiny_block = {"num_dst": 5, "num_src": 12, "fanout": 3, "num_relations": 4, "num_bases": 2, "dim": 4}
+    for variant in bench.RGCNLayer.params[0]:
+        run_benchmark(bench.RGCNLayer, None, (variant,), tiny_block)
+
+
+def test_link_prediction_benchmark_variants_compute_the_same():
+    from benchmarks import bench_link_prediction as bench
+
+    layer = bench.RGCNLayer()
+    for name, value in {"num_dst": 5, "num_src": 12, "fanout": 3, "num_relations": 4, "num_bases": 2,
+                        "dim": 4}.items():
+        setattr(layer, name, value)
+    layer.setup("relation_matrices")
+    x_dst = layer.x[: layer.num_dst]
+    before = bench.per_edge_bases(layer.conv, layer.x, x_dst, layer.edge_index, layer.edge_type)
+    after = layer.conv((layer.x, x_dst), layer.edge_index, layer.edge_type)
+    torch.testing.assert_close(after, before)

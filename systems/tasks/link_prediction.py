@@ -68,7 +68,7 @@ from systems.sampling.sampler import SampledSubgraph, Sampler, SamplingGraph
 from systems.tasks.task import Task, check_loss
 from systems.tasks.kvsall import QueryAnswers, build_query_answers, kvsall_loss
 from systems.tasks.negatives import NegativeSampler
-from systems.tasks.scoring import chunked_softmax_loss, distmult_softmax_loss
+from systems.tasks.scoring import all_entities_softmax_loss, chunked_softmax_loss, distmult_softmax_loss
 from systems.tasks.node_classification import make_optimizer
 
 _EVAL_SEED_OFFSET = 0x5EED
@@ -154,7 +154,7 @@ def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, r
     if loss not in ("softmax", "margin"):
         raise ConfigError(f"training.loss: unknown loss {loss!r} (known: margin, softmax)")
     if tail_neg is None:
-        return all_entities_loss(decoder, z, src, rel, dst, loss, margin)
+        return all_entities_loss(decoder, z, src, rel, dst, loss, margin, gradient_precision)
     fused = FUSED_SOFTMAX_LOSSES.get(type(decoder)) if loss == "softmax" else None
     if fused is not None:
         return fused(decoder, z, src, rel, dst, tail_neg, head_neg, chunk_size, gradient_precision)
@@ -178,17 +178,25 @@ def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, r
 
 
 def all_entities_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, rel: torch.Tensor, dst: torch.Tensor,
-                      loss: str = "softmax", margin: float = 1.0) -> torch.Tensor:
+                      loss: str = "softmax", margin: float = 1.0,
+                      gradient_precision: str = "float32") -> torch.Tensor:
     """1vsAll (``training.negatives: all``): every row of ``z`` (all entities, row = entity id) is a candidate.
 
     Softmax: the cross-entropy of the true tail among all entities for ``(h, r, ?)`` and of the true head for
     ``(?, r, t)``, averaged (LibKGE's 1vsAll; the query entity itself is a candidate, so a symmetric decoder
     cannot score ``(h, r, h)`` highest for free); margin: ``relu(margin - positive + score)`` over all other
     entities. True answers other than the target are not removed (as in LibKGE's 1vsAll).
+
+    A dot-product decoder's softmax goes through :func:`~systems.tasks.scoring.all_entities_softmax_loss` (blocked
+    over the queries, gradients computed with the loss; ``gradient_precision``: its gradient products); the
+    others (TransE, the margin loss) score all entities at once and differentiate through autograd.
     """
     heads, tails = rows(z, src), rows(z, dst)
     total = heads.new_zeros(())
     for queries, targets in ((decoder.tail_query(heads, rel), dst), (decoder.head_query(tails, rel), src)):
+        if loss == "softmax" and decoder.dot_product:
+            total = total + all_entities_softmax_loss(queries, z, targets, gradient_precision)
+            continue
         scores = decoder.all_scores(queries, z)
         if loss == "softmax":
             total = total + F.cross_entropy(scores, targets)

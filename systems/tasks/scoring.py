@@ -15,6 +15,10 @@
 The three products are the whole cost of the loss (``3 B K d`` multiply-adds per side); the rest is five passes
 over the scores. Results equal the composition of torch's own operators up to floating-point rounding
 (tests compare both).
+
+:func:`all_entities_softmax_loss` does the same for 1vsAll training (every entity a candidate of every query),
+blocked over the queries so that its memory stays bounded whatever the number of entities, with the gradients
+computed block by block in the forward pass.
 """
 
 from __future__ import annotations
@@ -217,4 +221,91 @@ def chunked_softmax_loss(queries: torch.Tensor, negatives: torch.Tensor, positiv
     return _ChunkedSoftmaxLoss.apply(queries, negatives, positive, chunk_size, GRADIENT_DTYPES[gradient_precision])
 
 
-__all__ = ["GRADIENT_DTYPES", "chunked_softmax_loss", "distmult_softmax_loss"]
+_ALL_ENTITY_BLOCK_ELEMENTS = 1 << 22
+"""Scores materialized at once by :func:`all_entities_softmax_loss` (16 MiB of float32): the queries are taken in
+blocks of ``max(1, this // num_candidates)`` rows."""
+
+
+def _all_entities_block(queries: torch.Tensor, candidates: torch.Tensor, targets: torch.Tensor,
+                        product_candidates: torch.Tensor, want_queries: bool, want_candidates: bool,
+                        grad_candidates: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One block of query rows: ``(sum of the rows' losses, their queries' gradient)``; adds the candidates'
+    gradient into ``grad_candidates``. Gradients are of the summed (not averaged) loss."""
+    scores = queries @ candidates.T
+    top = scores.amax(dim=1)
+    target_scores = scores.gather(1, targets.unsqueeze(1)).squeeze(1)
+    probabilities = torch.softmax(scores, dim=1)
+    del scores
+    # log-sum-exp minus the target's score, as (max - target) - log(largest probability): the difference of the two
+    # large scores first (exact for equal ones), and the largest probability is >= 1/N (no underflow)
+    loss = ((top - target_scores) - probabilities.amax(dim=1).log_()).sum()
+    if not (want_queries or want_candidates):
+        return loss, None
+    rows = torch.arange(len(targets), device=targets.device)
+    probabilities[rows, targets] -= 1.0  # d loss / d scores: softmax minus the one-hot target
+    dtype = product_candidates.dtype
+    gradient = probabilities.to(dtype) if dtype != probabilities.dtype else probabilities
+    grad_queries = (gradient @ product_candidates).to(queries.dtype) if want_queries else None
+    if want_candidates:
+        grad_candidates.add_((gradient.T @ queries.to(dtype)).to(grad_candidates.dtype))
+    return loss, grad_queries
+
+
+class _AllEntitiesSoftmaxLoss(torch.autograd.Function):
+    """See :func:`all_entities_softmax_loss`."""
+
+    @staticmethod
+    def forward(ctx, queries: torch.Tensor, candidates: torch.Tensor, targets: torch.Tensor,
+                gradient_dtype: torch.dtype | None, block_elements: int) -> torch.Tensor:
+        want_queries, want_candidates = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        product_candidates = candidates.to(gradient_dtype) if gradient_dtype is not None else candidates
+        grad_queries = torch.empty_like(queries) if want_queries else None
+        grad_candidates = torch.zeros_like(candidates) if want_candidates else None
+        rows = max(1, block_elements // max(1, candidates.shape[0]))
+        loss = queries.new_zeros(())
+        for low in range(0, queries.shape[0], rows):
+            high = min(low + rows, queries.shape[0])
+            block_loss, block_grad = _all_entities_block(queries[low:high], candidates, targets[low:high],
+                                                         product_candidates, want_queries, want_candidates,
+                                                         grad_candidates)
+            loss = loss + block_loss
+            if want_queries:
+                grad_queries[low:high] = block_grad
+        ctx.save_for_backward(grad_queries, grad_candidates)
+        ctx.count = queries.shape[0]
+        return loss / max(1, queries.shape[0])
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        grad_queries, grad_candidates = ctx.saved_tensors
+        scale = grad / max(1, ctx.count)
+        return (grad_queries * scale if grad_queries is not None else None,
+                grad_candidates * scale if grad_candidates is not None else None, None, None, None)
+
+
+def all_entities_softmax_loss(queries: torch.Tensor, candidates: torch.Tensor, targets: torch.Tensor,
+                              gradient_precision: str = "float32",
+                              block_elements: int = _ALL_ENTITY_BLOCK_ELEMENTS) -> torch.Tensor:
+    """``F.cross_entropy(queries @ candidates.T, targets)`` (1vsAll), blocked over the queries, with the gradients
+    computed in the forward pass.
+
+    Each block of query rows is scored against every candidate (``block_elements`` scores at most: bounded
+    memory whatever the number of entities), its softmax gives the loss (log-sum-exp minus the target's score)
+    and, with the target's probability decreased by one, the gradient of the scores; the two gradient products
+    (``G @ C`` for the queries, ``G^T @ Q`` accumulated for the candidates) follow at once, so the scores are never
+    kept for a backward pass and there is no ``log_softmax`` buffer, one-hot target or zero-filled ``(B, N)``
+    gradient of ``nll_loss``. The backward only scales the saved gradients by the upstream gradient.
+
+    Args:
+        queries: ``(B, d)``.
+        candidates: ``(N, d)`` every entity's representation (row = entity id).
+        targets: ``(B,)`` the true entity of each query.
+        gradient_precision: ``float32``, or ``bfloat16``: the two gradient products take bfloat16 inputs
+            (accumulated in float32, returned in float32); scores and loss stay float32.
+        block_elements: scores per block (tests use small blocks).
+    """
+    return _AllEntitiesSoftmaxLoss.apply(queries, candidates, targets, GRADIENT_DTYPES[gradient_precision],
+                                         block_elements)
+
+
+__all__ = ["GRADIENT_DTYPES", "all_entities_softmax_loss", "chunked_softmax_loss", "distmult_softmax_loss"]

@@ -1,4 +1,5 @@
-"""The fused softmax loss of chunked negatives equals torch's composition, value and gradients."""
+"""The fused softmax losses (chunked negatives; all entities, blocked) equal torch's composition, value and
+gradients."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import torch
 from torch.nn import functional as F
 
 from systems.tasks.negatives import chunked_scores
-from systems.tasks.scoring import chunked_softmax_loss
+from systems.tasks.scoring import all_entities_softmax_loss, chunked_softmax_loss
 
 
 def reference(queries, negatives, positive, chunk_size):
@@ -102,3 +103,83 @@ def test_fused_distmult_equals_the_generic_path(inverse, count, chunks, chunk_si
     for mine, generic in zip(*results):
         torch.testing.assert_close(mine, generic)
     assert link_prediction.FUSED_SOFTMAX_LOSSES[DistMult] is not None
+
+
+# ------------------------------------------------------------------------------------------ all entities (1vsAll)
+@pytest.mark.parametrize("block_elements", [1, 11, 25, 1 << 22])  # a row per block, ..., one block
+def test_all_entities_loss_equals_cross_entropy_blocked(block_elements):
+    generator = torch.Generator().manual_seed(block_elements)
+    inputs = [torch.randn(7, 5, generator=generator, dtype=torch.float64),
+              torch.randn(11, 5, generator=generator, dtype=torch.float64) * 2]
+    targets = torch.randint(11, (7,), generator=generator)
+    ours = [t.clone().requires_grad_(True) for t in inputs]
+    theirs = [t.clone().requires_grad_(True) for t in inputs]
+    loss = all_entities_softmax_loss(*ours, targets, block_elements=block_elements)
+    expected = F.cross_entropy(theirs[0] @ theirs[1].T, targets)
+    torch.testing.assert_close(loss, expected)
+    (loss * 1.5).backward()
+    (expected * 1.5).backward()
+    for mine, other in zip(ours, theirs):
+        torch.testing.assert_close(mine.grad, other.grad)
+
+
+def test_all_entities_loss_by_hand():
+    # one query (1, 0) against candidates (0, 0) and (2, 0): scores 0 and 2; target 0: loss log(1 + e^2)
+    queries = torch.tensor([[1.0, 0.0]], requires_grad=True)
+    candidates = torch.tensor([[0.0, 0.0], [2.0, 0.0]], requires_grad=True)
+    loss = all_entities_softmax_loss(queries, candidates, torch.tensor([0]))
+    assert loss.item() == pytest.approx(torch.log1p(torch.exp(torch.tensor(2.0))).item())
+    loss.backward()
+    p = torch.sigmoid(torch.tensor(2.0)).item()  # the softmax of the wrong candidate
+    # d/dq = (p0 - 1) c0 + p1 c1 = (2 p, 0); d/dc0 = (p0 - 1) q = (-p, 0); d/dc1 = p q = (p, 0)
+    torch.testing.assert_close(queries.grad, torch.tensor([[2 * p, 0.0]]))
+    torch.testing.assert_close(candidates.grad, torch.tensor([[-p, 0.0], [p, 0.0]]))
+
+
+def test_all_entities_loss_without_gradients_and_large_scores():
+    queries, candidates = torch.full((3, 2), 100.0), torch.full((4, 2), 100.0)
+    loss = all_entities_softmax_loss(queries, candidates, torch.tensor([0, 1, 3]))
+    assert not loss.requires_grad and loss.item() == pytest.approx(torch.log(torch.tensor(4.0)).item())
+
+
+def test_all_entities_bfloat16_gradient_products_stay_close_and_the_loss_exact():
+    generator = torch.Generator().manual_seed(6)
+    inputs = [torch.randn(40, 16, generator=generator), torch.randn(300, 16, generator=generator)]
+    targets = torch.randint(300, (40,), generator=generator)
+    results = {}
+    for precision in ("float32", "bfloat16"):
+        leaves = [t.clone().requires_grad_(True) for t in inputs]
+        loss = all_entities_softmax_loss(*leaves, targets, precision, block_elements=3000)
+        loss.backward()
+        results[precision] = (loss.detach(), [leaf.grad for leaf in leaves])
+    (exact, exact_grads), (approximate, approximate_grads) = results["float32"], results["bfloat16"]
+    assert torch.equal(exact, approximate)
+    for mine, other in zip(approximate_grads, exact_grads):
+        assert mine.dtype == torch.float32 and (mine - other).norm() / other.norm() < 0.01
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+def test_all_entities_training_loss_equals_the_autograd_composition(inverse):
+    from systems.models.decoders import ComplEx, DistMult
+    from systems.tasks.link_prediction import all_entities_loss
+
+    generator = torch.Generator().manual_seed(int(inverse))
+    for decoder in (DistMult(3, 4, inverse), ComplEx(3, 4, inverse)):
+        with torch.no_grad():
+            decoder.relations.normal_(generator=generator)
+        z = torch.randn(9, 4, generator=generator)
+        src, rel, dst = (torch.randint(9, (6,), generator=generator), torch.randint(3, (6,), generator=generator),
+                         torch.randint(9, (6,), generator=generator))
+        results = []
+        for fused in (True, False):
+            table = z.clone().requires_grad_(True)
+            decoder.zero_grad()
+            if fused:
+                loss = all_entities_loss(decoder, table, src, rel, dst)
+            else:
+                loss = (F.cross_entropy(decoder.tail_query(table[src], rel) @ table.T, dst)
+                        + F.cross_entropy(decoder.head_query(table[dst], rel) @ table.T, src)) / 2
+            loss.backward()
+            results.append((loss.detach(), table.grad, decoder.relations.grad.clone()))
+        for mine, reference_value in zip(*results):
+            torch.testing.assert_close(mine, reference_value)
