@@ -3,14 +3,16 @@ its policies against the in-memory system at one budget.
 
 Usage::
 
-    python -m experiments.measure.feature_cache bandwidth STORE [--batch-rows 20000] [--repeats 3]
+    python -m experiments.measure.feature_cache bandwidth STORE [--batch-rows 20000] [--repeats 3] [--threads 16]
+        [--gaps 0 4096 16384]
     python -m experiments.measure.feature_cache policies [--preset arxiv-like] [--params '{"num_nodes": 200000}']
         [--fraction 0.25] [--seeds 0 1 2] [--epochs 2] [--limit-batches 30] [--out /tmp/feature-cache]
 
 ``bandwidth`` reads the store's ``features.npy`` through :class:`~systems.feature_cache.direct_io.ExtentReader`
 (``O_DIRECT``; default threads and extents) twice: the whole table in order (batches of ``--batch-rows`` rows: one
 extent each, what ``dd`` does) and random batches of ``--batch-rows`` distinct rows (a mini-batch's pattern: many
-short extents); beside them ``dd iflag=direct bs=4M`` on the same file. Median over repeats.
+short extents; per ``--gaps`` merge gap: bytes and reads per batch, read and row bandwidth); beside them
+``dd iflag=direct bs=4M`` on the same file, interleaved with the reader's repeats. Median over repeats.
 
 ``policies`` runs, per seed, the in-memory system and the feature-cache system with each registered policy at
 ``--fraction`` of the feature table (2-layer GraphSAGE, fanouts 10,5, batch 1000, test split only), side by side,
@@ -30,38 +32,54 @@ from pathlib import Path
 import numpy as np
 
 
-def bandwidth(store_path: Path, batch_rows: int, repeats: int) -> dict[str, float | None]:
-    """Bytes/s of sequential and random-batch reads through the reader, and of ``dd iflag=direct``."""
+def bandwidth(store_path: Path, batch_rows: int, repeats: int, threads: int | None = None,
+              gaps: tuple[int, ...] = (0,)) -> dict:
+    """Bytes/s of sequential and random-batch reads through the reader (per merge gap: bytes read, reads, and
+    rows delivered per second), and of ``dd iflag=direct``, repeats interleaved."""
     from experiments.figures.disk_nc import dd_read_bandwidth
     from suite.data import GraphStore
     from suite.io import IOCounters
-    from systems.feature_cache.direct_io import ExtentReader
+    from systems.feature_cache.direct_io import DEFAULT_IO_THREADS, ExtentReader
 
     path = GraphStore.open(store_path).file("features")
-    reader = ExtentReader(path, IOCounters())
+    reader = ExtentReader(path, IOCounters(), io_threads=threads or DEFAULT_IO_THREADS)
     rows = reader.shape[0]
     rng = np.random.default_rng(0)
-    sequential, scattered = [], []
+    batches = [np.unique(rng.integers(0, rows, size=batch_rows)) for _ in range(10)]
+    sequential, dd = [], []
+    scattered: dict[int, list[tuple[float, int, int, float]]] = {gap: [] for gap in gaps}
     try:
         reader.read_rows(np.arange(min(rows, 16)))  # compiles the read loop before anything is timed
+        reader.read_rows(np.array([0, rows - 1]))
         for _ in range(repeats):
+            dd.append(dd_read_bandwidth(path))
             started, before = time.perf_counter(), reader.stats.bytes
             for first in range(0, rows, batch_rows):
                 reader.read_rows(np.arange(first, min(rows, first + batch_rows)))
             sequential.append((reader.stats.bytes - before) / (time.perf_counter() - started))
-            batches = [np.unique(rng.integers(0, rows, size=batch_rows)) for _ in range(10)]
-            started, before = time.perf_counter(), reader.stats.bytes
-            for batch in batches:
-                reader.read_rows(batch)
-            scattered.append((reader.stats.bytes - before) / (time.perf_counter() - started))
+            for gap in gaps:
+                reader.merge_gap_bytes = gap
+                reader.take_stats()
+                started = time.perf_counter()
+                for batch in batches:
+                    reader.read_rows(batch)
+                seconds = time.perf_counter() - started
+                stats = reader.take_stats()
+                scattered[gap].append((stats.bytes / seconds, stats.bytes, stats.extents,
+                                       stats.rows * reader.row_bytes / seconds))
         direct = reader.direct
     finally:
         reader.close()
-    dd = [dd_read_bandwidth(path) for _ in range(repeats)]
     dd_median = statistics.median(d for d in dd if d is not None) if any(d is not None for d in dd) else None
-    result = {"file": str(path), "file_bytes": path.stat().st_size, "o_direct": direct,
-              "reader_sequential_Bps": statistics.median(sequential), "reader_random_batch_Bps":
-              statistics.median(scattered), "dd_direct_Bps": dd_median}
+    result = {"file": str(path), "file_bytes": path.stat().st_size, "o_direct": direct, "io_threads": reader.io_threads,
+              "repeats": repeats, "reader_sequential_Bps": statistics.median(sequential),
+              "reader_sequential_Bps_all": sequential, "dd_direct_Bps": dd_median, "dd_direct_Bps_all": dd,
+              "random_batches": {str(gap): {"read_Bps": statistics.median(r[0] for r in runs),
+                                            "bytes_per_batch": runs[0][1] / len(batches),
+                                            "reads_per_batch": runs[0][2] / len(batches),
+                                            "row_Bps": statistics.median(r[3] for r in runs)}
+                                 for gap, runs in scattered.items()},
+              "rows_per_random_batch": statistics.mean(len(b) for b in batches)}
     result["sequential_over_dd"] = result["reader_sequential_Bps"] / dd_median if dd_median else None
     return result
 
@@ -130,6 +148,8 @@ def main(argv: list[str] | None = None) -> None:
     bw.add_argument("store", type=Path)
     bw.add_argument("--batch-rows", type=int, default=20000)
     bw.add_argument("--repeats", type=int, default=3)
+    bw.add_argument("--threads", type=int, default=None)
+    bw.add_argument("--gaps", type=int, nargs="+", default=[0])
     runs = commands.add_parser("policies")
     runs.add_argument("--preset", default="arxiv-like")
     runs.add_argument("--params", type=json.loads, default={})
@@ -140,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     runs.add_argument("--out", type=Path, default=Path("/tmp/feature-cache"))
     args = parser.parse_args(argv)
     if args.command == "bandwidth":
-        print(json.dumps(bandwidth(args.store, args.batch_rows, args.repeats), indent=2))
+        print(json.dumps(bandwidth(args.store, args.batch_rows, args.repeats, args.threads, tuple(args.gaps)), indent=2))
         return
     summaries = policy_runs(args.preset, args.params, args.fraction, args.seeds, args.epochs, args.limit_batches,
                             args.out)

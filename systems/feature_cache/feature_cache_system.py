@@ -44,8 +44,9 @@ from suite.metrics import StageTimer
 from suite.recorder import Recorder
 from systems.batch import Batch, plan_epoch
 from systems.feature_cache.cache import CachedRows, FeatureCache
-from systems.feature_cache.direct_io import ExtentReader
+from systems.feature_cache.direct_io import DEFAULT_IO_THREADS, DEFAULT_MERGE_GAP_BYTES, ExtentReader
 from systems.feature_cache.policies import CACHE_POLICIES, CacheContext
+from systems.feature_cache.trace import TRACE_FILE, build_trace
 from systems.models.rgcn import RelationLookup, relation_modules
 from systems.pipelined import StageOptions, task_stages
 from systems.sampling.sampler import SamplingGraph
@@ -70,12 +71,14 @@ class FeatureCacheOptions(SystemOptions):
                                                          "one and the next ones, sampled ahead")
     direct_io: bool = Field(True, description="read with O_DIRECT (page cache bypassed) where the file system "
                                               "allows it")
-    io_threads: int = Field(4, ge=1, description="threads issuing a batch's reads")
-    merge_gap_bytes: int = Field(0, ge=0, description="read neighbouring rows at most this many bytes apart as "
+    io_threads: int = Field(DEFAULT_IO_THREADS, ge=1, description="threads issuing a batch's reads")
+    merge_gap_bytes: int = Field(DEFAULT_MERGE_GAP_BYTES, ge=0, description="read neighbouring rows at most this many bytes apart as "
                                                       "one extent (the gap is read too)")
     prefetch: bool = Field(True, description="load (sample, read) in a background stage while earlier batches "
                                              "compute; false: one batch and one stage at a time")
     prefetch_depth: int = Field(4, ge=1, description="batches in flight at most (loaded ahead of compute)")
+    record_trace: bool = Field(False, description="write every lookup's distinct rows to cache_trace.npz in the run "
+                                                  "folder (what simulators.cache_model replays)")
 
     @field_validator("policy")
     @classmethod
@@ -145,6 +148,7 @@ class FeatureCacheSystem(System):
         self.cache: FeatureCache | None = None
         self._eval_totals: dict[str, float] = {}
         self._train_totals: dict[str, float] = {}
+        self._epochs_trained = 0
 
     def own_threads(self) -> int:
         """The load worker, when loading runs beside compute (the IO threads wait on the disk)."""
@@ -173,6 +177,9 @@ class FeatureCacheSystem(System):
         degrees = (self.graph.indptr[1:] - self.graph.indptr[:-1]).numpy()
         policy = CACHE_POLICIES.get(options.policy)(CacheContext(capacity, reader.shape[0], degrees))
         self.cache = FeatureCache(reader, policy)
+        self.degrees = degrees
+        if options.record_trace:
+            self.cache.trace = []
         view = NodeView(self.graph, CachedRows(self.cache), self.labels, lookup)
         task.bind_state(view)
         task.bind_state(view, evaluation=True)
@@ -187,6 +194,7 @@ class FeatureCacheSystem(System):
         """The epoch's batches through sample-ahead, the cache, transfer and compute (pipelined unless
         ``prefetch`` is off); the cache's and the reads' measures in the epoch record."""
         disk_before = process_io_bytes()
+        self.cache.segment = f"train:{epoch}"
         fill_started = time.perf_counter()
         fill_rows = self.cache.fill()
         fill_s = time.perf_counter() - fill_started
@@ -199,6 +207,7 @@ class FeatureCacheSystem(System):
         else:
             busy, extra = self._one_at_a_time(batches, ahead, wanted)
         measures = self._period_measures(disk_before)
+        self._epochs_trained += 1
         for key in ("cache_hits", "cache_misses", "io_read_bytes", "rows_read"):
             self._train_totals[key] = self._train_totals.get(key, 0) + measures[key]
         return epoch_stats(batches, busy, **measures, **extra, fill_rows=fill_rows, fill_s=fill_s,
@@ -265,6 +274,7 @@ class FeatureCacheSystem(System):
         """The in-memory system's evaluation, its rows read through the cache (recorded as a ``pass_io``)."""
         disk_before, started = process_io_bytes(), time.perf_counter()
         self.cache.take_stats(), self.cache.reader.take_stats()  # training's were taken at the end of its epoch
+        self.cache.segment = f"eval:{split}:{self._epochs_trained}"
         metrics = self.task.evaluate(split)
         measures = {**self._period_measures(disk_before), "eval_s": time.perf_counter() - started}
         for key in ("cache_hits", "cache_misses", "io_read_bytes", "rows_read", "eval_s"):
@@ -284,6 +294,20 @@ class FeatureCacheSystem(System):
         outcome.summary_extra["feature_cache"] = {**self.describe(), "io_note": self.cache.reader.note,
                                                   "lookahead_batches": self.options.lookahead_batches,
                                                   "train": train, "evaluation": evaluation}
+        if self.cache.trace is not None:
+            self._write_trace()
+
+    def _write_trace(self) -> None:
+        """The lookups recorded over the run, as ``cache_trace.npz`` in the run folder (none without a folder)."""
+        run_dir = getattr(self.recorder, "run_dir", None)
+        if run_dir is None or not run_dir.is_dir():
+            return
+        reader = self.cache.reader
+        trace = build_trace(self.cache.trace, self.degrees, self.cache.fill_at, num_rows=reader.shape[0],
+                            row_bytes=reader.row_bytes, data_offset=reader.data_offset, file_size=reader.file_size,
+                            capacity=self.cache.capacity, merge_gap_bytes=reader.merge_gap_bytes,
+                            lookahead_batches=self.options.lookahead_batches, policy=self.options.policy)
+        trace.save(run_dir / TRACE_FILE)
 
     def teardown(self) -> None:
         """Close the feature file and its threads; unbind the task (the model stays)."""
