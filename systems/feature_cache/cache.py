@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from systems.feature_cache.direct_io import ExtentReader
+from systems.feature_cache.packing import PackedBatch
 from systems.feature_cache.policies import CachePolicy
 
 
@@ -159,9 +160,11 @@ class FeatureCache:
             self.reader.read_rows(rows, out=self.slots.numpy())
             return len(rows)
 
-    def gather(self, nodes: torch.Tensor, future: Sequence[np.ndarray] = ()) -> torch.Tensor:
+    def gather(self, nodes: torch.Tensor, future: Sequence[np.ndarray] = (),
+               packed: PackedBatch | None = None) -> torch.Tensor:
         """The rows of ``nodes`` (any order, repeats allowed) in the table's dtype, as ``table[nodes]``; ``future``:
-        the distinct rows of the next batches, nearest first (for a policy that looks ahead)."""
+        the distinct rows of the next batches, nearest first (for a policy that looks ahead); ``packed``: the
+        batch's stretch of a packed file, where its misses are read instead of the table."""
         distinct, inverse = torch.unique(nodes, sorted=True, return_inverse=True)
         rows = distinct.numpy().astype(np.int64, copy=False)
         values = torch.empty((len(nodes), *self.slots.shape[1:]), dtype=self.slots.dtype)
@@ -169,15 +172,15 @@ class FeatureCache:
             place = np.empty(len(rows), dtype=np.int64)
             place[inverse.numpy()] = np.arange(len(rows))
             with self._lock:
-                self._lookup(rows, future, values, place)
+                self._lookup(rows, future, values, place, packed)
             return values
         values = values[:len(rows)]
         with self._lock:
-            self._lookup(rows, future, values, np.arange(len(rows)))
+            self._lookup(rows, future, values, np.arange(len(rows)), packed)
         return values[inverse]
 
-    def _lookup(self, rows: np.ndarray, future: Sequence[np.ndarray], values: torch.Tensor,
-                place: np.ndarray) -> None:
+    def _lookup(self, rows: np.ndarray, future: Sequence[np.ndarray], values: torch.Tensor, place: np.ndarray,
+                packed: PackedBatch | None = None) -> None:
         """Row ``rows[i]`` into ``values[place[i]]``: hits from the slots, misses read from disk; the policy told."""
         if self.trace is not None:
             self.trace.append((self.segment, rows.copy()))
@@ -185,7 +188,10 @@ class FeatureCache:
         hit = slots >= 0
         values[torch.from_numpy(place[hit])] = self.slots[torch.from_numpy(slots[hit])]
         miss_place = place[~hit]
-        self.reader.read_rows(rows[~hit], out=values.numpy(), targets=miss_place)
+        if packed is None:
+            self.reader.read_rows(rows[~hit], out=values.numpy(), targets=miss_place)
+        else:
+            packed.reader.read_rows(packed.locate(rows[~hit]), out=values.numpy(), targets=miss_place)
         chosen, targets = self.state.admit(rows, slots, future)
         if len(chosen):
             self.slots[torch.from_numpy(targets)] = values[torch.from_numpy(miss_place[chosen])]

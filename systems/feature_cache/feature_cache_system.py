@@ -29,7 +29,10 @@ read first (``fill_rows``, in epoch 0), and what ``/proc/self/io`` says the proc
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,7 +47,8 @@ from suite.metrics import StageTimer
 from suite.recorder import Recorder
 from systems.batch import Batch, plan_epoch
 from systems.feature_cache.cache import CachedRows, FeatureCache
-from systems.feature_cache.direct_io import DEFAULT_IO_THREADS, DEFAULT_MERGE_GAP_BYTES, ExtentReader
+from systems.feature_cache.direct_io import DEFAULT_IO_THREADS, DEFAULT_MERGE_GAP_BYTES, ExtentReader, ReadStats
+from systems.feature_cache.packing import PackedEpoch, PackStats, pack_epoch
 from systems.feature_cache.policies import CACHE_POLICIES, CacheContext
 from systems.feature_cache.trace import TRACE_FILE, build_trace
 from systems.models.rgcn import RelationLookup, relation_modules
@@ -77,6 +81,9 @@ class FeatureCacheOptions(SystemOptions):
     prefetch: bool = Field(True, description="load (sample, read) in a background stage while earlier batches "
                                              "compute; false: one batch and one stage at a time")
     prefetch_depth: int = Field(4, ge=1, description="batches in flight at most (loaded ahead of compute)")
+    pack: bool = Field(False, description="DiskGNN-style: sample each epoch ahead, write each batch's rows "
+                                          "contiguously to a packed file (the pass counted in the epoch's time), "
+                                          "read the batches' misses from it")
     record_trace: bool = Field(False, description="write every lookup's distinct rows to cache_trace.npz in the run "
                                                   "folder (what simulators.cache_model replays)")
 
@@ -116,15 +123,24 @@ class LookAhead:
         """Sample batches up to ``index + size - 1``; return the distinct rows of ``index + 1 ...`` (``wanted``)."""
         last = min(len(self.batches), index + (self.size if wanted else 1))
         while self.sampled < last:
-            batch = self.batches[self.sampled]
-            started = time.perf_counter()
-            self.task.sample(batch)
-            batch.extra["sample_s"] = time.perf_counter() - started
-            if wanted:
-                self.rows[self.sampled] = torch.unique(batch.sample.input_nodes).numpy().astype(np.int64)
-            self.sampled += 1
+            self._sample_next(keep=wanted)
         self.rows.pop(index, None)
         return [self.rows[i] for i in range(index + 1, last)] if wanted else []
+
+    def sample_all(self) -> list[np.ndarray]:
+        """Sample every batch (before the first :meth:`window`); the distinct input rows of each, in order."""
+        while self.sampled < len(self.batches):
+            self._sample_next(keep=True)
+        return [self.rows[i] for i in range(len(self.batches))]
+
+    def _sample_next(self, keep: bool) -> None:
+        batch = self.batches[self.sampled]
+        started = time.perf_counter()
+        self.task.sample(batch)
+        batch.extra["sample_s"] = time.perf_counter() - started
+        if keep:
+            self.rows[self.sampled] = torch.unique(batch.sample.input_nodes).numpy().astype(np.int64)
+        self.sampled += 1
 
 
 class FeatureCacheSystem(System):
@@ -149,6 +165,11 @@ class FeatureCacheSystem(System):
         self._eval_totals: dict[str, float] = {}
         self._train_totals: dict[str, float] = {}
         self._epochs_trained = 0
+        self._pack_totals: dict[str, float] = {}
+        self._pack_source: ExtentReader | None = None
+        self._pack_dir: Path | None = None
+        self._pack_dir_owned = False
+        self._packed: PackedEpoch | None = None
 
     def own_threads(self) -> int:
         """The load worker, when loading runs beside compute (the IO threads wait on the disk)."""
@@ -180,6 +201,13 @@ class FeatureCacheSystem(System):
         self.degrees = degrees
         if options.record_trace:
             self.cache.trace = []
+        if options.pack:
+            self._pack_source = ExtentReader(store.file("features"), self.counters, direct=options.direct_io,
+                                             io_threads=options.io_threads, merge_gap_bytes=options.merge_gap_bytes)
+            run_dir = getattr(self.recorder, "run_dir", None)
+            self._pack_dir_owned = run_dir is None or not run_dir.is_dir()
+            self._pack_dir = (Path(tempfile.mkdtemp(prefix="feature-pack-")) if self._pack_dir_owned
+                              else run_dir / "packed")
         view = NodeView(self.graph, CachedRows(self.cache), self.labels, lookup)
         task.bind_state(view)
         task.bind_state(view, evaluation=True)
@@ -202,21 +230,47 @@ class FeatureCacheSystem(System):
         self.task.train()
         ahead = LookAhead(self.task, batches, self.options.lookahead_batches)
         wanted = self.cache.policy.looks_ahead
-        if self.options.prefetch:
-            busy, extra = self._pipelined(batches, ahead, wanted)
-        else:
-            busy, extra = self._one_at_a_time(batches, ahead, wanted)
-        measures = self._period_measures(disk_before)
+        packing = self._pack(epoch, ahead) if self.options.pack else {}
+        try:
+            if self.options.prefetch:
+                busy, extra = self._pipelined(batches, ahead, wanted)
+            else:
+                busy, extra = self._one_at_a_time(batches, ahead, wanted)
+            measures = self._period_measures(disk_before)
+        finally:
+            if self._packed is not None:
+                self._packed.close()
+                self._packed = None
         self._epochs_trained += 1
         for key in ("cache_hits", "cache_misses", "io_read_bytes", "rows_read"):
             self._train_totals[key] = self._train_totals.get(key, 0) + measures[key]
-        return epoch_stats(batches, busy, **measures, **extra, fill_rows=fill_rows, fill_s=fill_s,
+        return epoch_stats(batches, busy, **measures, **extra, **packing, fill_rows=fill_rows, fill_s=fill_s,
                            **self.describe())
+
+    def _pack(self, epoch: int, ahead: LookAhead) -> dict[str, Any]:
+        """Sample the whole epoch, write its packed file, open it for the batches; the pass's cost."""
+        started = time.perf_counter()
+        rows = ahead.sample_all()
+        sampled_s = time.perf_counter() - started
+        path = self._pack_dir / f"epoch-{epoch}.npy"
+        self._pack_source.take_stats()
+        stats: PackStats = pack_epoch(rows, self._pack_source, path)
+        options = self.options
+        self._packed = PackedEpoch(path, rows, self.counters, options.direct_io, options.io_threads,
+                                   options.merge_gap_bytes)
+        self._pack_totals["pack_s"] = self._pack_totals.get("pack_s", 0.0) + sampled_s + stats.seconds
+        for key, value in stats.as_dict().items():
+            if key != "pack_s":
+                self._pack_totals[key] = self._pack_totals.get(key, 0) + value
+        return {**stats.as_dict(), "pack_sample_s": sampled_s}
+
+    def _packed_batch(self, batch: Batch):
+        return None if self._packed is None else self._packed.batch(batch.index)
 
     def _load(self, batch: Batch, ahead: LookAhead, wanted: bool) -> None:
         future = ahead.window(batch.index, wanted)
         started = time.perf_counter()
-        x = self.cache.gather(batch.sample.input_nodes, future).float()
+        x = self.cache.gather(batch.sample.input_nodes, future, self._packed_batch(batch)).float()
         y = self.labels[batch.roots]
         if self.device.type == "cuda":
             x, y = x.pin_memory(), y.pin_memory()
@@ -247,7 +301,7 @@ class FeatureCacheSystem(System):
             with timer.stage("sample"):
                 future = ahead.window(batch.index, wanted)
             with timer.stage("gather"):
-                batch.x = self.cache.gather(batch.sample.input_nodes, future).float()
+                batch.x = self.cache.gather(batch.sample.input_nodes, future, self._packed_batch(batch)).float()
                 batch.y = self.labels[batch.roots]
             with timer.stage("transfer"):
                 task.transfer(batch)
@@ -259,7 +313,12 @@ class FeatureCacheSystem(System):
         """The cache's and the reader's measures since the last period, and the process's disk reads since
         ``disk_before``."""
         disk = process_io_bytes() - disk_before
-        return {**self.cache.take_stats().as_dict(), **self.cache.reader.take_stats().as_dict(),
+        reads = ReadStats()
+        for reader in (self.cache.reader, None if self._packed is None else self._packed.reader):
+            if reader is not None:
+                taken = reader.take_stats()
+                reads.add(taken.rows, taken.extents, taken.bytes, taken.seconds)
+        return {**self.cache.take_stats().as_dict(), **reads.as_dict(),
                 "disk_read_bytes": disk.read_bytes, "disk_rchar": disk.rchar}
 
     def describe(self) -> dict[str, Any]:
@@ -293,7 +352,8 @@ class FeatureCacheSystem(System):
             totals["hit_rate"] = totals.get("cache_hits", 0) / lookups if lookups else None
         outcome.summary_extra["feature_cache"] = {**self.describe(), "io_note": self.cache.reader.note,
                                                   "lookahead_batches": self.options.lookahead_batches,
-                                                  "train": train, "evaluation": evaluation}
+                                                  "train": train, "evaluation": evaluation,
+                                                  "pack": dict(self._pack_totals) if self.options.pack else None}
         if self.cache.trace is not None:
             self._write_trace()
 
@@ -313,6 +373,15 @@ class FeatureCacheSystem(System):
         """Close the feature file and its threads; unbind the task (the model stays)."""
         if self.cache is not None:
             self.cache.close()
+        if self._packed is not None:
+            self._packed.close()
+        if self._pack_source is not None:
+            self._pack_source.close()
+        if self._pack_dir is not None:
+            if self._pack_dir_owned:
+                shutil.rmtree(self._pack_dir, ignore_errors=True)
+            elif self._pack_dir.is_dir() and not any(self._pack_dir.iterdir()):
+                self._pack_dir.rmdir()
         self.task.release_state()
 
 
