@@ -7,6 +7,7 @@ Usage::
         [--gaps 0 4096 16384]
     python -m experiments.measure.feature_cache policies [--preset arxiv-like] [--params '{"num_nodes": 200000}']
         [--fraction 0.25] [--seeds 0 1 2] [--epochs 2] [--limit-batches 30] [--out /tmp/feature-cache]
+        [--policies s3fifo belady] [--pack off|on|both]
 
 ``bandwidth`` reads the store's ``features.npy`` through :class:`~systems.feature_cache.direct_io.ExtentReader`
 (``O_DIRECT``; default threads and extents) twice: the whole table in order (batches of ``--batch-rows`` rows: one
@@ -18,7 +19,10 @@ short extents; per ``--gaps`` merge gap: bytes and reads per batch, read and row
 ``--fraction`` of the feature table (2-layer GraphSAGE, fanouts 10,5, batch 1000, test split only), side by side,
 and prints per policy: test accuracy minus the in-memory run's of the same seed, epoch time over the in-memory
 run's (mean of the per-seed ratios; under load when the machine is shared: the summary's ``machine_load`` says),
-bytes read per training epoch, and the training hit rate. The runs go to ``--out`` (never the tracked results/).
+bytes read per training epoch, and the training hit rate; with ``--pack on|both`` the packed runs (DiskGNN-style,
+their packing pass inside the epoch time) with the pass's bytes read and written and seconds; for every unpacked run
+the cache simulator's replay of its recorded trace (simulated over measured training bytes, hits equal or not).
+The runs go to ``--out`` (never the tracked results/).
 """
 
 from __future__ import annotations
@@ -85,11 +89,16 @@ def bandwidth(store_path: Path, batch_rows: int, repeats: int, threads: int | No
 
 
 def policy_runs(preset: str, params: dict, fraction: float, seeds: list[int], epochs: int, limit_batches: int | None,
-                out: Path) -> list[dict]:
-    """One summary per (seed, system/policy) run: in-memory, then every registered cache policy."""
+                out: Path, policies: list[str] | None = None, pack: str = "off") -> list[dict]:
+    """One summary per (seed, system/policy/packing) run: in-memory, then each cache policy (``policies``, default
+    every registered one) unpacked, packed or both (``pack``: off, on, both). Unpacked runs record their access
+    trace; the cache simulator replays it (same policy, budget, gap, window) and its training bytes and hits go
+    beside the measured ones (``simulated``)."""
+    from simulators.cache_model import simulate_cache
     from suite.config import RunSpec
     from suite.runner import run_spec
     from systems.feature_cache.policies import CACHE_POLICIES
+    from systems.feature_cache.trace import TRACE_FILE, CacheTrace
 
     base = {
         "dataset": {"name": "synthetic", "preset": preset, "params": params, "cache_dir": "data"},
@@ -98,34 +107,56 @@ def policy_runs(preset: str, params: dict, fraction: float, seeds: list[int], ep
         "training": {"batch_size": 1000, "epochs": epochs, "learning_rate": 0.005, "limit_batches": limit_batches},
         "evaluation": {"every": epochs, "batch_size": 4096, "splits": ["test"]},
     }
+    packings = {"off": [False], "on": [True], "both": [False, True]}[pack]
     summaries = []
     for seed in seeds:
-        systems = [("in_memory", {})] + [("feature_cache", {"policy": name, "cache_fraction": fraction})
-                                         for name in CACHE_POLICIES.names()]
+        systems = [("in_memory", {})] + [
+            ("feature_cache", {"policy": name, "cache_fraction": fraction, "pack": packed, "record_trace": not packed})
+            for name in (policies or CACHE_POLICIES.names()) for packed in packings]
         for name, options in systems:
             spec = RunSpec.model_validate({**base, "seed": seed,
                                            "system": {"name": name, "device": "cpu", "options": options}})
             summary = run_spec(spec, out)
-            summaries.append({"seed": seed, "system": name, "policy": options.get("policy", "-"), **summary})
+            label = options.get("policy", "-") + (" packed" if options.get("pack") else "")
+            row = {"seed": seed, "system": name, "policy": label, **summary}
+            if options.get("record_trace"):
+                simulation = simulate_cache(CacheTrace.load(Path(out) / spec.run_id / TRACE_FILE)).total("train:")
+                row["simulated"] = {"train_io_read_bytes": simulation.io_read_bytes,
+                                    "train_cache_hits": simulation.hits, "train_cache_misses": simulation.misses}
+            summaries.append(row)
     return summaries
 
 
 def policy_table(summaries: list[dict]) -> list[dict]:
-    """Per policy, means over seeds of: accuracy minus in-memory, epoch-time ratio, bytes per epoch, hit rate."""
+    """Per policy, over seeds: accuracy minus in-memory, epoch-time ratio (mean), bytes per epoch, hit rate, packing
+    cost, simulated over measured bytes."""
     memory = {s["seed"]: s for s in summaries if s["system"] == "in_memory"}
     rows = []
     for policy in dict.fromkeys(s["policy"] for s in summaries if s["system"] == "feature_cache"):
         runs = [s for s in summaries if s["policy"] == policy]
         cache = [s["feature_cache"] for s in runs]
-        rows.append({
+        row = {
             "policy": policy, "seeds": len(runs),
             "accuracy_minus_in_memory": [_accuracy(s) - _accuracy(memory[s["seed"]]) for s in runs],
             "epoch_time_ratio": statistics.mean(_epoch_s(s) / _epoch_s(memory[s["seed"]]) for s in runs),
+            "epoch_time_ratios": [_epoch_s(s) / _epoch_s(memory[s["seed"]]) for s in runs],
             "train_bytes_per_epoch": statistics.mean(c["train"]["io_read_bytes"] for c in cache) / _epochs(runs[0]),
             "hit_rate": statistics.mean(c["train"]["hit_rate"] or 0.0 for c in cache),
             "cache_share": cache[0]["cache_share"], "o_direct": cache[0]["direct_io"],
             "under_load": any((s.get("machine_load") or {}).get("under_load") for s in runs)
-        })
+        }
+        if cache[0].get("pack"):
+            row["pack_read_bytes_per_epoch"] = statistics.mean(c["pack"]["pack_read_bytes"] for c in cache) / \
+                _epochs(runs[0])
+            row["pack_write_bytes_per_epoch"] = statistics.mean(c["pack"]["pack_write_bytes"] for c in cache) / \
+                _epochs(runs[0])
+            row["pack_s_per_epoch"] = statistics.mean(c["pack"]["pack_s"] for c in cache) / _epochs(runs[0])
+        if all("simulated" in s for s in runs):
+            row["simulated_over_measured_bytes"] = [s["simulated"]["train_io_read_bytes"] /
+                                                    s["feature_cache"]["train"]["io_read_bytes"] for s in runs]
+            row["simulated_hits_equal"] = all(s["simulated"]["train_cache_hits"] ==
+                                              s["feature_cache"]["train"]["cache_hits"] for s in runs)
+        rows.append(row)
     return rows
 
 
@@ -158,12 +189,16 @@ def main(argv: list[str] | None = None) -> None:
     runs.add_argument("--epochs", type=int, default=2)
     runs.add_argument("--limit-batches", type=int, default=None)
     runs.add_argument("--out", type=Path, default=Path("/tmp/feature-cache"))
+    runs.add_argument("--policies", nargs="+", default=None, help="cache policies (default: every registered one)")
+    runs.add_argument("--pack", choices=["off", "on", "both"], default="off",
+                      help="run each policy unpacked, packed (system.options.pack) or both")
     args = parser.parse_args(argv)
     if args.command == "bandwidth":
-        print(json.dumps(bandwidth(args.store, args.batch_rows, args.repeats, args.threads, tuple(args.gaps)), indent=2))
+        result = bandwidth(args.store, args.batch_rows, args.repeats, args.threads, tuple(args.gaps))
+        print(json.dumps(result, indent=2))
         return
     summaries = policy_runs(args.preset, args.params, args.fraction, args.seeds, args.epochs, args.limit_batches,
-                            args.out)
+                            args.out, args.policies, args.pack)
     print(json.dumps(policy_table(summaries), indent=2, default=str))
 
 

@@ -17,6 +17,13 @@ time instead. A policy that looks ahead (``belady``) is given the distinct rows 
 batches, sampled ahead by the same worker (each batch is sampled once: the sample is kept for its turn). The cache
 serves batches one at a time in planned order, so hits and bytes depend only on the seed.
 
+With ``pack`` (DiskGNN) each epoch is sampled ahead before its first batch trains, its batches' distinct rows are
+written contiguously to a packed file (:mod:`systems.feature_cache.packing`, under the run folder's ``packed/``),
+and the batches' misses are read from their stretch of it; the pass runs inside the epoch (so its time counts in
+time to accuracy) and is recorded (``pack_s``, ``pack_sample_s``, ``pack_read_bytes``, ``pack_write_bytes``,
+``packed_rows``). With ``record_trace`` every lookup's distinct rows go to ``cache_trace.npz`` in the run folder
+(:mod:`systems.feature_cache.trace`), what the cache simulator replays.
+
 Evaluations predict as the in-memory system does (:meth:`~NodeClassificationTask.predict_nodes`), their rows read
 through the same cache (:class:`~systems.feature_cache.cache.CachedRows`); their IO is recorded apart (``pass_io``
 records, ``feature_cache.evaluation`` in the summary).
@@ -47,7 +54,8 @@ from suite.metrics import StageTimer
 from suite.recorder import Recorder
 from systems.batch import Batch, plan_epoch
 from systems.feature_cache.cache import CachedRows, FeatureCache
-from systems.feature_cache.direct_io import DEFAULT_IO_THREADS, DEFAULT_MERGE_GAP_BYTES, ExtentReader, ReadStats
+from systems.feature_cache.direct_io import (DEFAULT_IO_THREADS, DEFAULT_MERGE_GAP_BYTES, ExtentReader,
+                                             ReadStats)
 from systems.feature_cache.packing import PackedEpoch, PackStats, pack_epoch
 from systems.feature_cache.policies import CACHE_POLICIES, CacheContext
 from systems.feature_cache.trace import TRACE_FILE, build_trace
@@ -76,8 +84,9 @@ class FeatureCacheOptions(SystemOptions):
     direct_io: bool = Field(True, description="read with O_DIRECT (page cache bypassed) where the file system "
                                               "allows it")
     io_threads: int = Field(DEFAULT_IO_THREADS, ge=1, description="threads issuing a batch's reads")
-    merge_gap_bytes: int = Field(DEFAULT_MERGE_GAP_BYTES, ge=0, description="read neighbouring rows at most this many bytes apart as "
-                                                      "one extent (the gap is read too)")
+    merge_gap_bytes: int = Field(DEFAULT_MERGE_GAP_BYTES, ge=0,
+                                 description="read neighbouring rows at most this many bytes apart as one extent (the "
+                                             "gap is read too)")
     prefetch: bool = Field(True, description="load (sample, read) in a background stage while earlier batches "
                                              "compute; false: one batch and one stage at a time")
     prefetch_depth: int = Field(4, ge=1, description="batches in flight at most (loaded ahead of compute)")
