@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from systems.feature_cache.direct_io import ExtentReader
+from systems.feature_cache.packing import PackedBatch
 from systems.feature_cache.policies import CachePolicy
 
 
@@ -43,26 +44,105 @@ class CacheStats:
                 f"{prefix}cache_admitted": self.admitted, f"{prefix}hit_rate": self.hit_rate}
 
 
+class CacheState:
+    """Which row is in which slot, and the policy that decides: the bookkeeping of :class:`FeatureCache` without the
+    rows' values (what the cache simulator, :mod:`simulators.cache_model`, replays a trace through).
+
+    Args:
+        policy: decides which rows stay; its ``capacity`` is the number of slots.
+        num_rows: rows of the feature table.
+    """
+
+    def __init__(self, policy: CachePolicy, num_rows: int):
+        self.policy = policy
+        self.capacity = policy.capacity
+        self.row_of_slot = np.full(self.capacity, -1, dtype=np.int64)
+        self.slot_of_row = np.full(num_rows, -1, dtype=np.int64)
+        self.stats = CacheStats()
+
+    def pin(self) -> np.ndarray:
+        """Put the policy's pinned rows into the first slots; returns them (to be read)."""
+        rows = self.policy.pinned()[:self.capacity]
+        self.row_of_slot[:len(rows)] = rows
+        self.slot_of_row[rows] = np.arange(len(rows))
+        return rows
+
+    def lookup(self, rows: np.ndarray) -> np.ndarray:
+        """The slot of each of ``rows`` (distinct, ascending), -1 for a miss; hits and misses counted."""
+        slots = self.slot_of_row[rows]
+        misses = int((slots < 0).sum())
+        self.stats.hits += len(rows) - misses
+        self.stats.misses += misses
+        return slots
+
+    def admit(self, rows: np.ndarray, slots: np.ndarray,
+              future: Sequence[np.ndarray] = ()) -> tuple[np.ndarray, np.ndarray]:
+        """Tell the policy of the batch (``rows`` and their ``slots`` from :meth:`lookup`); apply its decision.
+        Returns ``(chosen, targets)``: the misses kept (indices into ``rows[slots < 0]``) and their slots (a slot
+        given to several misses goes to the last one)."""
+        empty = np.empty(0, dtype=np.int64)
+        if not self.policy.admits:
+            return empty, empty
+        placed = self.policy.place(rows, slots, self.row_of_slot, future)  # also without misses: it learns of hits
+        chosen = np.flatnonzero(placed >= 0)
+        if len(chosen) == 0:
+            return empty, empty
+        missed = rows[slots < 0]
+        targets = placed[chosen]
+        _, last = np.unique(targets[::-1], return_index=True)
+        chosen = chosen[len(chosen) - 1 - last]
+        targets = placed[chosen]
+        previous = self.row_of_slot[targets]
+        self.slot_of_row[previous[previous >= 0]] = -1
+        self.row_of_slot[targets] = missed[chosen]
+        self.slot_of_row[missed[chosen]] = targets
+        self.stats.admitted += len(chosen)
+        return chosen, targets
+
+
 class FeatureCache:
     """Rows of a feature table kept in ``policy.capacity`` slots in memory (see the module docstring).
 
     Args:
         reader: reads rows from disk.
         policy: decides which rows stay.
+
+    Attributes:
+        trace: where every lookup's distinct rows are appended, with :attr:`segment` (None: not recorded).
+        segment: the label of the lookups now (set by the system: a training epoch, an evaluation).
+        fill_at: lookups recorded before :meth:`fill` read the pinned rows (None: not yet).
     """
 
     def __init__(self, reader: ExtentReader, policy: CachePolicy):
         self.reader = reader
-        self.policy = policy
-        self.capacity = policy.capacity
-        num_rows = reader.shape[0]
+        self.state = CacheState(policy, reader.shape[0])
         dtype = torch.from_numpy(np.empty(0, dtype=reader.dtype)).dtype
         self.slots = torch.empty((self.capacity, *reader.shape[1:]), dtype=dtype)
-        self.row_of_slot = np.full(self.capacity, -1, dtype=np.int64)
-        self.slot_of_row = np.full(num_rows, -1, dtype=np.int64)
-        self.stats = CacheStats()
         self._lock = threading.Lock()
         self.filled = False
+        self.trace: list[tuple[str, np.ndarray]] | None = None
+        self.segment = ""
+        self.fill_at: int | None = None
+
+    @property
+    def policy(self) -> CachePolicy:
+        return self.state.policy
+
+    @property
+    def capacity(self) -> int:
+        return self.state.capacity
+
+    @property
+    def row_of_slot(self) -> np.ndarray:
+        return self.state.row_of_slot
+
+    @property
+    def slot_of_row(self) -> np.ndarray:
+        return self.state.slot_of_row
+
+    @property
+    def stats(self) -> CacheStats:
+        return self.state.stats
 
     @property
     def slot_bytes(self) -> int:
@@ -75,58 +155,51 @@ class FeatureCache:
             if self.filled:
                 return 0
             self.filled = True
-            rows = self.policy.pinned()[:self.capacity]
-            if len(rows):
-                self.slots[:len(rows)] = torch.from_numpy(self.reader.read_rows(rows))
-                self.row_of_slot[:len(rows)] = rows
-                self.slot_of_row[rows] = np.arange(len(rows))
+            self.fill_at = len(self.trace) if self.trace is not None else None
+            rows = self.state.pin()
+            self.reader.read_rows(rows, out=self.slots.numpy())
             return len(rows)
 
-    def gather(self, nodes: torch.Tensor, future: Sequence[np.ndarray] = ()) -> torch.Tensor:
+    def gather(self, nodes: torch.Tensor, future: Sequence[np.ndarray] = (),
+               packed: PackedBatch | None = None) -> torch.Tensor:
         """The rows of ``nodes`` (any order, repeats allowed) in the table's dtype, as ``table[nodes]``; ``future``:
-        the distinct rows of the next batches, nearest first (for a policy that looks ahead)."""
+        the distinct rows of the next batches, nearest first (for a policy that looks ahead); ``packed``: the
+        batch's stretch of a packed file, where its misses are read instead of the table."""
         distinct, inverse = torch.unique(nodes, sorted=True, return_inverse=True)
         rows = distinct.numpy().astype(np.int64, copy=False)
+        values = torch.empty((len(nodes), *self.slots.shape[1:]), dtype=self.slots.dtype)
+        if len(rows) == len(nodes):  # no repeats (a sample's input nodes): each row straight to its place in nodes
+            place = np.empty(len(rows), dtype=np.int64)
+            place[inverse.numpy()] = np.arange(len(rows))
+            with self._lock:
+                self._lookup(rows, future, values, place, packed)
+            return values
+        values = values[:len(rows)]
         with self._lock:
-            values = self._lookup(rows, future)
+            self._lookup(rows, future, values, np.arange(len(rows)), packed)
         return values[inverse]
 
-    def _lookup(self, rows: np.ndarray, future: Sequence[np.ndarray]) -> torch.Tensor:
-        slots = self.slot_of_row[rows]
+    def _lookup(self, rows: np.ndarray, future: Sequence[np.ndarray], values: torch.Tensor, place: np.ndarray,
+                packed: PackedBatch | None = None) -> None:
+        """Row ``rows[i]`` into ``values[place[i]]``: hits from the slots, misses read from disk; the policy told."""
+        if self.trace is not None:
+            self.trace.append((self.segment, rows.copy()))
+        slots = self.state.lookup(rows)
         hit = slots >= 0
-        values = torch.empty((len(rows), *self.slots.shape[1:]), dtype=self.slots.dtype)
-        hit_index = torch.from_numpy(np.flatnonzero(hit))
-        values[hit_index] = self.slots[torch.from_numpy(slots[hit])]
-        missed = rows[~hit]
-        read = torch.from_numpy(self.reader.read_rows(missed))
-        values[torch.from_numpy(np.flatnonzero(~hit))] = read
-        self.stats.hits += int(hit.sum())
-        self.stats.misses += len(missed)
-        if self.policy.admits:  # also without misses: the policy learns of the hits
-            placed = self.policy.place(rows, slots, self.row_of_slot, future)
-            self._install(missed, placed, read)
-        return values
-
-    def _install(self, missed: np.ndarray, placed: np.ndarray, read: torch.Tensor) -> None:
-        """Put the misses the policy placed into their slots (a slot given twice goes to the last one)."""
-        chosen = np.flatnonzero(placed >= 0)
-        if len(chosen) == 0:
-            return
-        targets = placed[chosen]
-        _, last = np.unique(targets[::-1], return_index=True)
-        chosen = chosen[len(chosen) - 1 - last]
-        targets = placed[chosen]
-        previous = self.row_of_slot[targets]
-        self.slot_of_row[previous[previous >= 0]] = -1
-        self.row_of_slot[targets] = missed[chosen]
-        self.slot_of_row[missed[chosen]] = targets
-        self.slots[torch.from_numpy(targets)] = read[torch.from_numpy(chosen)]
-        self.stats.admitted += len(chosen)
+        values[torch.from_numpy(place[hit])] = self.slots[torch.from_numpy(slots[hit])]
+        miss_place = place[~hit]
+        if packed is None:
+            self.reader.read_rows(rows[~hit], out=values.numpy(), targets=miss_place)
+        else:
+            packed.reader.read_rows(packed.locate(rows[~hit]), out=values.numpy(), targets=miss_place)
+        chosen, targets = self.state.admit(rows, slots, future)
+        if len(chosen):
+            self.slots[torch.from_numpy(targets)] = values[torch.from_numpy(miss_place[chosen])]
 
     def take_stats(self) -> CacheStats:
         """The stats since the last call (and start a new period)."""
         with self._lock:
-            stats, self.stats = self.stats, CacheStats()
+            stats, self.state.stats = self.state.stats, CacheStats()
         return stats
 
     def close(self) -> None:
@@ -149,4 +222,4 @@ class CachedRows:
         return self.cache.gather(index)
 
 
-__all__ = ["CacheStats", "CachedRows", "FeatureCache"]
+__all__ = ["CacheState", "CacheStats", "CachedRows", "FeatureCache"]

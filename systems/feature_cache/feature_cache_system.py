@@ -17,6 +17,13 @@ time instead. A policy that looks ahead (``belady``) is given the distinct rows 
 batches, sampled ahead by the same worker (each batch is sampled once: the sample is kept for its turn). The cache
 serves batches one at a time in planned order, so hits and bytes depend only on the seed.
 
+With ``pack`` (DiskGNN) each epoch is sampled ahead before its first batch trains, its batches' distinct rows are
+written contiguously to a packed file (:mod:`systems.feature_cache.packing`, under the run folder's ``packed/``),
+and the batches' misses are read from their stretch of it; the pass runs inside the epoch (so its time counts in
+time to accuracy) and is recorded (``pack_s``, ``pack_sample_s``, ``pack_read_bytes``, ``pack_write_bytes``,
+``packed_rows``). With ``record_trace`` every lookup's distinct rows go to ``cache_trace.npz`` in the run folder
+(:mod:`systems.feature_cache.trace`), what the cache simulator replays.
+
 Evaluations predict as the in-memory system does (:meth:`~NodeClassificationTask.predict_nodes`), their rows read
 through the same cache (:class:`~systems.feature_cache.cache.CachedRows`); their IO is recorded apart (``pass_io``
 records, ``feature_cache.evaluation`` in the summary).
@@ -29,7 +36,10 @@ read first (``fill_rows``, in epoch 0), and what ``/proc/self/io`` says the proc
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,8 +54,11 @@ from suite.metrics import StageTimer
 from suite.recorder import Recorder
 from systems.batch import Batch, plan_epoch
 from systems.feature_cache.cache import CachedRows, FeatureCache
-from systems.feature_cache.direct_io import ExtentReader
+from systems.feature_cache.direct_io import (DEFAULT_IO_THREADS, DEFAULT_MERGE_GAP_BYTES, ExtentReader,
+                                             ReadStats)
+from systems.feature_cache.packing import PackedEpoch, PackStats, pack_epoch
 from systems.feature_cache.policies import CACHE_POLICIES, CacheContext
+from systems.feature_cache.trace import TRACE_FILE, build_trace
 from systems.models.rgcn import RelationLookup, relation_modules
 from systems.pipelined import StageOptions, task_stages
 from systems.sampling.sampler import SamplingGraph
@@ -70,12 +83,18 @@ class FeatureCacheOptions(SystemOptions):
                                                          "one and the next ones, sampled ahead")
     direct_io: bool = Field(True, description="read with O_DIRECT (page cache bypassed) where the file system "
                                               "allows it")
-    io_threads: int = Field(4, ge=1, description="threads issuing a batch's reads")
-    merge_gap_bytes: int = Field(0, ge=0, description="read neighbouring rows at most this many bytes apart as "
-                                                      "one extent (the gap is read too)")
+    io_threads: int = Field(DEFAULT_IO_THREADS, ge=1, description="threads issuing a batch's reads")
+    merge_gap_bytes: int = Field(DEFAULT_MERGE_GAP_BYTES, ge=0,
+                                 description="read neighbouring rows at most this many bytes apart as one extent (the "
+                                             "gap is read too)")
     prefetch: bool = Field(True, description="load (sample, read) in a background stage while earlier batches "
                                              "compute; false: one batch and one stage at a time")
     prefetch_depth: int = Field(4, ge=1, description="batches in flight at most (loaded ahead of compute)")
+    pack: bool = Field(False, description="DiskGNN-style: sample each epoch ahead, write each batch's rows "
+                                          "contiguously to a packed file (the pass counted in the epoch's time), "
+                                          "read the batches' misses from it")
+    record_trace: bool = Field(False, description="write every lookup's distinct rows to cache_trace.npz in the run "
+                                                  "folder (what simulators.cache_model replays)")
 
     @field_validator("policy")
     @classmethod
@@ -113,15 +132,24 @@ class LookAhead:
         """Sample batches up to ``index + size - 1``; return the distinct rows of ``index + 1 ...`` (``wanted``)."""
         last = min(len(self.batches), index + (self.size if wanted else 1))
         while self.sampled < last:
-            batch = self.batches[self.sampled]
-            started = time.perf_counter()
-            self.task.sample(batch)
-            batch.extra["sample_s"] = time.perf_counter() - started
-            if wanted:
-                self.rows[self.sampled] = torch.unique(batch.sample.input_nodes).numpy().astype(np.int64)
-            self.sampled += 1
+            self._sample_next(keep=wanted)
         self.rows.pop(index, None)
         return [self.rows[i] for i in range(index + 1, last)] if wanted else []
+
+    def sample_all(self) -> list[np.ndarray]:
+        """Sample every batch (before the first :meth:`window`); the distinct input rows of each, in order."""
+        while self.sampled < len(self.batches):
+            self._sample_next(keep=True)
+        return [self.rows[i] for i in range(len(self.batches))]
+
+    def _sample_next(self, keep: bool) -> None:
+        batch = self.batches[self.sampled]
+        started = time.perf_counter()
+        self.task.sample(batch)
+        batch.extra["sample_s"] = time.perf_counter() - started
+        if keep:
+            self.rows[self.sampled] = torch.unique(batch.sample.input_nodes).numpy().astype(np.int64)
+        self.sampled += 1
 
 
 class FeatureCacheSystem(System):
@@ -145,6 +173,12 @@ class FeatureCacheSystem(System):
         self.cache: FeatureCache | None = None
         self._eval_totals: dict[str, float] = {}
         self._train_totals: dict[str, float] = {}
+        self._epochs_trained = 0
+        self._pack_totals: dict[str, float] = {}
+        self._pack_source: ExtentReader | None = None
+        self._pack_dir: Path | None = None
+        self._pack_dir_owned = False
+        self._packed: PackedEpoch | None = None
 
     def own_threads(self) -> int:
         """The load worker, when loading runs beside compute (the IO threads wait on the disk)."""
@@ -173,6 +207,16 @@ class FeatureCacheSystem(System):
         degrees = (self.graph.indptr[1:] - self.graph.indptr[:-1]).numpy()
         policy = CACHE_POLICIES.get(options.policy)(CacheContext(capacity, reader.shape[0], degrees))
         self.cache = FeatureCache(reader, policy)
+        self.degrees = degrees
+        if options.record_trace:
+            self.cache.trace = []
+        if options.pack:
+            self._pack_source = ExtentReader(store.file("features"), self.counters, direct=options.direct_io,
+                                             io_threads=options.io_threads, merge_gap_bytes=options.merge_gap_bytes)
+            run_dir = getattr(self.recorder, "run_dir", None)
+            self._pack_dir_owned = run_dir is None or not run_dir.is_dir()
+            self._pack_dir = (Path(tempfile.mkdtemp(prefix="feature-pack-")) if self._pack_dir_owned
+                              else run_dir / "packed")
         view = NodeView(self.graph, CachedRows(self.cache), self.labels, lookup)
         task.bind_state(view)
         task.bind_state(view, evaluation=True)
@@ -187,6 +231,7 @@ class FeatureCacheSystem(System):
         """The epoch's batches through sample-ahead, the cache, transfer and compute (pipelined unless
         ``prefetch`` is off); the cache's and the reads' measures in the epoch record."""
         disk_before = process_io_bytes()
+        self.cache.segment = f"train:{epoch}"
         fill_started = time.perf_counter()
         fill_rows = self.cache.fill()
         fill_s = time.perf_counter() - fill_started
@@ -194,20 +239,47 @@ class FeatureCacheSystem(System):
         self.task.train()
         ahead = LookAhead(self.task, batches, self.options.lookahead_batches)
         wanted = self.cache.policy.looks_ahead
-        if self.options.prefetch:
-            busy, extra = self._pipelined(batches, ahead, wanted)
-        else:
-            busy, extra = self._one_at_a_time(batches, ahead, wanted)
-        measures = self._period_measures(disk_before)
+        packing = self._pack(epoch, ahead) if self.options.pack else {}
+        try:
+            if self.options.prefetch:
+                busy, extra = self._pipelined(batches, ahead, wanted)
+            else:
+                busy, extra = self._one_at_a_time(batches, ahead, wanted)
+            measures = self._period_measures(disk_before)
+        finally:
+            if self._packed is not None:
+                self._packed.close()
+                self._packed = None
+        self._epochs_trained += 1
         for key in ("cache_hits", "cache_misses", "io_read_bytes", "rows_read"):
             self._train_totals[key] = self._train_totals.get(key, 0) + measures[key]
-        return epoch_stats(batches, busy, **measures, **extra, fill_rows=fill_rows, fill_s=fill_s,
+        return epoch_stats(batches, busy, **measures, **extra, **packing, fill_rows=fill_rows, fill_s=fill_s,
                            **self.describe())
+
+    def _pack(self, epoch: int, ahead: LookAhead) -> dict[str, Any]:
+        """Sample the whole epoch, write its packed file, open it for the batches; the pass's cost."""
+        started = time.perf_counter()
+        rows = ahead.sample_all()
+        sampled_s = time.perf_counter() - started
+        path = self._pack_dir / f"epoch-{epoch}.npy"
+        self._pack_source.take_stats()
+        stats: PackStats = pack_epoch(rows, self._pack_source, path)
+        options = self.options
+        self._packed = PackedEpoch(path, rows, self.counters, options.direct_io, options.io_threads,
+                                   options.merge_gap_bytes)
+        self._pack_totals["pack_s"] = self._pack_totals.get("pack_s", 0.0) + sampled_s + stats.seconds
+        for key, value in stats.as_dict().items():
+            if key != "pack_s":
+                self._pack_totals[key] = self._pack_totals.get(key, 0) + value
+        return {**stats.as_dict(), "pack_sample_s": sampled_s}
+
+    def _packed_batch(self, batch: Batch):
+        return None if self._packed is None else self._packed.batch(batch.index)
 
     def _load(self, batch: Batch, ahead: LookAhead, wanted: bool) -> None:
         future = ahead.window(batch.index, wanted)
         started = time.perf_counter()
-        x = self.cache.gather(batch.sample.input_nodes, future).float()
+        x = self.cache.gather(batch.sample.input_nodes, future, self._packed_batch(batch)).float()
         y = self.labels[batch.roots]
         if self.device.type == "cuda":
             x, y = x.pin_memory(), y.pin_memory()
@@ -238,7 +310,7 @@ class FeatureCacheSystem(System):
             with timer.stage("sample"):
                 future = ahead.window(batch.index, wanted)
             with timer.stage("gather"):
-                batch.x = self.cache.gather(batch.sample.input_nodes, future).float()
+                batch.x = self.cache.gather(batch.sample.input_nodes, future, self._packed_batch(batch)).float()
                 batch.y = self.labels[batch.roots]
             with timer.stage("transfer"):
                 task.transfer(batch)
@@ -250,7 +322,12 @@ class FeatureCacheSystem(System):
         """The cache's and the reader's measures since the last period, and the process's disk reads since
         ``disk_before``."""
         disk = process_io_bytes() - disk_before
-        return {**self.cache.take_stats().as_dict(), **self.cache.reader.take_stats().as_dict(),
+        reads = ReadStats()
+        for reader in (self.cache.reader, None if self._packed is None else self._packed.reader):
+            if reader is not None:
+                taken = reader.take_stats()
+                reads.add(taken.rows, taken.extents, taken.bytes, taken.seconds)
+        return {**self.cache.take_stats().as_dict(), **reads.as_dict(),
                 "disk_read_bytes": disk.read_bytes, "disk_rchar": disk.rchar}
 
     def describe(self) -> dict[str, Any]:
@@ -265,6 +342,7 @@ class FeatureCacheSystem(System):
         """The in-memory system's evaluation, its rows read through the cache (recorded as a ``pass_io``)."""
         disk_before, started = process_io_bytes(), time.perf_counter()
         self.cache.take_stats(), self.cache.reader.take_stats()  # training's were taken at the end of its epoch
+        self.cache.segment = f"eval:{split}:{self._epochs_trained}"
         metrics = self.task.evaluate(split)
         measures = {**self._period_measures(disk_before), "eval_s": time.perf_counter() - started}
         for key in ("cache_hits", "cache_misses", "io_read_bytes", "rows_read", "eval_s"):
@@ -283,12 +361,36 @@ class FeatureCacheSystem(System):
             totals["hit_rate"] = totals.get("cache_hits", 0) / lookups if lookups else None
         outcome.summary_extra["feature_cache"] = {**self.describe(), "io_note": self.cache.reader.note,
                                                   "lookahead_batches": self.options.lookahead_batches,
-                                                  "train": train, "evaluation": evaluation}
+                                                  "train": train, "evaluation": evaluation,
+                                                  "pack": dict(self._pack_totals) if self.options.pack else None}
+        if self.cache.trace is not None:
+            self._write_trace()
+
+    def _write_trace(self) -> None:
+        """The lookups recorded over the run, as ``cache_trace.npz`` in the run folder (none without a folder)."""
+        run_dir = getattr(self.recorder, "run_dir", None)
+        if run_dir is None or not run_dir.is_dir():
+            return
+        reader = self.cache.reader
+        trace = build_trace(self.cache.trace, self.degrees, self.cache.fill_at, num_rows=reader.shape[0],
+                            row_bytes=reader.row_bytes, data_offset=reader.data_offset, file_size=reader.file_size,
+                            capacity=self.cache.capacity, merge_gap_bytes=reader.merge_gap_bytes,
+                            lookahead_batches=self.options.lookahead_batches, policy=self.options.policy)
+        trace.save(run_dir / TRACE_FILE)
 
     def teardown(self) -> None:
         """Close the feature file and its threads; unbind the task (the model stays)."""
         if self.cache is not None:
             self.cache.close()
+        if self._packed is not None:
+            self._packed.close()
+        if self._pack_source is not None:
+            self._pack_source.close()
+        if self._pack_dir is not None:
+            if self._pack_dir_owned:
+                shutil.rmtree(self._pack_dir, ignore_errors=True)
+            elif self._pack_dir.is_dir() and not any(self._pack_dir.iterdir()):
+                self._pack_dir.rmdir()
         self.task.release_state()
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from suite.errors import DataError
 from suite.io import IOCounters, direct_io_supported, evict_page_cache, resident_pages
-from systems.feature_cache.direct_io import ExtentReader, plan_extents
+from systems.feature_cache.direct_io import ExtentReader, cut_pieces, plan_extents
 from tests.support.feature_cache import write_table
 
 
@@ -43,8 +43,9 @@ def test_reads_return_the_tables_rows_and_count_the_blocks_read(table, direct):
         rows = np.unique(np.random.default_rng(0).integers(0, 5000, size=700))
         np.testing.assert_array_equal(reader.read_rows(rows), values[rows])
         np.testing.assert_array_equal(reader.read_rows(np.array([4999])), values[[4999]])  # runs past the end
-        extents = plan_extents(rows, reader.data_offset, reader.row_bytes, reader.file_size)
-        last = plan_extents(np.array([4999]), reader.data_offset, reader.row_bytes, reader.file_size)
+        extents = plan_extents(rows, reader.data_offset, reader.row_bytes, reader.file_size, reader.merge_gap_bytes)
+        assert reader.plan(rows).total_bytes == extents.total_bytes
+        last = reader.plan(np.array([4999]))
         expected = int(extents.needed.sum() + last.needed.sum())
         assert counters.snapshot()["bytes_read"] == expected == reader.stats.bytes
         assert reader.stats.extents == len(extents.lengths) + 1 and reader.stats.rows == len(rows) + 1
@@ -89,5 +90,37 @@ def test_a_truncated_table_is_a_data_error_naming_the_file(tmp_path):
             handle.truncate(50_000)
         with pytest.raises(DataError, match="features.npy: file ends at byte"):
             reader.read_rows(np.array([1990]))
+    finally:
+        reader.close()
+
+
+def test_extents_are_cut_into_aligned_pieces_of_one_threads_share_at_most():
+    # one extent of 5 blocks and one of 1 block (file ends 100 bytes into the last block); 2 threads, pieces of at
+    # least 1 block: the share is ceil(6 blocks / 2) = 3 blocks
+    extents = plan_extents(np.array([0, 9, 40]), data_offset=0, row_bytes=2048, file_size=40 * 2048 + 100,
+                           merge_gap_bytes=0, alignment=4096)
+    assert extents.lengths.tolist() == [4096, 4096, 4096]
+    merged = plan_extents(np.array([0, 9, 40]), 0, 2048, 40 * 2048 + 100, merge_gap_bytes=4096 * 3)
+    assert merged.lengths.tolist() == [20480, 4096]
+    offsets, lengths, needed, buffer_offsets = cut_pieces(merged, threads=2, min_piece=4096, alignment=4096)
+    assert offsets.tolist() == [0, 12288, 81920] and lengths.tolist() == [12288, 8192, 4096]
+    assert needed.tolist() == [12288, 8192, 100] and buffer_offsets.tolist() == [0, 12288, 20480]
+    same = cut_pieces(merged, threads=1, min_piece=4096, alignment=4096)
+    assert same[1].tolist() == [20480, 4096]
+
+
+@pytest.mark.parametrize("threads", [1, 5])
+def test_rows_land_in_the_callers_array_at_the_given_places_and_a_run_of_rows_is_a_view_of_the_read(table, threads):
+    path, values = table
+    reader = ExtentReader(path, IOCounters(), io_threads=threads, merge_gap_bytes=0)
+    try:
+        run = reader.read_rows(np.arange(1000, 3500))  # one extent: returned without a copy, aligned or not
+        np.testing.assert_array_equal(run, values[1000:3500])
+        assert run.base is not None and reader.stats.extents == 1
+        rows = np.array([3, 4, 700, 4998])
+        out = np.zeros((6, 40), dtype=np.float32)
+        assert reader.read_rows(rows, out=out, targets=np.array([5, 0, 2, 3])) is out
+        np.testing.assert_array_equal(out[[5, 0, 2, 3]], values[rows])
+        assert not out[[1, 4]].any()
     finally:
         reader.close()

@@ -59,7 +59,9 @@ def test_batches_equal_the_in_memory_systems_seed_for_seed(easy_store, tmp_path)
     {"policy": "lru", "prefetch": False},
     {"policy": "static_degree", "cache_fraction": 0.5},
     {"policy": "none", "direct_io": False, "merge_gap_bytes": 4096},
-], ids=lambda o: o["policy"])
+    {"policy": "s3fifo", "pack": True, "merge_gap_bytes": 0},
+    {"policy": "belady", "pack": True, "prefetch": False, "lookahead_batches": 3},
+], ids=lambda o: o["policy"] + ("-packed" if o.get("pack") else ""))
 def test_training_gives_the_in_memory_losses_and_test_accuracy_bit_for_bit(easy_store, tmp_path, options):
     expected, _ = run_class(InMemorySystem, spec_of("in_memory"), easy_store, tmp_path / "memory")
     outcome, recorder = run_class(FeatureCacheSystem, spec_of("feature_cache", options), easy_store, tmp_path / "cache")
@@ -74,8 +76,15 @@ def test_training_gives_the_in_memory_losses_and_test_accuracy_bit_for_bit(easy_
         assert record["rows_read"] == record["cache_misses"] + record["fill_rows"]
         assert record["io_read_bytes"] >= record["rows_read"] * row_bytes
         assert math.isclose(record["hit_rate"], record["cache_hits"] / (record["cache_hits"] + record["cache_misses"]))
-    total = sum(r["io_read_bytes"] for r in epochs) + summary["evaluation"]["io_read_bytes"]
-    assert outcome.io_read_bytes == total
+    total = sum(r["io_read_bytes"] + r.get("pack_read_bytes", 0) for r in epochs)
+    assert outcome.io_read_bytes == total + summary["evaluation"]["io_read_bytes"]
+    if options.get("pack"):  # each batch's distinct rows written once, in one stretch; the files gone after
+        for record in epochs:
+            assert record["pack_write_bytes"] >= record["packed_rows"] * row_bytes > 0
+            assert record["pack_s"] > 0 and record["pack_read_bytes"] > 0
+            assert record["extents"] == math.ceil(len(easy_store.split("train")) / 64)  # one read per batch
+        assert summary["pack"]["pack_write_bytes"] == sum(r["pack_write_bytes"] for r in epochs)
+        assert not (recorder.run_dir / "packed").exists()
     assert summary["train"]["cache_hits"] == sum(r["cache_hits"] for r in epochs)
     if options["policy"] == "none":
         assert summary["train"]["cache_hits"] == 0 and not summary["direct_io"]
