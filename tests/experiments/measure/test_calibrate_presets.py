@@ -50,6 +50,14 @@ def test_reduced_size_keeps_the_preset_but_the_node_count():
     assert (reduced.avg_degree, reduced.train_fraction, reduced.class_skew) == \
         (papers.avg_degree, papers.train_fraction, papers.class_skew)
     assert calibration.reduced_overrides("papers-like-s", 1_000)["label_rate"] == 1.0  # capped
+    # products-like trains on 8 %: the reduced graph keeps MIN_TRAIN_NODES training nodes, the rest split as before
+    products = PRESETS.get("products-like")
+    reduced = products.replace(**calibration.reduced_overrides("products-like", 60_000))
+    assert reduced.num_nodes * reduced.train_fraction == pytest.approx(calibration.MIN_TRAIN_NODES, rel=1e-4)
+    assert reduced.valid_fraction / reduced.test_fraction == pytest.approx(
+        products.valid_fraction / products.test_fraction, rel=1e-3)
+    small = products.replace(**calibration.reduced_overrides("products-like", 10_000))
+    assert small.train_fraction == calibration.MAX_TRAIN_SHARE
 
 
 def test_epochs_give_the_training_steps():
