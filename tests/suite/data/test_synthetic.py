@@ -221,6 +221,19 @@ def test_measured_homophily_matches_config(tmp_path, homophily):
     assert measured == pytest.approx(homophily, abs=0.03)
 
 
+def test_realized_homophily_predicts_the_stored_graphs_below_the_drawn_one(tmp_path):
+    # hubs in small classes: many same-class self-loops and repeats, so the stored graph is clearly less homophilous
+    config = SyntheticConfig(num_nodes=4000, avg_degree=40, num_classes=20, class_skew=1.0, homophily=0.4,
+                             feature_dim=0, label_rate=1.0, seed=3)
+    store = generate(config, tmp_path / "g")
+    src, dst = store.edge_index()
+    measured = (store.labels[src] == store.labels[dst]).double().mean().item()
+    estimate = synthetic.realized_homophily(config)
+    assert measured < config.homophily - 0.02
+    assert estimate == pytest.approx(measured, abs=0.005)
+    assert synthetic.realized_homophily(config.replace(homophily=0.6)) > estimate
+
+
 def test_degrees_are_heavy_tailed_with_the_configured_exponent(tmp_path):
     estimates = {}
     for gamma in (2.2, 3.0):
