@@ -14,8 +14,13 @@ What each part counts (bytes; float32 rows, int64 ids, as the systems hold them)
 - **batch**: the sampled neighbourhood of a batch (node counts from the expected sample per hop, deduplicated
   within the graph: :func:`hop_sizes`), its gathered input rows and the encoder's activations (messages per edge,
   aggregates and layer outputs), twice in training (the gradients); link prediction adds the negatives' scores.
-- **first use**: what the process adds on its first batch beyond the data (compiled sampling kernels, torch's
-  kernels and allocator arenas): :data:`FIRST_USE_BYTES`, measured on the smallest store with every system.
+  An evaluation batch holds one layer at a time; link prediction's ranking holds a bounded block of scores (or of
+  sampled candidates' rows) and the filter of known triples.
+- **first use**: what the process adds on its first batches beyond the data (compiled kernels, torch's kernels,
+  allocator arenas, modules imported late): :data:`FIRST_USE_BYTES`, calibrated on the 300-node store.
+
+Not modelled: partitioning a store the disk system finds uncached (it runs inside setup, chunked), the PyG
+system's own loader (estimated as the in-memory system), data-parallel ranks (one process each), CUDA memory.
 
 The estimate is a model, not a bound: it is checked against measured peak RSS by
 ``experiments/measure/memory_estimate.py``.
@@ -35,9 +40,23 @@ from suite.memory import RUNTIME, MemoryEstimate, format_bytes
 FLOAT, LONG = 4, 8
 MiB = 1 << 20
 
-FIRST_USE_BYTES = {"node_classification": 125 * MiB, "link_prediction": 235 * MiB}
-"""Resident memory a run adds on first use beyond its data (numba-compiled samplers, torch kernels, allocator
-arenas): measured as the peak RSS of runs on the ``tiny`` store (300 nodes) minus the RSS after imports, by task."""
+FIRST_USE_BYTES = {("in_memory", "node_classification"): 130 * MiB, ("in_memory", "link_prediction"): 230 * MiB,
+                   ("disk", "node_classification"): 135 * MiB, ("disk", "link_prediction"): 230 * MiB}
+"""Resident memory a run adds on first use beyond its data (numba-compiled kernels, torch's kernels, allocator
+arenas, modules imported on first use), by ``(system, task)`` (``in_memory`` also for the pipelined and PyG
+systems): the peak RSS of runs on the ``tiny`` store (300 nodes) minus their estimate without it, rounded to
+5 MiB (``experiments/measure/memory_estimate.py``, its calibration cases)."""
+
+
+def first_use(system: str, task: str) -> int:
+    """:data:`FIRST_USE_BYTES` of ``system`` (the disk system's, or the in-memory one's) for ``task``."""
+    return FIRST_USE_BYTES[("disk" if system == "disk" else "in_memory", task)]
+
+
+FILTER_BYTES_PER_TRIPLE = 3 * LONG + 2 * 2 * LONG + LONG
+"""The filter of filtered ranking (``suite.metrics.TripleFilter``): the concatenated ``(src, rel, dst)`` int64 copy,
+two groups (tails by ``(src, rel)``, heads by ``(dst, rel)``) of an int64 key and member each, and a sort's
+permutation."""
 
 AUTOGRAD_FACTOR = 2.0
 """Training keeps a batch's activations for the backward pass and allocates their gradients: twice the forward."""
@@ -151,6 +170,12 @@ def uses_graph(spec: RunSpec) -> bool:
     return spec.model.encoder not in ("shallow", "mlp") and bool(spec.model.fanouts)
 
 
+def largest_split(spec: RunSpec, store: GraphStore) -> int:
+    """Edges of the largest evaluated split (``evaluation.splits``)."""
+    return max([shape(store, f"{split}_edges")[0] for split in spec.evaluation.splits
+                if shape(store, f"{split}_edges")] or [0])
+
+
 def num_classes(store: GraphStore) -> int:
     """Output width of node classification."""
     return int(store.num_classes or 1)
@@ -165,7 +190,7 @@ def _node_classification(spec: RunSpec, store: GraphStore, runtime: int, batches
     edges = sum(shape(store, k)[0] for k in csr_keys(direction)[1::2]) or graph
     resident = {
         RUNTIME: runtime,
-        "first use (kernels, arenas)": FIRST_USE_BYTES["node_classification"],
+        "first use (kernels, arenas)": first_use(spec.system.name, "node_classification"),
         "store pages (memory-mapped)": file_bytes(store, keys),
         "features (float32 copy)": n * d * FLOAT,
         "graph (CSR copy)": (n + 1) * LONG + edges * LONG,
@@ -193,7 +218,7 @@ def _link_prediction(spec: RunSpec, store: GraphStore, runtime: int, batches_in_
     in_dim = dim if spec.model.learnable_embeddings else store.feature_dim
     resident = {
         RUNTIME: runtime,
-        "first use (kernels, arenas)": FIRST_USE_BYTES["link_prediction"],
+        "first use (kernels, arenas)": first_use(spec.system.name, "link_prediction"),
         "store pages (memory-mapped)": file_bytes(store, split_keys + (csr_keys(direction) if graph else [])
                                                   + ([] if spec.model.learnable_embeddings else ["features"])),
         "edge splits (int64 copies)": known * 3 * LONG,
@@ -210,7 +235,7 @@ def _link_prediction(spec: RunSpec, store: GraphStore, runtime: int, batches_in_
     if batches_in_flight > 1:
         phases["train"]["batches in flight"] = (batches_in_flight - 1) * phases["train"]["batch inputs"] // 2
     if spec.evaluation.splits:
-        phases["evaluate"] = _link_evaluation(spec, n, known, graph)
+        phases["evaluate"] = _link_evaluation(spec, n, known, graph, largest_split(spec, store))
     return MemoryEstimate(resident, phases, suggest=lambda budget: _use_disk(spec, store, runtime, budget))
 
 
@@ -227,13 +252,26 @@ def _link_batch(spec: RunSpec, population: int, degree: np.ndarray | None, in_di
     return parts
 
 
-def _link_evaluation(spec: RunSpec, num_nodes: int, known_triples: int, graph: bool) -> dict[str, int]:
-    """Ranking against every entity: all nodes' representations, a batch's scores against every candidate (the
-    scores, the filter mask and the comparison), and the filter of known triples (hashed ids)."""
-    dim = spec.model.embedding_dim
-    candidates = spec.evaluation.negatives or num_nodes
-    parts = {"scores against all candidates": int(spec.evaluation.batch_size * candidates * FLOAT * 3),
-             "known-triple filter": known_triples * 2 * LONG}
+def _link_evaluation(spec: RunSpec, num_nodes: int, known_triples: int, graph: bool,
+                     largest_split: int) -> dict[str, int]:
+    """Ranking: the queries of a scoring batch (at most ``evaluation.batch_size`` and the ``largest_split``'s
+    edges, and bounded by the ranking's
+    score budget, ``systems.tasks.link_prediction._EVAL_SCORE_ELEMENTS``) against every entity (their scores, the
+    filtered copy and the comparison) or against ``evaluation.negatives`` sampled ones per query (their gathered
+    rows and scores); the filter of known triples (:data:`FILTER_BYTES_PER_TRIPLE`); and all nodes'
+    representations for an encoder that reads neighbours."""
+    from systems.tasks.link_prediction import _EVAL_SCORE_ELEMENTS
+
+    dim, sampled = spec.model.embedding_dim, spec.evaluation.negatives
+    batch = min(spec.evaluation.batch_size, max(1, largest_split))
+    if sampled is None:
+        rows = max(1, min(batch, _EVAL_SCORE_ELEMENTS // max(num_nodes, 1)))
+        parts = {"scores against every entity": rows * num_nodes * FLOAT * 3}
+    else:
+        rows = max(1, min(batch, _EVAL_SCORE_ELEMENTS // (sampled * dim)))
+        parts = {"sampled candidates' rows": rows * sampled * dim * FLOAT,
+                 "scores against sampled candidates": rows * sampled * FLOAT * 3}
+    parts["known-triple filter"] = known_triples * FILTER_BYTES_PER_TRIPLE
     if graph:
         parts["encoded node table"] = num_nodes * dim * FLOAT
     return parts
@@ -296,7 +334,7 @@ def _disk(spec: RunSpec, store: GraphStore, runtime_bytes: int, degree: np.ndarr
     dim = spec.model.embedding_dim
     resident = {
         RUNTIME: runtime_bytes,
-        "first use (kernels, arenas)": FIRST_USE_BYTES[spec.training.task],
+        "first use (kernels, arenas)": first_use("disk", spec.training.task),
         "per-node maps (row, partition, label)": n * LONG * (1 if link else 3),
     }
     if link:
@@ -335,7 +373,7 @@ def _disk_evaluation(spec: RunSpec, store: GraphStore, degree: np.ndarray | None
     if link:
         known = sum(shape(store, k)[0] for k in ("train_edges", "valid_edges", "test_edges") if shape(store, k))
         parts["embedding table (read whole)"] = n * 2 * spec.model.embedding_dim * FLOAT
-        parts.update(_link_evaluation(spec, n, known, degree is not None))
+        parts.update(_link_evaluation(spec, n, known, degree is not None, largest_split(spec, store)))
         return parts
     fanouts = spec.evaluation.fanouts or spec.model.fanouts
     options = validate_system_options(spec)
@@ -377,8 +415,14 @@ def _smaller_buffer(spec: RunSpec, store: GraphStore, runtime: int, budget: int,
         capacity = _largest_capacity(spec, store, runtime, budget, partitions, degree)
         if capacity:
             return (f"num_partitions: {partitions} with buffer_capacity: {capacity} would fit (estimated)")
-    return (f"no buffer fits: what every run holds (runtime, per-node maps, evaluation) exceeds "
-            f"{format_bytes(budget)}")
+    smallest = spec.model_copy(update={"system": spec.system.model_copy(update={
+        "options": {**spec.system.options, "num_partitions": 4 * options.num_partitions, "buffer_capacity": 1}})})
+    least = _disk(smallest, store, runtime, degree)
+    if least.peak_phase == "evaluate":
+        return (f"no buffer fits: the evaluation alone needs {format_bytes(least.peak_bytes)} (lower "
+                f"evaluation.batch_size" + (", or evaluation.graph: buffer" if spec.training.task ==
+                                            "node_classification" else "") + ")")
+    return f"no buffer fits: even one of {4 * options.num_partitions} partitions needs {format_bytes(least.peak_bytes)}"
 
 
 def pyg_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> MemoryEstimate:

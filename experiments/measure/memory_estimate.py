@@ -9,7 +9,8 @@ prediction, at two sizes) runs once, in a fresh process (``gnnsuite run``): the 
 training (``summary.json``: ``memory_estimate.peak_bytes``, the runtime included: what the process held after its
 imports) and records the measured peak (``peak_rss_bytes``, ``ru_maxrss``). Printed per case: both, the relative
 error ``(estimate - measured) / measured``, and the same error on the part above the runtime (what the data and
-the batches add), which a large runtime would otherwise hide; then the median and worst relative errors.
+the batches add), which a large runtime would otherwise hide; then the median and worst relative errors over the
+cases that are not calibration cases (the tiny ones, from which the first-use constants come).
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ CASES: dict[str, dict] = {
                           "system": {"name": "in_memory", "device": "cpu"}},
     "in_memory-lp-tiny": {**LP, "dataset": {"name": "synthetic", "preset": "tiny", "cache_dir": "data"},
                           "system": {"name": "in_memory", "device": "cpu"}},
+    "disk-nc-tiny-p4c2": {**NC, "dataset": {"name": "synthetic", "preset": "tiny", "cache_dir": "data"},
+                          "system": disk(4, 2, policy="dispersed")},
+    "disk-lp-tiny-p4c2": {**LP, "dataset": {"name": "synthetic", "preset": "tiny", "cache_dir": "data"},
+                          "system": disk(4, 2, policy="beta")},
     "in_memory-nc-arxiv85k": {**NC, "dataset": HALF_ARXIV, "system": {"name": "in_memory", "device": "cpu"}},
     "in_memory-nc-arxiv": {**NC, "dataset": ARXIV, "system": {"name": "in_memory", "device": "cpu"}},
     "pipelined-nc-arxiv": {**NC, "dataset": ARXIV, "system": {"name": "pipelined", "device": "cpu", "options": {
@@ -70,6 +75,11 @@ CASES: dict[str, dict] = {
     "disk-lp-100k-p8c2": {**LP, "dataset": lp_graph(100_000), "system": disk(8, 2, policy="beta")},
     "disk-lp-100k-p8c4": {**LP, "dataset": lp_graph(100_000), "system": disk(8, 4, policy="beta")},
 }
+
+
+CALIBRATION = {name for name in CASES if "-tiny" in name}
+"""The cases on the 300-node store: their peak minus the runtime is the first-use memory
+(``systems.memory.FIRST_USE_BYTES``), so they calibrate the estimate rather than test it."""
 
 
 def run_case(name: str, spec: dict, out: Path, cwd: Path) -> dict:
@@ -85,7 +95,7 @@ def run_case(name: str, spec: dict, out: Path, cwd: Path) -> dict:
     summary = json.loads(summary_path.read_text())
     estimate, measured = summary["memory_estimate"]["peak_bytes"], summary["peak_rss_bytes"]
     runtime = summary["memory_estimate"].get("runtime_bytes", 0)
-    return {"case": name, "system": summary["system"], "task": summary["task"],
+    return {"case": name, "calibration": name in CALIBRATION, "system": summary["system"], "task": summary["task"],
             "num_nodes": summary["dataset_info"]["num_nodes"], "estimate_mib": estimate / 2**20,
             "measured_mib": measured / 2**20, "peak_phase": summary["memory_estimate"]["peak_phase"],
             "relative_error": (estimate - measured) / measured,
@@ -105,11 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     table = pd.DataFrame(rows)
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False))
-    errors = table["relative_error"].dropna().abs() if "relative_error" in table else pd.Series(dtype=float)
+    tested = table[~table["calibration"]] if "calibration" in table else table
+    errors = tested["relative_error"].dropna().abs() if "relative_error" in tested else pd.Series(dtype=float)
     if len(errors):
-        above = table["above_runtime_error"].dropna().abs()
-        print(f"relative error |estimate - measured| / measured over {len(errors)} runs: median "
-              f"{statistics.median(errors):.1%}, worst {errors.max():.1%} (goal: within 20%)")
+        above = tested["above_runtime_error"].dropna().abs()
+        print(f"relative error |estimate - measured| / measured over {len(errors)} runs (calibration cases left "
+              f"out): median {statistics.median(errors):.1%}, worst {errors.max():.1%} (goal: within 20%)")
         if len(above):
             print(f"on the part above the runtime: median {statistics.median(above):.1%}, worst {above.max():.1%}")
     if args.csv:

@@ -10,8 +10,8 @@ import pytest
 
 from suite.config import spec_from_dict
 from suite.memory import RUNTIME, MemoryEstimate, estimate_memory
-from systems.memory import (AUTOGRAD_FACTOR, FIRST_USE_BYTES, disk_estimate, distinct, hop_sizes, in_memory_estimate,
-                            pipelined_estimate)
+from systems.memory import (AUTOGRAD_FACTOR, FILTER_BYTES_PER_TRIPLE, FIRST_USE_BYTES, disk_estimate, distinct,
+                            hop_sizes, in_memory_estimate, pipelined_estimate)
 from tests.support.graphs import write_tiny_store
 
 
@@ -58,7 +58,7 @@ def test_in_memory_estimate_by_hand(tiny_store):
     estimate = in_memory_estimate(_spec(tiny_store), tiny_store, runtime_bytes=1000)
     resident = estimate.resident
     assert resident[RUNTIME] == 1000
-    assert resident["first use (kernels, arenas)"] == FIRST_USE_BYTES["node_classification"]
+    assert resident["first use (kernels, arenas)"] == FIRST_USE_BYTES[("in_memory", "node_classification")]
     assert resident["features (float32 copy)"] == 4 * 3 * 4
     assert resident["graph (CSR copy)"] == 5 * 8 + 5 * 8  # int64 indptr of 4 + 1 entries, 5 in-neighbours
     assert resident["labels"] == 4 * 8
@@ -119,7 +119,7 @@ def test_disk_estimate_grows_with_the_buffer_and_suggests_one_that_fits(tiny_sto
     assert peaks[0] < peaks[1] < peaks[2]
     large = disk_estimate(_disk_spec(tiny_store, 4), tiny_store, 0)
     assert large.suggest(peaks[1]) == "system.options.buffer_capacity: 2 would fit (estimated)"
-    assert "no buffer fits" in large.suggest(100)
+    assert large.suggest(100).startswith("no buffer fits: even one of 16 partitions needs ")
 
 
 def test_in_memory_refusal_suggests_the_disk_system(tiny_store):
@@ -139,5 +139,12 @@ def test_link_prediction_counts_embeddings_and_ranking(tiny_store):
     assert estimate.resident["embeddings + Adagrad state"] == 2 * 4 * 4 * 4
     assert estimate.resident["edge splits (int64 copies)"] == 5 * 3 * 8  # 5 train edges, no valid/test file
     assert estimate.phases["train"]["scores"] == 2 * 2 * 3 * 4 * 3
-    assert estimate.phases["evaluate"]["scores against all candidates"] == 2 * 4 * 4 * 3
+    evaluate = estimate.phases["evaluate"]
+    # the store has no valid edges: a scoring block of 1 query (at most the split's edges) x 4 entities (scores,
+    # filtered copy, comparison)
+    assert evaluate["scores against every entity"] == 1 * 4 * 4 * 3
+    assert evaluate["known-triple filter"] == 5 * FILTER_BYTES_PER_TRIPLE
+    sampled = in_memory_estimate(spec.model_copy(update={"evaluation": spec.evaluation.model_copy(
+        update={"negatives": 3})}), tiny_store, 0).phases["evaluate"]
+    assert sampled["sampled candidates' rows"] == 1 * 3 * 4 * 4  # 1 query x 3 candidates x 4 wide
     assert isinstance(estimate, MemoryEstimate)
