@@ -242,17 +242,41 @@ def _datasets_parser(commands: argparse._SubParsersAction) -> None:
 # ---------------------------------------------------------------------------------------------- runs
 def _cmd_run(args: argparse.Namespace) -> int:
     from suite.config import load_spec
-    from suite.runner import run_spec
+    from suite.runner import dry_run, run_spec
+
+    from suite.executors import parse_memory
 
     spec = load_spec(args.spec, args.set)
+    memory_limit = parse_memory(args.memory_limit, "--memory-limit")
     try:
+        if args.dry_run:
+            return _print_dry_run(dry_run(spec, memory_limit), args.json)
         summary = run_spec(spec, Path(args.out), overwrite=args.overwrite, progress=not args.quiet,
-                           log_to=tuple(args.log_to))
+                           log_to=tuple(args.log_to), memory_limit=memory_limit)
     except SuiteError as err:
         raise type(err)(f"{args.spec}: {err}") from None
     if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks for the run
         _print_run(summary)
     return 0
+
+
+def _print_dry_run(plan: dict, as_json: bool) -> int:
+    """Print what ``run --dry-run`` found: the run, its memory estimate and the memory available; exit status 0
+    when it fits (or cannot be told), 2 when it does not (as the run would stop)."""
+    from suite.memory import describe
+
+    estimate, available = plan["estimate"], plan["available"]
+    if as_json:
+        print(strict_json_dumps({**{k: v for k, v in plan.items() if k not in ("estimate", "available")},
+                                 "memory_estimate": estimate.to_dict() if estimate is not None else None,
+                                 "available_bytes": available.bytes, "available_source": available.source},
+                                indent=2))
+    else:
+        print(f"{plan['run_id']}: dry run (nothing trained or written)")
+        print(f"  system {plan['system']} on {plan['dataset']}: {plan['num_nodes']} nodes, {plan['num_edges']} edges")
+        lines = describe(estimate, available) if estimate is not None else ["no memory estimate for this system"]
+        print("\n".join(f"  {line}" for line in lines))
+    return EXIT_USER_ERROR if plan["fits"] is False else 0
 
 
 def _print_run(summary: dict) -> None:
@@ -329,6 +353,12 @@ def _runs_parser(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--log-to", action="append", default=[], metavar="TRACKER",
                      help="also log to a tracker: tensorboard (RUN_DIR/tensorboard), mlflow (repeatable)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="check the spec and dataset and print the estimated peak memory; train nothing")
+    run.add_argument("--memory-limit", metavar="SIZE",
+                     help="stop before training when the estimated peak memory exceeds SIZE (8G, 512M, bytes); "
+                          "default: the memory available (MemAvailable, or the cgroup's limit)")
+    run.add_argument("--json", action="store_true", help="--dry-run: print the estimate as JSON")
     run.set_defaults(func=_cmd_run)
 
     grid = commands.add_parser("grid", help="run every point of a grid (base spec + axes), skipping finished runs")

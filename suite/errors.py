@@ -21,6 +21,10 @@ class LockedError(SuiteError):
     """Another process is writing the same run folder, store or dataset cache entry (the message names its pid)."""
 
 
+class MemoryLimitError(SuiteError):
+    """A run's estimated peak memory exceeds the memory available: it stops before training (``suite.memory``)."""
+
+
 class DivergedError(SuiteError):
     """The training loss became non-finite (NaN or infinite): the run stops with status ``diverged``.
 

@@ -18,6 +18,7 @@ import torch
 
 from suite.config import RunSpec
 from suite.errors import ConfigError, DivergedError
+from suite.memory import RUNTIME, MemoryEstimate
 from suite.data import GraphStore
 from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
@@ -121,7 +122,7 @@ def check_inputs(spec: RunSpec, store: GraphStore) -> None:
 
 def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
              progress: bool = False, placement: Mapping[str, Any] | None = None,
-             log_to: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+             log_to: tuple[str, ...] | list[str] = (), memory_limit: int | None = None) -> dict[str, Any]:
     """Run ``spec`` into ``out/<run_id>`` and return its summary.
 
     A run already complete there is not repeated (its summary is returned with ``"skipped": True``) unless
@@ -130,7 +131,9 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
     (:mod:`suite.tracking`: ``tensorboard``, ``mlflow``) that mirror the records while the run goes. The dataset and device are resolved before the run folder is created, so bad input leaves
     no folder; a failure during training leaves a summary with status ``failed`` (never ``completed``).
     ``placement`` (where a grid executor runs it: executor, node, attempt) is recorded as the summary's
-    ``placement``.
+    ``placement``. Before the run folder exists, the system's peak memory is estimated (:mod:`suite.memory`) and a
+    run that would exceed the memory available (or ``memory_limit`` bytes) stops with
+    :class:`~suite.errors.MemoryLimitError`; the estimate is recorded as the summary's ``memory_estimate``.
     """
     from suite.datasets import open_dataset
     from suite.registry import SYSTEMS
@@ -152,12 +155,67 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
     check_inputs(spec, store)
     device = resolve_device(spec.system.device)
     system_class = SYSTEMS.get(spec.system.name)
+    memory = check_run_memory(spec, store, memory_limit)
     if log_to:
         from suite.tracking import check_trackers
 
         check_trackers(tuple(log_to))
+    summary_extra = ({"memory_estimate": {"peak_bytes": memory.peak_bytes, "peak_phase": memory.peak_phase,
+                                         "runtime_bytes": memory.resident.get(RUNTIME, 0)}}
+                     if memory is not None else {})
     return _run(spec, out, store, device, system_class, Recorder(out, spec, open=False, log_to=tuple(log_to)),
-                progress, placement, resume=not overwrite)
+                progress, placement, resume=not overwrite, summary_extra=summary_extra)
+
+
+def check_run_memory(spec: RunSpec, store: GraphStore, memory_limit: int | None = None) -> MemoryEstimate | None:
+    """The registered peak-memory estimate of the run (None for a system without one), checked against the memory
+    available (:func:`suite.memory.available_memory`, at most ``memory_limit`` bytes).
+
+    Raises:
+        MemoryLimitError: the estimate exceeds it (one line saying what would fit).
+    """
+    from suite.memory import MEMORY_ESTIMATES, available_memory, check_memory, estimate_memory
+
+    if spec.system.name not in MEMORY_ESTIMATES:
+        if memory_limit is not None:
+            raise ConfigError(f"--memory-limit: system {spec.system.name!r} declares no memory estimate")
+        return None
+    import_plugins(spec)
+    estimate = estimate_memory(spec, store)
+    check_memory(estimate, available_memory(memory_limit), spec.system.name)
+    return estimate
+
+
+def import_plugins(spec: RunSpec) -> None:
+    """Import the plugins ``spec`` names (system, task, encoder, decoder, sampler), as the run will: the memory
+    their libraries take is then part of the runtime an estimate starts from (:data:`suite.memory.RUNTIME`)."""
+    from suite.registry import DECODERS, MODELS, SAMPLERS, SYSTEMS, TASKS
+
+    SYSTEMS.get(spec.system.name)
+    TASKS.get(spec.training.task)
+    MODELS.get(spec.model.encoder)
+    SAMPLERS.get(spec.sampler.name)
+    if spec.model.decoder is not None:
+        DECODERS.get(spec.model.decoder)
+
+
+def dry_run(spec: RunSpec, memory_limit: int | None = None) -> dict[str, Any]:
+    """What ``gnnsuite run --dry-run`` reports, running nothing: the dataset opened and checked, the system's
+    options validated, its peak-memory estimate and the memory available (no run folder is created; a dataset not
+    yet in the cache is generated or prepared, as the run would)."""
+    from suite.datasets import open_dataset
+    from suite.memory import MEMORY_ESTIMATES, available_memory, estimate_memory
+    from suite.registry import SYSTEMS
+
+    store = open_dataset(spec.dataset)
+    check_inputs(spec, store)
+    resolve_device(spec.system.device)
+    import_plugins(spec)
+    available = available_memory(memory_limit)
+    estimate = estimate_memory(spec, store) if spec.system.name in MEMORY_ESTIMATES else None
+    return {"run_id": spec.run_id, "system": spec.system.name, "dataset": store.name, "num_nodes": store.num_nodes,
+            "num_edges": store.num_edges, "estimate": estimate, "available": available,
+            "fits": None if estimate is None or available.bytes is None else estimate.peak_bytes <= available.bytes}
 
 
 def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool,
@@ -184,7 +242,7 @@ def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool,
 
 def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch.device, system_class: type[System],
          recorder: Any, progress: bool, placement: Mapping[str, Any] | None = None,
-         resume: bool = True) -> dict[str, Any]:
+         resume: bool = True, summary_extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Train ``system_class`` on ``store``, summarize, and finish (or fail) the run through ``recorder``.
 
     The system is constructed (validating its options against the spec and the store) before ``recorder`` opens
@@ -226,6 +284,7 @@ def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch
     if placement:
         summary["placement"] = dict(placement)
     summary.update(getattr(outcome, "summary_extra", {}))
+    summary.update(summary_extra or {})
     return recorder.finish(summary)
 
 

@@ -17,6 +17,15 @@ SYSTEMS = {
     "feature_cache": "systems.feature_cache.feature_cache_system:FeatureCacheSystem",
 }
 
+# Peak-memory estimates ``estimate(spec, store, runtime_bytes) -> suite.memory.MemoryEstimate``, one per system
+# above, read by the harness before a run trains (suite.memory.MEMORY_ESTIMATES; ``gnnsuite run --dry-run``).
+MEMORY_ESTIMATES = {
+    "in_memory": "systems.memory:in_memory_estimate",
+    "pipelined": "systems.memory:pipelined_estimate",
+    "pyg": "systems.memory:pyg_estimate",
+    "disk": "systems.memory:disk_estimate",
+}
+
 # Wrappers ``variant(system_class) -> system_class`` the runner applies by name (suite.registry.SYSTEM_VARIANTS).
 SYSTEM_VARIANTS = {
     "data_parallel": "systems.distributed:data_parallel",
@@ -86,6 +95,7 @@ CACHE_POLICIES = {
 # The tables by kind, as the ``gnnsuite.plugins`` entry point gives them to the harness (suite.plugin_tables).
 TABLES = {
     "systems": SYSTEMS,
+    "memory_estimates": MEMORY_ESTIMATES,
     "system_variants": SYSTEM_VARIANTS,
     "samplers": SAMPLERS,
     "models": MODELS,

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from suite import registry
+from suite.memory import MEMORY_ESTIMATES
 from suite.plugin_tables import plugin_table
 from systems import plugins
 from systems.disk.policies import POLICIES
@@ -21,7 +22,7 @@ from tests.support.paths import REPO_ROOT
 REGISTRIES = {
     "systems": registry.SYSTEMS, "system_variants": registry.SYSTEM_VARIANTS, "samplers": registry.SAMPLERS,
     "models": registry.MODELS, "decoders": registry.DECODERS, "tasks": registry.TASKS, "disk_tasks": DISK_TASKS,
-    "policies": POLICIES, "cache_policies": CACHE_POLICIES,
+    "policies": POLICIES, "cache_policies": CACHE_POLICIES, "memory_estimates": MEMORY_ESTIMATES,
 }
 
 

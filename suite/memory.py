@@ -1,0 +1,214 @@
+"""Memory known before it is needed: a run's peak resident memory, estimated per system before training, and the
+memory the run may use.
+
+Each system declares its estimate by name (the ``memory_estimates`` plugin table, :mod:`systems.plugins`): a pure
+function ``estimate(spec, store, runtime_bytes) -> MemoryEstimate`` of the run spec, the opened store and the
+memory the process holds already (interpreter and libraries, measured before the estimate). The runner estimates
+before the run folder exists (:func:`check_memory`) and stops a run whose estimate exceeds the memory available
+with one line that says what would fit; ``gnnsuite run --dry-run`` prints the estimate and runs nothing.
+
+The memory available is the least of ``--memory-limit``, what the memory cgroup of the process still allows
+(``memory.max`` minus ``memory.current`` in cgroup v2, ``memory.limit_in_bytes`` minus ``memory.usage_in_bytes`` in
+cgroup v1) and ``MemAvailable`` (``/proc/meminfo``), the last two plus
+what the process holds already (they count it as used).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from suite.errors import MemoryLimitError
+from suite.registry import Registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from suite.config import RunSpec
+    from suite.data import GraphStore
+
+MiB = 1 << 20
+RUNTIME = "runtime (interpreter, libraries)"
+"""The part every estimate starts from: what the process holds before the run (``runtime_bytes``)."""
+
+MEMORY_ESTIMATES: Registry = Registry("memory estimate", plugin_table="memory_estimates")
+"""``system name -> estimate(spec, store, runtime_bytes) -> MemoryEstimate`` (the ``memory_estimates`` table)."""
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """A run's estimated peak resident memory, by part.
+
+    Attributes:
+        resident: ``{part: bytes}`` held for the whole run (the runtime, features, graph, buffer, embeddings...).
+        phases: ``{phase: {part: bytes}}`` held only during one phase (``train``: a training batch in flight;
+            ``evaluate``: an evaluation batch, the whole-graph structures an evaluation reads); the peak is the
+            resident parts plus the largest phase.
+        suggest: ``suggest(budget_bytes) -> text``: what would fit in ``budget_bytes`` (a buffer capacity, a
+            cache budget, another system), as a clause of the refusal line; pure, from the same inputs.
+    """
+
+    resident: Mapping[str, int]
+    phases: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    suggest: Callable[[int], str] = field(default=lambda budget: "", compare=False, repr=False)
+
+    @property
+    def peak_phase(self) -> str | None:
+        """The phase with the most memory (None without phases)."""
+        return max(self.phases, key=lambda name: sum(self.phases[name].values())) if self.phases else None
+
+    @property
+    def peak_bytes(self) -> int:
+        """Resident parts plus the largest phase."""
+        phase = self.peak_phase
+        return int(sum(self.resident.values()) + (sum(self.phases[phase].values()) if phase else 0))
+
+    def to_dict(self) -> dict:
+        """Plain data (``peak_bytes``, ``peak_phase``, ``resident``, ``phases``) for JSON and summaries."""
+        return {"peak_bytes": self.peak_bytes, "peak_phase": self.peak_phase,
+                "resident": {k: int(v) for k, v in self.resident.items()},
+                "phases": {p: {k: int(v) for k, v in parts.items()} for p, parts in self.phases.items()}}
+
+
+def format_bytes(value: float) -> str:
+    """``1.23 GiB``, ``456.0 MiB``, ``12.0 KiB``: a size for people."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
+        if abs(value) >= scale:
+            return f"{value / scale:.{2 if unit == 'GiB' else 1}f} {unit}"
+    return f"{int(value)} B"
+
+
+def estimate_memory(spec: RunSpec, store: GraphStore, runtime_bytes: int | None = None) -> MemoryEstimate:
+    """The registered estimate of ``spec.system.name`` for ``spec`` on ``store``; ``runtime_bytes`` defaults to
+    the resident memory of this process now (:func:`current_rss_bytes`).
+
+    Raises:
+        ConfigError: no estimate is registered for the system.
+    """
+    estimate = MEMORY_ESTIMATES.get(spec.system.name)
+    return estimate(spec, store, current_rss_bytes() if runtime_bytes is None else runtime_bytes)
+
+
+# ---------------------------------------------------------------------------------------------- what is available
+def current_rss_bytes(status: str | os.PathLike = "/proc/self/status") -> int:
+    """Resident memory of this process now (``VmRSS``); 0 where unknown."""
+    return _proc_kib(status, "VmRSS")
+
+
+def mem_available_bytes(meminfo: str | os.PathLike = "/proc/meminfo") -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes; None where unknown."""
+    value = _proc_kib(meminfo, "MemAvailable")
+    return value or None
+
+
+def _proc_kib(path: str | os.PathLike, key: str) -> int:
+    try:
+        for line in Path(path).read_text().splitlines():
+            name, _, rest = line.partition(":")
+            if name == key:
+                return int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+_UNLIMITED = 1 << 62  # cgroup v1 writes "no limit" as the largest page-aligned 64-bit value
+
+
+def cgroup_headroom_bytes(root: str | os.PathLike = "/sys/fs/cgroup",
+                          cgroup_file: str | os.PathLike = "/proc/self/cgroup") -> int | None:
+    """What the memory cgroup of this process (and its ancestors) still allows: the least of ``memory.max -
+    memory.current`` (cgroup v2) or ``memory.limit_in_bytes - memory.usage_in_bytes`` (cgroup v1's memory
+    controller, mounted at ``root/memory``) along its path; None without a limit."""
+    try:
+        lines = Path(cgroup_file).read_text().splitlines()
+    except OSError:
+        return None
+    v1 = next((line.split(":", 2)[2] for line in lines if line.split(":")[1:2] == ["memory"]), None)
+    v2 = next((line[3:] for line in lines if line.startswith("0::")), None)
+    if v1 is not None:
+        return _headroom(Path(root) / "memory", v1, "memory.limit_in_bytes", "memory.usage_in_bytes")
+    if v2 is not None:
+        return _headroom(Path(root), v2, "memory.max", "memory.current")
+    return None
+
+
+def _headroom(top: Path, path: str, limit_file: str, usage_file: str) -> int | None:
+    """The least ``limit - usage`` from the cgroup ``top/path`` up to ``top`` (None where none is limited)."""
+    folder, headroom = top / path.strip().lstrip("/"), None
+    while True:
+        try:
+            limit = (folder / limit_file).read_text().strip()
+            if limit != "max" and int(limit) < _UNLIMITED:
+                left = int(limit) - int((folder / usage_file).read_text().strip())
+                headroom = left if headroom is None else min(headroom, left)
+        except (OSError, ValueError):
+            pass
+        if folder == top or folder.parent == folder:
+            return headroom
+        folder = folder.parent
+
+
+@dataclass(frozen=True)
+class Available:
+    """The memory a run may reach (its peak resident size), and where the bound comes from."""
+
+    bytes: int | None
+    source: str
+
+
+def available_memory(limit_bytes: int | None = None) -> Available:
+    """The least of ``limit_bytes`` (``--memory-limit``), the cgroup's headroom and ``MemAvailable``, the last two
+    plus this process's resident memory (both count it as used already)."""
+    held = current_rss_bytes()
+    bounds = []
+    if limit_bytes is not None:
+        bounds.append((limit_bytes, "--memory-limit"))
+    headroom = cgroup_headroom_bytes()
+    if headroom is not None:
+        bounds.append((held + headroom, "the memory cgroup's limit"))
+    free = mem_available_bytes()
+    if free is not None:
+        bounds.append((held + free, "MemAvailable"))
+    if not bounds:
+        return Available(None, "unknown")
+    value, source = min(bounds)
+    return Available(int(value), source)
+
+
+def check_memory(estimate: MemoryEstimate, available: Available, system: str) -> None:
+    """Stop a run whose estimate exceeds the memory available, with one line saying what would fit.
+
+    Raises:
+        MemoryLimitError: ``estimate.peak_bytes > available.bytes``.
+    """
+    if available.bytes is None or estimate.peak_bytes <= available.bytes:
+        return
+    hint = estimate.suggest(available.bytes)
+    raise MemoryLimitError(
+        f"system {system}: estimated peak memory {format_bytes(estimate.peak_bytes)} (during {estimate.peak_phase}) "
+        f"exceeds the {format_bytes(available.bytes)} available ({available.source})"
+        + (f"; {hint}" if hint else "") + " (gnnsuite run --dry-run shows the estimate)")
+
+
+def describe(estimate: MemoryEstimate, available: Available) -> list[str]:
+    """The estimate as lines for people: the parts, the peak, and whether it fits."""
+    lines = [f"estimated peak memory: {format_bytes(estimate.peak_bytes)} (during {estimate.peak_phase})"]
+    width = max([len(k) for k in estimate.resident] + [len(k) for p in estimate.phases.values() for k in p] + [8])
+    lines.append("  resident for the whole run:")
+    lines += [f"    {name:<{width}}  {format_bytes(value):>11}" for name, value in estimate.resident.items()]
+    for phase, parts in estimate.phases.items():
+        lines.append(f"  during {phase}{' (the peak)' if phase == estimate.peak_phase else ''}:")
+        lines += [f"    {name:<{width}}  {format_bytes(value):>11}" for name, value in parts.items()]
+    if available.bytes is None:
+        lines.append("available: unknown")
+    else:
+        verdict = "fits" if estimate.peak_bytes <= available.bytes else "does NOT fit"
+        lines.append(f"available: {format_bytes(available.bytes)} ({available.source}): {verdict}")
+    return lines
+
+
+__all__ = ["Available", "MEMORY_ESTIMATES", "MemoryEstimate", "MemoryLimitError", "available_memory",
+           "RUNTIME", "cgroup_headroom_bytes", "check_memory", "current_rss_bytes", "describe", "estimate_memory",
+           "format_bytes", "mem_available_bytes"]

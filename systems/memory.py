@@ -1,0 +1,434 @@
+"""Peak-memory estimates of the built-in systems (the ``memory_estimates`` plugin table, read by
+:mod:`suite.memory`): pure functions of the run spec, the store's counts and degrees, and the memory the process
+holds already (``runtime_bytes``: interpreter and libraries).
+
+What each part counts (bytes; float32 rows, int64 ids, as the systems hold them):
+
+- **store pages**: the store files a system reads through its copy-on-write memory maps stay resident (file-backed)
+  while the store is open; they count in the resident set like the copies made from them.
+- **features / graph / labels**: the copies a system makes (features as float32, the CSR of the sampling direction
+  as int64 ``indptr`` and ``indices``).
+- **buffer** (disk): ``frames x max_rows`` rows of features (node classification) or of ``[embedding | Adagrad
+  state]`` (link prediction), and the in-buffer CSR of the held buckets (two while the next state is prepared).
+- **embeddings** (link prediction in memory): the learnable table and its Adagrad state.
+- **batch**: the sampled neighbourhood of a batch (node counts from the expected sample per hop, deduplicated
+  within the graph: :func:`hop_sizes`), its gathered input rows and the encoder's activations (messages per edge,
+  aggregates and layer outputs), twice in training (the gradients); link prediction adds the negatives' scores.
+  An evaluation batch holds one layer at a time; link prediction's ranking holds a bounded block of scores (or of
+  sampled candidates' rows) and the filter of known triples.
+- **first use**: what the process adds on its first batches beyond the data (compiled kernels, torch's kernels,
+  allocator arenas, modules imported late): :data:`FIRST_USE_BYTES`, calibrated on the 300-node store.
+
+Not modelled: partitioning a store the disk system finds uncached (it runs inside setup, chunked), the PyG
+system's own loader (estimated as the in-memory system), data-parallel ranks (one process each), CUDA memory.
+
+The estimate is a model, not a bound: it is checked against measured peak RSS by
+``experiments/measure/memory_estimate.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from suite.config import RunSpec, validate_system_options
+from suite.data import GraphStore
+from suite.memory import RUNTIME, MemoryEstimate, format_bytes
+
+FLOAT, LONG = 4, 8
+MiB = 1 << 20
+
+FIRST_USE_BYTES = {("in_memory", "node_classification"): 130 * MiB, ("in_memory", "link_prediction"): 230 * MiB,
+                   ("disk", "node_classification"): 135 * MiB, ("disk", "link_prediction"): 230 * MiB}
+"""Resident memory a run adds on first use beyond its data (numba-compiled kernels, torch's kernels, allocator
+arenas, modules imported on first use), by ``(system, task)`` (``in_memory`` also for the pipelined and PyG
+systems): the peak RSS of runs on the ``tiny`` store (300 nodes) minus their estimate without it, rounded to
+5 MiB (``experiments/measure/memory_estimate.py``, its calibration cases)."""
+
+
+def first_use(system: str, task: str) -> int:
+    """:data:`FIRST_USE_BYTES` of ``system`` (the disk system's, or the in-memory one's) for ``task``."""
+    return FIRST_USE_BYTES[("disk" if system == "disk" else "in_memory", task)]
+
+
+FILTER_BYTES_PER_TRIPLE = 3 * LONG + 2 * 2 * LONG + LONG
+"""The filter of filtered ranking (``suite.metrics.TripleFilter``): the concatenated ``(src, rel, dst)`` int64 copy,
+two groups (tails by ``(src, rel)``, heads by ``(dst, rel)``) of an int64 key and member each, and a sort's
+permutation."""
+
+AUTOGRAD_FACTOR = 2.0
+"""Training keeps a batch's activations for the backward pass and allocates their gradients: twice the forward."""
+
+
+# ---------------------------------------------------------------------------------------------- store arithmetic
+def shape(store: GraphStore, key: str) -> tuple[int, ...]:
+    """The shape of the store's array ``key`` as its metadata records it (() when absent)."""
+    entry = store.metadata.get("files", {}).get(key)
+    return tuple(entry["shape"]) if entry else ()
+
+
+def file_bytes(store: GraphStore, keys: Sequence[str]) -> int:
+    """Bytes of the store files ``keys`` (those present), as their metadata records them."""
+    files = store.metadata.get("files", {})
+    return int(sum(files[key]["bytes"] for key in keys if key in files))
+
+
+def csr_keys(direction: str) -> list[str]:
+    """The store files of the CSR(s) a sampling ``direction`` reads."""
+    sides = ("in", "out") if direction == "both" else (direction,)
+    return [f"{side}_{part}" for side in sides for part in ("indptr", "indices")]
+
+
+def degrees(store: GraphStore, direction: str) -> np.ndarray:
+    """Every node's neighbour count in ``direction`` (from the CSR offsets)."""
+    sides = ("in", "out") if direction == "both" else (direction,)
+    return sum(np.diff(np.asarray(store.csr(side).indptr.numpy(), dtype=np.int64)) for side in sides)
+
+
+def distinct(draws: float, population: int) -> float:
+    """Expected distinct nodes among ``draws`` uniform draws from ``population`` (``n (1 - e^(-k/n))``)."""
+    return population * -math.expm1(-draws / population) if population else 0.0
+
+
+def hop_sizes(roots: float, fanouts: Sequence[int], degree: np.ndarray) -> list[tuple[float, float]]:
+    """``(nodes, edges)`` of every hop from the roots outwards, in a graph with these node ``degree``\\ s.
+
+    The roots are uniform nodes (each draws ``min(degree, fanout)`` neighbours, all of them for -1); a node
+    reached later was reached along an edge, so in proportion to its degree (it draws the degree-weighted mean).
+    The draws of a hop hit node ``v`` with probability ``degree[v] / sum(degree)``: their distinct count is
+    ``sum(1 - exp(-draws * p_v))``, of which those outside the hop's frontier are new."""
+    degree = np.asarray(degree, dtype=np.float64)
+    population, total = len(degree), float(degree.sum())
+    if population == 0 or total == 0:
+        return [(float(roots), 0.0)] * (len(fanouts) + 1)
+    weight = degree / total
+    sizes, nodes = [(float(roots), 0.0)], min(float(roots), population)
+    for hop, fanout in enumerate(fanouts):
+        taken = degree if fanout < 0 else np.minimum(degree, fanout)
+        per_node = float(taken.mean()) if hop == 0 else float((degree * taken).sum() / total)
+        draws = nodes * per_node
+        reached = float(-np.expm1(-draws * weight).sum())
+        nodes = min(population, nodes + reached * (1 - nodes / population))
+        sizes.append((nodes, draws))
+    return sizes
+
+
+def layer_bytes(sizes: list[tuple[float, float]], in_dim: int, hidden_dim: int, out_dim: int,
+                heads: int = 1) -> list[float]:
+    """Forward activations of every layer of a message-passing encoder over one sample (``sizes`` from
+    :func:`hop_sizes`), outermost first: the messages (one row of the layer's input width per edge and head), the
+    aggregates, three output-wide tensors per destination (the two linear maps and the activation) and the
+    sample's ``edge_index`` (two ids per edge); the layer's input rows are not counted."""
+    layers = len(sizes) - 1
+    per_layer = []
+    for layer in range(layers):
+        hop = layers - layer  # the layer consuming hop ``hop``'s nodes
+        dst_nodes, edges = sizes[hop - 1][0], sizes[hop][1]
+        width_in = in_dim if layer == 0 else hidden_dim
+        width_out = out_dim if layer == layers - 1 else hidden_dim
+        per_layer.append(FLOAT * (edges * width_in * heads + dst_nodes * width_in + 3 * dst_nodes * width_out)
+                         + 2 * LONG * edges)
+    return per_layer
+
+
+def sample_bytes(spec: RunSpec, roots: float, fanouts: Sequence[int], degree: np.ndarray | None, in_dim: int,
+                 out_dim: int, training: bool) -> dict[str, int]:
+    """A batch's gathered input rows and encoder activations, its neighbourhood drawn from a graph of these node
+    ``degree``\\ s (None, or no ``fanouts``: the encoder reads the roots only).
+
+    Training keeps every layer's activations for the backward pass and allocates their gradients
+    (:data:`AUTOGRAD_FACTOR` times the sum over layers, inputs included); an evaluation (no gradients) holds one
+    layer's at a time, with its input rows (the largest layer)."""
+    if degree is None or spec.model.encoder in ("mlp", "shallow") or not fanouts:
+        sizes = [(float(roots), 0.0)]
+    else:
+        sizes = hop_sizes(roots, fanouts, degree)
+    inputs = sizes[-1][0] * in_dim * FLOAT
+    heads = spec.model.heads if spec.model.encoder == "gat" else 1
+    if len(sizes) == 1:
+        layers = [roots * (spec.model.hidden_dim + out_dim) * FLOAT]
+    else:
+        layers = layer_bytes(sizes, in_dim, spec.model.hidden_dim, out_dim, heads)
+    if training:
+        return {"batch inputs": int(inputs * AUTOGRAD_FACTOR), "activations": int(sum(layers) * AUTOGRAD_FACTOR)}
+    hidden_inputs = [sizes[len(sizes) - 1 - layer][0] * spec.model.hidden_dim * FLOAT * (layer > 0)
+                     for layer in range(len(layers))]
+    return {"batch inputs": int(inputs), "activations": int(max(a + b for a, b in zip(layers, hidden_inputs)))}
+
+
+def buffer_degrees(degree: np.ndarray, capacity: int, partitions: int) -> np.ndarray:
+    """The degrees of a buffer of ``capacity`` of ``partitions`` partitions: a ``capacity / partitions`` share of
+    the nodes (every k-th), each keeping that share of its neighbours (the held buckets)."""
+    share = capacity / partitions
+    return degree[::max(1, round(1 / share))] * share
+
+
+def uses_graph(spec: RunSpec) -> bool:
+    """Whether the encoder reads sampled neighbours."""
+    return spec.model.encoder not in ("shallow", "mlp") and bool(spec.model.fanouts)
+
+
+def largest_split(spec: RunSpec, store: GraphStore) -> int:
+    """Edges of the largest evaluated split (``evaluation.splits``)."""
+    return max([shape(store, f"{split}_edges")[0] for split in spec.evaluation.splits
+                if shape(store, f"{split}_edges")] or [0])
+
+
+def num_classes(store: GraphStore) -> int:
+    """Output width of node classification."""
+    return int(store.num_classes or 1)
+
+
+# ---------------------------------------------------------------------------------------------- in memory
+def _node_classification(spec: RunSpec, store: GraphStore, runtime: int, batches_in_flight: int) -> MemoryEstimate:
+    n, d = store.num_nodes, store.feature_dim
+    direction = spec.sampler.direction
+    keys = ["features", "labels", "train_nodes", "valid_nodes", "test_nodes", *csr_keys(direction)]
+    graph = shape(store, csr_keys(direction)[1])[0] if shape(store, csr_keys(direction)[1]) else store.num_edges
+    edges = sum(shape(store, k)[0] for k in csr_keys(direction)[1::2]) or graph
+    resident = {
+        RUNTIME: runtime,
+        "first use (kernels, arenas)": first_use(spec.system.name, "node_classification"),
+        "store pages (memory-mapped)": file_bytes(store, keys),
+        "features (float32 copy)": n * d * FLOAT,
+        "graph (CSR copy)": (n + 1) * LONG + edges * LONG,
+        "labels": n * LONG,
+    }
+    degree = degrees(store, direction) if uses_graph(spec) else None
+    train = sample_bytes(spec, spec.training.batch_size, spec.model.fanouts, degree, d, num_classes(store), True)
+    if batches_in_flight > 1:
+        train["batches in flight (inputs)"] = (batches_in_flight - 1) * train["batch inputs"] // 2
+    phases = {"train": train}
+    if spec.evaluation.splits:
+        phases["evaluate"] = sample_bytes(spec, spec.evaluation.batch_size,
+                                          spec.evaluation.fanouts or spec.model.fanouts, degree, d,
+                                          num_classes(store), False)
+    return MemoryEstimate(resident, phases, suggest=lambda budget: _use_disk(spec, store, runtime, budget))
+
+
+def _link_prediction(spec: RunSpec, store: GraphStore, runtime: int, batches_in_flight: int) -> MemoryEstimate:
+    n = store.num_nodes
+    dim = spec.model.embedding_dim
+    direction = spec.sampler.direction
+    graph = uses_graph(spec)
+    split_keys = ["train_edges", "valid_edges", "test_edges"]
+    known = sum(shape(store, k)[0] for k in split_keys if shape(store, k))
+    in_dim = dim if spec.model.learnable_embeddings else store.feature_dim
+    resident = {
+        RUNTIME: runtime,
+        "first use (kernels, arenas)": first_use(spec.system.name, "link_prediction"),
+        "store pages (memory-mapped)": file_bytes(store, split_keys + (csr_keys(direction) if graph else [])
+                                                  + ([] if spec.model.learnable_embeddings else ["features"])),
+        "edge splits (int64 copies)": known * 3 * LONG,
+    }
+    if spec.model.learnable_embeddings:
+        resident["embeddings + Adagrad state"] = 2 * n * dim * FLOAT
+    else:
+        resident["features (float32 copy)"] = n * store.feature_dim * FLOAT
+    degree = degrees(store, direction) if graph else None
+    if graph:
+        edges = sum(shape(store, k)[0] for k in csr_keys(direction)[1::2])
+        resident["graph (CSR copy)"] = (n + 1) * LONG + edges * LONG
+    phases = {"train": _link_batch(spec, n, degree, in_dim, True)}
+    if batches_in_flight > 1:
+        phases["train"]["batches in flight"] = (batches_in_flight - 1) * phases["train"]["batch inputs"] // 2
+    if spec.evaluation.splits:
+        phases["evaluate"] = _link_evaluation(spec, n, known, graph, largest_split(spec, store))
+    return MemoryEstimate(resident, phases, suggest=lambda budget: _use_disk(spec, store, runtime, budget))
+
+
+def _link_batch(spec: RunSpec, population: int, degree: np.ndarray | None, in_dim: int,
+                training: bool) -> dict[str, int]:
+    """A link-prediction batch: its endpoints and the chunks' shared negatives (their rows, encoded), and the
+    scores of every positive against its negatives (both sides; scores, softmax and gradient)."""
+    batch, negatives = spec.training.batch_size, spec.training.negatives
+    dim = spec.model.embedding_dim
+    shared = negatives.num_chunks * negatives.negatives_per_positive * 2
+    roots = distinct(2 * batch + shared, population)
+    parts = sample_bytes(spec, roots, spec.model.fanouts, degree, in_dim, dim, training)
+    parts["scores"] = int(2 * batch * negatives.negatives_per_positive * FLOAT * 3)
+    return parts
+
+
+def _link_evaluation(spec: RunSpec, num_nodes: int, known_triples: int, graph: bool,
+                     largest_split: int) -> dict[str, int]:
+    """Ranking: the queries of a scoring batch (at most ``evaluation.batch_size`` and the ``largest_split``'s
+    edges, and bounded by the ranking's
+    score budget, ``systems.tasks.link_prediction._EVAL_SCORE_ELEMENTS``) against every entity (their scores, the
+    filtered copy and the comparison) or against ``evaluation.negatives`` sampled ones per query (their gathered
+    rows and scores); the filter of known triples (:data:`FILTER_BYTES_PER_TRIPLE`); and all nodes'
+    representations for an encoder that reads neighbours."""
+    from systems.tasks.link_prediction import _EVAL_SCORE_ELEMENTS
+
+    dim, sampled = spec.model.embedding_dim, spec.evaluation.negatives
+    batch = min(spec.evaluation.batch_size, max(1, largest_split))
+    if sampled is None:
+        rows = max(1, min(batch, _EVAL_SCORE_ELEMENTS // max(num_nodes, 1)))
+        parts = {"scores against every entity": rows * num_nodes * FLOAT * 3}
+    else:
+        rows = max(1, min(batch, _EVAL_SCORE_ELEMENTS // (sampled * dim)))
+        parts = {"sampled candidates' rows": rows * sampled * dim * FLOAT,
+                 "scores against sampled candidates": rows * sampled * FLOAT * 3}
+    parts["known-triple filter"] = known_triples * FILTER_BYTES_PER_TRIPLE
+    if graph:
+        parts["encoded node table"] = num_nodes * dim * FLOAT
+    return parts
+
+
+def in_memory_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> MemoryEstimate:
+    """The in-memory system: the whole store's inputs copied into memory, one batch at a time."""
+    variant = _link_prediction if spec.training.task == "link_prediction" else _node_classification
+    return variant(spec, store, runtime_bytes, batches_in_flight=1)
+
+
+def pipelined_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> MemoryEstimate:
+    """The pipelined system: as in memory, plus the batches in flight (at most the staleness bound, at most the
+    queues and workers can hold) with their gathered inputs."""
+    options = validate_system_options(spec)
+    effective = options.effective() if hasattr(options, "effective") else options
+    if getattr(effective, "sync", False):
+        in_flight = 1
+    else:
+        queued = (effective.batch_loader_threads + effective.batch_host_queue_size
+                  + effective.batch_transfer_threads + effective.batch_device_queue_size + 1)
+        in_flight = max(1, min(effective.staleness_bound, queued))
+    variant = _link_prediction if spec.training.task == "link_prediction" else _node_classification
+    return variant(spec, store, runtime_bytes, batches_in_flight=in_flight)
+
+
+def _use_disk(spec: RunSpec, store: GraphStore, runtime: int, budget: int) -> str:
+    """The refusal's hint for a system that holds the whole store: the disk system, with a buffer that fits."""
+    if spec.training.task == "link_prediction" and not spec.model.learnable_embeddings:
+        return "the disk system trains link prediction only with model.learnable_embeddings: true"
+    degree = degrees(store, spec.sampler.direction) if uses_graph(spec) else None
+    for partitions in (16, 32, 64, 128):
+        disk = spec.model_copy(update={"system": spec.system.model_copy(update={
+            "name": "disk", "options": {"num_partitions": partitions, "buffer_capacity": 1}})})
+        capacity = _largest_capacity(disk, store, runtime, budget, partitions, degree)
+        if capacity:
+            return (f"use the disk system (system.name: disk, system.options: {{num_partitions: {partitions}, "
+                    f"buffer_capacity: {capacity}}})")
+    return "even the disk system with 128 partitions would not fit"
+
+
+# ---------------------------------------------------------------------------------------------- disk
+def disk_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> MemoryEstimate:
+    """The disk system: a buffer of ``frames`` partitions (``c`` plus read-ahead), the in-buffer CSR of the held
+    buckets (the current state's and the next one's), per-node maps; evaluation over the whole graph reads its
+    CSR (and, for link prediction, the whole embedding table)."""
+    degree = degrees(store, spec.sampler.direction) if uses_graph(spec) else None
+    return _disk(spec, store, runtime_bytes, degree)
+
+
+def _disk(spec: RunSpec, store: GraphStore, runtime_bytes: int, degree: np.ndarray | None) -> MemoryEstimate:
+    options = validate_system_options(spec)
+    p, c, frames = options.num_partitions, options.buffer_capacity, options.frames
+    n = store.num_nodes
+    max_rows = -(-n // p)
+    buffer_rows = frames * max_rows
+    directed_edges = store.num_edges * (2 if spec.sampler.direction == "both" else 1)
+    held_edges = directed_edges * (c / p) ** 2
+    link = spec.training.task == "link_prediction"
+    dim = spec.model.embedding_dim
+    resident = {
+        RUNTIME: runtime_bytes,
+        "first use (kernels, arenas)": first_use("disk", spec.training.task),
+        "per-node maps (row, partition, label)": n * LONG * (1 if link else 3),
+    }
+    if link:
+        resident["buffer (embeddings + Adagrad)"] = buffer_rows * 2 * dim * FLOAT
+        resident["write-back copies"] = c * max_rows * 2 * dim * FLOAT
+        resident["in-buffer edges (int64 triples)"] = int(held_edges * 3 * LONG)
+    else:
+        row_bytes = file_bytes(store, ["features"]) / max(1, n)
+        resident["buffer (feature rows)"] = int(buffer_rows * row_bytes)
+        resident["labels (pages + copy)"] = file_bytes(store, ["labels"]) + n * LONG
+    if degree is not None:  # two CSRs: the current state's and the next one's, prepared ahead
+        resident["in-buffer CSR x2"] = int(2 * ((buffer_rows + 1) * LONG + held_edges * 2 * LONG))
+    in_buffer = buffer_degrees(degree, c, p) if degree is not None else None
+    if link:
+        train = _link_batch(spec, c * max_rows, in_buffer, dim, True)
+    else:
+        train = sample_bytes(spec, spec.training.batch_size, spec.model.fanouts, in_buffer, store.feature_dim,
+                             num_classes(store), True)
+    phases = {"train": train}
+    if spec.evaluation.splits:
+        phases["evaluate"] = _disk_evaluation(spec, store, degree, link)
+    return MemoryEstimate(resident, phases,
+                          suggest=lambda budget: _smaller_buffer(spec, store, runtime_bytes, budget, degree))
+
+
+def _disk_evaluation(spec: RunSpec, store: GraphStore, degree: np.ndarray | None, link: bool) -> dict[str, int]:
+    """What an evaluation adds: over the whole graph, its CSR and, for link prediction, the whole embedding
+    table (read from disk) and the ranking; for node classification the evaluation batch and the feature pages it
+    touches (read on demand through a memory map)."""
+    n = store.num_nodes
+    parts: dict[str, int] = {}
+    whole_graph = spec.evaluation.graph == "full" or link
+    if degree is not None and whole_graph:
+        parts["whole-graph CSR"] = (n + 1) * LONG + int(degree.sum()) * LONG
+        parts["whole-graph CSR pages"] = file_bytes(store, csr_keys(spec.sampler.direction))
+    if link:
+        known = sum(shape(store, k)[0] for k in ("train_edges", "valid_edges", "test_edges") if shape(store, k))
+        parts["embedding table (read whole)"] = n * 2 * spec.model.embedding_dim * FLOAT
+        parts.update(_link_evaluation(spec, n, known, degree is not None, largest_split(spec, store)))
+        return parts
+    fanouts = spec.evaluation.fanouts or spec.model.fanouts
+    options = validate_system_options(spec)
+    graph = degree if whole_graph or degree is None else buffer_degrees(degree, options.buffer_capacity,
+                                                                         options.num_partitions)
+    parts.update(sample_bytes(spec, spec.evaluation.batch_size, fanouts, graph, store.feature_dim,
+                              num_classes(store), False))
+    if spec.evaluation.graph == "full":
+        evaluated = sum(shape(store, f"{split}_nodes")[0] for split in spec.evaluation.splits
+                        if shape(store, f"{split}_nodes"))
+        sizes = (hop_sizes(spec.evaluation.batch_size, fanouts, degree) if degree is not None
+                 else [(spec.evaluation.batch_size, 0.0)])
+        touched = distinct(evaluated / spec.evaluation.batch_size * sizes[-1][0], n) if evaluated else 0.0
+        parts["feature pages read on demand"] = int(file_bytes(store, ["features"]) * touched / max(1, n))
+    return parts
+
+
+def _largest_capacity(spec: RunSpec, store: GraphStore, runtime: int, budget: int, partitions: int,
+                      degree: np.ndarray | None) -> int | None:
+    """The largest buffer capacity (at most ``partitions``) whose disk estimate fits ``budget``; None if none."""
+    options = dict(spec.system.options)
+    best = None
+    for capacity in range(1, partitions + 1):
+        trial = spec.model_copy(update={"system": spec.system.model_copy(update={
+            "options": {**options, "num_partitions": partitions, "buffer_capacity": capacity}})})
+        if _disk(trial, store, runtime, degree).peak_bytes > budget:
+            break
+        best = capacity
+    return best
+
+
+def _smaller_buffer(spec: RunSpec, store: GraphStore, runtime: int, budget: int, degree: np.ndarray | None) -> str:
+    """The refusal's hint for the disk system: the largest buffer capacity that fits (more partitions if none)."""
+    options = validate_system_options(spec)
+    capacity = _largest_capacity(spec, store, runtime, budget, options.num_partitions, degree)
+    if capacity:
+        return f"system.options.buffer_capacity: {capacity} would fit (estimated)"
+    for partitions in (2 * options.num_partitions, 4 * options.num_partitions):
+        capacity = _largest_capacity(spec, store, runtime, budget, partitions, degree)
+        if capacity:
+            return (f"num_partitions: {partitions} with buffer_capacity: {capacity} would fit (estimated)")
+    smallest = spec.model_copy(update={"system": spec.system.model_copy(update={
+        "options": {**spec.system.options, "num_partitions": 4 * options.num_partitions, "buffer_capacity": 1}})})
+    least = _disk(smallest, store, runtime, degree)
+    if least.peak_phase == "evaluate":
+        return (f"no buffer fits: the evaluation alone needs {format_bytes(least.peak_bytes)} (lower "
+                f"evaluation.batch_size" + (", or evaluation.graph: buffer" if spec.training.task ==
+                                            "node_classification" else "") + ")")
+    return f"no buffer fits: even one of {4 * options.num_partitions} partitions needs {format_bytes(least.peak_bytes)}"
+
+
+def pyg_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> MemoryEstimate:
+    """The PyG peer: like the in-memory system (the whole graph and features in memory, one batch at a time)."""
+    return in_memory_estimate(spec, store, runtime_bytes)
+
+
+__all__ = ["AUTOGRAD_FACTOR", "FIRST_USE_BYTES", "buffer_degrees", "disk_estimate", "distinct", "layer_bytes",
+           "hop_sizes", "in_memory_estimate", "pipelined_estimate", "pyg_estimate", "sample_bytes"]

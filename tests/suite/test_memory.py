@@ -1,0 +1,140 @@
+"""suite.memory: the memory available (MemAvailable, a cgroup v2 limit, --memory-limit), the refusal line, and
+``gnnsuite run --dry-run`` / ``--memory-limit`` through the command line (refused runs leave nothing)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from suite.errors import MemoryLimitError
+from suite.memory import (Available, MemoryEstimate, available_memory, cgroup_headroom_bytes, check_memory, describe,
+                          mem_available_bytes)
+from tests.support.paths import REPO_ROOT
+
+MiB = 1 << 20
+
+
+def test_peak_is_resident_plus_the_largest_phase():
+    estimate = MemoryEstimate({"a": 10, "b": 5}, {"train": {"x": 3, "y": 4}, "evaluate": {"z": 6}})
+    assert estimate.peak_phase == "train" and estimate.peak_bytes == 22
+    assert estimate.to_dict()["peak_bytes"] == 22
+    assert MemoryEstimate({"a": 1}).peak_bytes == 1 and MemoryEstimate({"a": 1}).peak_phase is None
+
+
+def test_mem_available_parsed_from_meminfo(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24683584 kB\nMemFree:  13174168 kB\nMemAvailable:   2048 kB\n")
+    assert mem_available_bytes(meminfo) == 2048 * 1024
+    assert mem_available_bytes(tmp_path / "absent") is None
+
+
+def test_cgroup_headroom_is_the_least_along_the_path(tmp_path):
+    root = tmp_path / "cgroup"
+    leaf = root / "user.slice" / "job"
+    leaf.mkdir(parents=True)
+    (root / "user.slice" / "memory.max").write_text("1000\n")
+    (root / "user.slice" / "memory.current").write_text("600\n")
+    (leaf / "memory.max").write_text("max\n")
+    (leaf / "memory.current").write_text("100\n")
+    cgroup = tmp_path / "self-cgroup"
+    cgroup.write_text("0::/user.slice/job\n")
+    assert cgroup_headroom_bytes(root, cgroup) == 400
+    (leaf / "memory.max").write_text("300\n")
+    assert cgroup_headroom_bytes(root, cgroup) == 200
+    cgroup.write_text("0::/\n")
+    assert cgroup_headroom_bytes(root, cgroup) is None  # the root: no limit file
+
+
+def test_cgroup_v1_memory_controller(tmp_path):
+    root = tmp_path / "cgroup"
+    job = root / "memory" / "jobs" / "one"
+    job.mkdir(parents=True)
+    (root / "memory" / "jobs" / "memory.limit_in_bytes").write_text(f"{9223372036854771712}\n")  # no limit
+    (root / "memory" / "jobs" / "memory.usage_in_bytes").write_text("5000\n")
+    (job / "memory.limit_in_bytes").write_text("3000\n")
+    (job / "memory.usage_in_bytes").write_text("1000\n")
+    cgroup = tmp_path / "self-cgroup"
+    cgroup.write_text("4:memory:/jobs/one\n1:cpu:/\n0::/\n")
+    assert cgroup_headroom_bytes(root, cgroup) == 2000
+    (job / "memory.limit_in_bytes").write_text(f"{9223372036854771712}\n")
+    assert cgroup_headroom_bytes(root, cgroup) is None
+
+
+def test_memory_limit_bounds_what_is_available():
+    assert available_memory(123) == Available(123, "--memory-limit")
+    unbounded = available_memory(None)
+    assert unbounded.source in ("MemAvailable", "the memory cgroup's limit", "unknown")
+
+
+def test_refusal_is_one_line_with_what_would_fit():
+    estimate = MemoryEstimate({"features": 300 * MiB}, {"train": {"batch": 100 * MiB}},
+                              suggest=lambda budget: f"buffer_capacity: {budget // MiB // 100} would fit")
+    check_memory(estimate, Available(400 * MiB, "--memory-limit"), "disk")  # fits exactly: no error
+    check_memory(estimate, Available(None, "unknown"), "disk")
+    with pytest.raises(MemoryLimitError) as refused:
+        check_memory(estimate, Available(399 * MiB, "--memory-limit"), "disk")
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith("system disk: estimated peak memory 400.0 MiB (during train) exceeds the 399.0 MiB "
+                              "available (--memory-limit); buffer_capacity: 3 would fit")
+
+
+def test_describe_lists_parts_and_verdict():
+    estimate = MemoryEstimate({"features": 2 * MiB}, {"train": {"batch": MiB}})
+    lines = describe(estimate, Available(2 * MiB, "MemAvailable"))
+    assert lines[0] == "estimated peak memory: 3.0 MiB (during train)"
+    assert any("features" in line and "2.0 MiB" in line for line in lines)
+    assert lines[-1] == "available: 2.0 MiB (MemAvailable): does NOT fit"
+
+
+# ---------------------------------------------------------------------------------------------- command line
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "suite", *args], capture_output=True, text=True, cwd=REPO_ROOT,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def tiny_spec(tmp_path_factory):
+    """A run spec on the tiny synthetic store (generated once into a module cache)."""
+    folder = tmp_path_factory.mktemp("memory-cli")
+    spec = folder / "spec.yaml"
+    spec.write_text(f"dataset: {{name: synthetic, preset: tiny, cache_dir: {folder / 'data'}}}\n"
+                    "model: {num_layers: 1, fanouts: [3], hidden_dim: 8}\ntraining: {epochs: 1}\n"
+                    "system: {name: in_memory, device: cpu}\n")
+    return spec
+
+
+def test_dry_run_prints_the_estimate_and_writes_nothing(tiny_spec, tmp_path):
+    out = tmp_path / "runs"
+    shown = _cli("run", str(tiny_spec), "--out", str(out), "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert "dry run (nothing trained or written)" in text and "system in_memory on tiny: 300 nodes" in text
+    for part in ("estimated peak memory:", "runtime (interpreter, libraries)", "features (float32 copy)",
+                 "during train", "during evaluate", "available:"):
+        assert part in text, text
+    as_json = json.loads(_cli("run", str(tiny_spec), "--out", str(out), "--dry-run", "--json").stdout)
+    estimate = as_json["memory_estimate"]
+    assert estimate["peak_bytes"] == sum(estimate["resident"].values()) + sum(
+        estimate["phases"][estimate["peak_phase"]].values())
+    assert as_json["fits"] is True and as_json["available_bytes"] >= estimate["peak_bytes"]
+    assert not out.exists()
+
+
+def test_memory_limit_below_the_estimate_stops_before_the_run_folder(tiny_spec, tmp_path):
+    out = tmp_path / "runs"
+    peak = json.loads(_cli("run", str(tiny_spec), "--dry-run", "--json").stdout)["memory_estimate"]["peak_bytes"]
+    refused = _cli("run", str(tiny_spec), "--out", str(out), "--memory-limit", str(peak - 50 * MiB))
+    assert refused.returncode == 2, refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gnnsuite: error: "), refused.stderr
+    assert "spec.yaml: system in_memory: estimated peak memory" in lines[0]
+    assert "available (--memory-limit); " in lines[0]
+    assert not out.exists()
+    dry = _cli("run", str(tiny_spec), "--dry-run", "--memory-limit", str(peak - 50 * MiB))
+    assert dry.returncode == 2 and "does NOT fit" in dry.stdout
+    bad = _cli("run", str(tiny_spec), "--memory-limit", "lots")
+    assert bad.returncode == 2 and "--memory-limit: expected a size like 8G" in bad.stderr
