@@ -4,7 +4,7 @@ Usage::
 
     python experiments/measure/shchur_accuracy.py [--grid experiments/specs/shchur.yaml] [--out out/shchur]
         [--graphs coauthor-cs ...] [--encoders gcn ...] [--splits 0 1 ...] [--seeds 0 ...] [--set a.b=value ...]
-        [--jobs 1] [--markdown]
+        [--jobs 1] [--markdown] [--table-only]
 
 Runs the grid (every graph x encoder x split seed x initialisation seed of ``experiments/specs/shchur.yaml``, the
 points kept by the filters, ``--set`` overrides applied to all) through the suite's harness (``suite.run_grid``:
@@ -13,7 +13,7 @@ number of runs, the mean best validation accuracy (what the hyper-parameters wer
 accuracy with its 95 % t interval over the runs, the published accuracy and the difference, and whether the mean
 lies within 0.02 of it. The test accuracy is that of the parameters of the best validation epoch
 (``evaluation.restore_best``), as in Shchur et al.'s early stopping. ``--markdown`` prints the table as Markdown
-(docs/datasets.md), otherwise as CSV.
+(docs/datasets.md), otherwise as CSV; ``--table-only`` tabulates the runs already completed in ``--out``.
 """
 
 from __future__ import annotations
@@ -87,6 +87,7 @@ def print_rows(rows: list[dict], markdown: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     from suite.grid import expand_grid, run_grid
+    from suite.recorder import read_summary
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", type=Path, default=DEFAULT_GRID, help="the grid of runs (default: %(default)s)")
@@ -98,9 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="a.b=value", help="override (repeatable)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--table-only", action="store_true", help="tabulate the completed runs in --out, run none")
     args = parser.parse_args(argv)
     specs = selected(expand_grid(args.grid, args.set), args.graphs, args.encoders, args.splits, args.seeds)
-    summaries = run_grid(specs, args.out, jobs=args.jobs, progress=False)
+    if args.table_only:
+        summaries = [summary for spec in specs if (summary := read_summary(args.out / spec.run_id)) is not None]
+    else:
+        summaries = run_grid(specs, args.out, jobs=args.jobs, progress=False)
     print_rows(table_rows(summaries), args.markdown)
     return 0
 
