@@ -85,6 +85,10 @@ class DatasetSpec(_Spec):
     split: NodeSplitSpec | None = Field(None, description="node split of a dataset without a fixed one "
                                                           "('amazon-computers', 'coauthor-cs', 'facebook-page-page'..."
                                                           "); None: the loader's default protocol, seed 0")
+    feature_normalization: Literal["none", "row"] = Field(
+        "none", description="applied to the feature rows a run reads (suite.data.feature_normalization): 'none', "
+                            "or 'row' (each row divided by its sum, Kipf & Welling's preprocessing of "
+                            "bag-of-words features); the store is unchanged")
 
 
 class ModelSpec(_Spec):
@@ -98,6 +102,9 @@ class ModelSpec(_Spec):
                                            description="neighbours sampled per layer, outermost last; -1 = all")
     aggregation: Literal["mean", "max", "sum"] = "mean"
     dropout: float = Field(0.5, ge=0.0, lt=1.0)
+    input_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout on the input features of the first "
+                                                                  "layer (Kipf & Welling's GCN drops them too); "
+                                                                  "'dropout' acts between layers")
     decoder: str | None = Field(None, description="link prediction: registered edge decoder 'distmult', 'complex', "
                                                   "'dot', 'transe' (L1), 'transe_l2'; None for node "
                                                   "classification")
@@ -215,6 +222,11 @@ class EvaluationSpec(_Spec):
     target_metric: float | None = Field(None, description="the validation metric the run aims at: the summary "
                                                           "records the time (time_to_target) and the cost to "
                                                           "first reach it")
+    restore_best: bool = Field(False, description="test with the parameters of the epoch whose validation main "
+                                                  "metric was best (the first of equals; model selection as "
+                                                  "Shchur et al.'s early stopping): they are restored after the "
+                                                  "last epoch, before the test evaluation (needs 'valid' in "
+                                                  "splits)")
     graph: Literal["full", "buffer"] = Field(
         "full", description="node classification from disk: 'full' samples evaluation neighbourhoods over the whole "
                             "graph (the store's CSR, feature rows read from disk per batch; MariusGNN's "
@@ -268,6 +280,9 @@ class RunSpec(_Spec):
             raise ValueError(
                 f"evaluation.fanouts: expected {self.model.num_layers} entries (model.num_layers), got {len(fanouts)}"
             )
+        if self.evaluation.restore_best and "valid" not in self.evaluation.splits:
+            raise ValueError("evaluation.restore_best: selects by the validation metric; 'valid' must be in "
+                             f"evaluation.splits, got {list(self.evaluation.splits)}")
         return self
 
     def resolved(self) -> dict[str, Any]:
@@ -314,7 +329,8 @@ NOT_IDENTITY: tuple[tuple[str, ...], ...] = (("training", "checkpoint_every"),)
 
 _ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "num_bases"): None,
                  ("training", "negatives", "mode"): "chunked", ("training", "regularizer"): "l2",
-                 ("training", "negatives", "label_smoothing"): 0.0}
+                 ("training", "negatives", "label_smoothing"): 0.0, ("dataset", "feature_normalization"): "none",
+                 ("model", "input_dropout"): 0.0, ("evaluation", "restore_best"): False}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
 earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
 

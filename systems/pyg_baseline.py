@@ -40,6 +40,7 @@ from torch.nn import functional as F
 from suite.config import RunSpec
 from suite.errors import ConfigError, DataError
 from suite.data import GraphStore
+from suite.data.feature_normalization import normalize_features
 from suite.metrics import StageTimer, accuracy
 from suite.recorder import Recorder
 from systems.system import EpochStats, System
@@ -59,14 +60,15 @@ class PygOptions(BaseModel):
     num_workers: int = Field(0, ge=0, description="NeighborLoader worker processes (PyG's default: 0)")
 
 
-def pyg_data(store: GraphStore, direction: str):
-    """The PyG ``Data`` a PyG user trains on: ``x`` (float32), ``y`` (int64, -1 = unlabeled) and ``edge_index``
-    ``(neighbour, node)`` of the ``direction`` neighbour lists, grouped by ``node`` (PyG's CSC order)."""
+def pyg_data(store: GraphStore, direction: str, feature_normalization: str = "none"):
+    """The PyG ``Data`` a PyG user trains on: ``x`` (float32, normalised per row by ``feature_normalization``),
+    ``y`` (int64, -1 = unlabeled) and ``edge_index`` ``(neighbour, node)`` of the ``direction`` neighbour lists,
+    grouped by ``node`` (PyG's CSC order)."""
     from torch_geometric.data import Data
 
     graph = SamplingGraph.from_store(store, direction)
     owner = torch.repeat_interleave(torch.arange(graph.num_nodes), graph.indptr.diff())
-    return Data(x=store.features.to(torch.float32, copy=True), y=store.labels.to(torch.int64, copy=True),
+    return Data(x=normalize_features(store.features.to(torch.float32, copy=True), feature_normalization), y=store.labels.to(torch.int64, copy=True),
                 edge_index=torch.stack([graph.indices, owner]), num_nodes=graph.num_nodes)
 
 
@@ -89,6 +91,9 @@ class PygSystem(System):
         if spec.model.encoder not in _PYG_MODELS:
             raise ConfigError(f"model.encoder: the pyg system runs PyG's {', '.join(_PYG_MODELS.values())} "
                               f"(encoder {', '.join(_PYG_MODELS)}), got {spec.model.encoder!r}")
+        if spec.model.input_dropout > 0:
+            raise ConfigError(f"model.input_dropout: PyG's {_PYG_MODELS[spec.model.encoder]} applies no input "
+                              f"dropout; got {spec.model.input_dropout}")
         reason = missing_reason()
         if reason is not None:
             raise ConfigError(f"system.name: 'pyg' needs PyG's sampling backend: {reason} (pip install "
@@ -109,7 +114,7 @@ class PygSystem(System):
         for what in ("features", "labels", "train_nodes"):
             if not store.has(what):
                 raise DataError(f"{store.path}: store has no '{what}'; node classification needs it")
-        self.data = pyg_data(store, spec.sampler.direction)
+        self.data = pyg_data(store, spec.sampler.direction, spec.dataset.feature_normalization)
         self.train_nodes = labeled(store.split("train").to(torch.int64), self.data.y)
         if len(self.train_nodes) == 0:
             raise DataError(f"{store.path}: the train split has no labeled node")
@@ -133,6 +138,17 @@ class PygSystem(System):
             return NeighborLoader(self.data, num_neighbors=list(fanouts), input_nodes=nodes, batch_size=batch_size,
                                   shuffle=shuffle, replace=self.spec.sampler.replace, is_sorted=True,
                                   num_workers=workers, persistent_workers=workers > 0)
+
+    def parameter_state(self) -> dict:
+        """A copy of the model's and the optimizer's state (``evaluation.restore_best``)."""
+        import copy
+
+        return copy.deepcopy({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()})
+
+    def load_parameter_state(self, state: dict) -> None:
+        """Put back a state :meth:`parameter_state` returned."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
 
     # ------------------------------------------------------------------ training
     def train_epoch(self, epoch: int, progress: bool = False) -> EpochStats:

@@ -12,6 +12,10 @@ the records, and :meth:`System.enter_pass` puts what the system keeps between pa
 has it (the disk system's buffer layout). Systems with their own durable state override these hooks (the disk
 system's link prediction commits embedding generations).
 
+Model selection (``evaluation.restore_best``): the template keeps a copy of the learnable state
+(:meth:`System.parameter_state`) of the epoch with the best main validation metric (:class:`BestParameters`) and
+puts it back (:meth:`System.load_parameter_state`) before the test evaluation after the last epoch.
+
 Thread budget: before ``setup``, ``run()`` sizes torch's pools to the cores the system's own busy threads
 (:meth:`System.own_threads`: loaders, prefetch, writer) leave free, or to ``system.options.compute_threads``
 (:mod:`suite.threads`), and restores the previous sizes afterwards. Without the option the budget also gives
@@ -67,6 +71,11 @@ class System(ABC):
         self.store = store
         self.device = device
         self.recorder = recorder
+        if spec.evaluation.restore_best and not self.restores_best:
+            from suite.errors import ConfigError
+
+            raise ConfigError(f"evaluation.restore_best: the {spec.system.name} system cannot restore earlier "
+                              f"parameters for {spec.training.task} (its learnable state is not held in memory)")
 
     def run(self, progress: bool = False) -> RunOutcome:
         """Train for ``spec.training.epochs`` epochs, validating every ``spec.evaluation.every``, then test.
@@ -115,6 +124,7 @@ class System(ABC):
                                      **({"compute_threads": threads} if threads else {}))
             if done and len(done) < epochs:
                 self.enter_pass(("train", len(done)))
+            best = self._best_parameters(resumed=bool(done)) if self.spec.evaluation.restore_best else None
             schedule = pass_schedule(self.spec)
             for epoch in range(len(done), epochs):
                 started = time.perf_counter()
@@ -131,8 +141,7 @@ class System(ABC):
                                    foreign_cores=round(load.foreign_cores, 3) if load is not None else None)
                 outcome.threads["per_epoch"].append(threads)
                 self._adapt_threads(load)
-                evaluated = {split: self.evaluate(split) for split, after in schedule
-                             if after == epoch and split != "train"}
+                evaluated = self._evaluate_after(epoch, schedule, best)
                 self._record_epoch(outcome, epoch, elapsed, stats, evaluated.get("valid"))
                 if "test" in evaluated:
                     outcome.test_curve.append((epoch, evaluated["test"]))
@@ -141,9 +150,56 @@ class System(ABC):
                 self.checkpoint(epoch, elapsed, stats, evaluated.get("valid"), test_metrics=evaluated.get("test"))
             if outcome.test_curve and outcome.test_curve[-1][0] == epochs - 1:
                 outcome.test_metrics = outcome.test_curve[-1][1]
+            if best is not None:
+                outcome.summary_extra["restored_best"] = best.describe()
             self.collect_io(outcome)
         finally:
             self.teardown()
+
+    def _evaluate_after(self, epoch: int, schedule: list[PassKey],
+                        best: BestParameters | None) -> dict[str, dict[str, float]]:
+        """The evaluations scheduled after ``epoch``, in order; with ``best`` (``evaluation.restore_best``) each
+        validation result is offered to it, and the best parameters are restored before the final test."""
+        evaluated: dict[str, dict[str, float]] = {}
+        final = epoch + 1 == self.spec.training.epochs
+        for split, after in schedule:
+            if after != epoch or split == "train":
+                continue
+            if split == "test" and final and best is not None:
+                best.restore(self)
+            evaluated[split] = self.evaluate(split)
+            if split == "valid" and best is not None:
+                best.offer(epoch, evaluated[split], self)
+        return evaluated
+
+    def _best_parameters(self, resumed: bool) -> BestParameters:
+        """The tracker of ``evaluation.restore_best``; a resumed run starts from the best checkpoint the killed
+        run wrote (its best epoch may lie before the resume)."""
+        best = BestParameters(main_metric(self.spec.training.task))
+        run_dir = self._checkpoint_dir()
+        if resumed and run_dir is not None and self.checkpoint_task() is not None:
+            from suite.checkpoint import checkpoint_path, load_checkpoint
+
+            path = checkpoint_path(run_dir, "best")
+            if path.exists():
+                state = load_checkpoint(path, map_location=self.device)
+                best.seed(state["best"]["epoch"], state["best"]["value"], state["task"])
+        return best
+
+    # ------------------------------------------------------------------ best-validation parameters
+    restores_best: bool = True
+    """Whether the system can restore earlier parameters (``evaluation.restore_best``); False for systems whose
+    learnable state lives outside memory (the disk system's link prediction)."""
+
+    def parameter_state(self) -> dict[str, Any]:
+        """A copy of the learnable state the evaluations read (the task's, :meth:`Task.state_dict`)."""
+        import copy
+
+        return copy.deepcopy(self.task.state_dict())
+
+    def load_parameter_state(self, state: dict[str, Any]) -> None:
+        """Put back a state :meth:`parameter_state` returned."""
+        self.task.load_state_dict(state)
 
     def _record_epoch(self, outcome: RunOutcome, epoch: int, elapsed: float, stats: EpochStats,
                       metrics: dict[str, float] | None, resumed: bool = False) -> None:
@@ -290,6 +346,47 @@ PassKey = tuple[str, int]
 """A pass of a run: ``("train", epoch)``, or ``("valid" | "test", epoch)`` for an evaluation after ``epoch``."""
 
 
+class BestParameters:
+    """The parameters of the epoch with the best validation ``metric`` so far (the first of equals), kept in memory
+    for ``evaluation.restore_best``.
+
+    Args:
+        metric: the validation metric compared (higher is better; NaN never counts).
+    """
+
+    def __init__(self, metric: str):
+        self.metric = metric
+        self.epoch: int | None = None
+        self.value: float | None = None
+        self.state: dict[str, Any] | None = None
+        self.restored = False
+
+    def seed(self, epoch: int | None, value: float | None, state: dict[str, Any]) -> None:
+        """Start from an earlier best (a resumed run's best checkpoint)."""
+        if epoch is not None and value is not None:
+            self.epoch, self.value, self.state = int(epoch), float(value), state
+
+    def offer(self, epoch: int, metrics: dict[str, float] | None, system: System) -> bool:
+        """Keep ``system``'s parameters when ``metrics`` beat the best so far; whether they did."""
+        from suite.checkpoint import improved
+
+        value = (metrics or {}).get(self.metric)
+        if not improved(value, self.value):
+            return False
+        self.epoch, self.value, self.state = epoch, float(value), system.parameter_state()
+        return True
+
+    def restore(self, system: System) -> None:
+        """Put the best parameters back into ``system`` (nothing when no validation result counted)."""
+        if self.state is not None:
+            system.load_parameter_state(self.state)
+            self.restored = True
+
+    def describe(self) -> dict[str, Any]:
+        """What the summary records: the epoch restored, its validation value, the metric."""
+        return {"metric": self.metric, "epoch": self.epoch, "valid": self.value, "restored": self.restored}
+
+
 def pass_schedule(spec: RunSpec) -> list[PassKey]:
     """The run's passes in order: every training epoch, each followed by its evaluations: ``valid`` every
     ``evaluation.every`` epochs and after the last, ``test`` every ``evaluation.test_every`` epochs (the test
@@ -315,4 +412,4 @@ def _mean(values: list[int]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
 
 
-__all__ = ["EpochStats", "PassKey", "RunOutcome", "StageTimer", "System", "SystemOptions", "pass_schedule"]
+__all__ = ["BestParameters", "EpochStats", "PassKey", "RunOutcome", "StageTimer", "System", "SystemOptions", "pass_schedule"]

@@ -104,6 +104,7 @@ class DiskLinkPrediction(DiskSystem):
     pipelines_states = False  # a state's batches run one at a time (``options.pipeline`` is node classification's)
     read_kind = "embeddings"
     keeps_own_checkpoints = True  # the committed generation (saved_state), not checkpoints/last.pt
+    restores_best = False  # the embedding table is on disk; its earlier generations are not kept
 
     def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device, recorder: Recorder):
         super().__init__(spec, store, device, recorder)

@@ -57,6 +57,9 @@ class BlockStack(nn.Module):
     """
 
     uses_neighbours = True
+    input_dropout = 0.0
+    """Dropout probability on the input rows of the first layer (``model.input_dropout``; set by
+    :func:`set_input_dropout`)."""
 
     def __init__(self, dropout: float, activation: Callable[[torch.Tensor], torch.Tensor]):
         super().__init__()
@@ -75,6 +78,7 @@ class BlockStack(nn.Module):
                 f"{type(self).__name__} has {len(self.convs)} layers but the sample has {len(sample.blocks)} blocks"
             )
         last = len(self.convs) - 1
+        x = F.dropout(x, p=self.input_dropout, training=self.training)
         for layer, (conv, block) in enumerate(zip(self.convs, sample.blocks)):
             x = self.apply_layer(conv, x, block)
             if layer < last:
@@ -87,9 +91,22 @@ class BlockStack(nn.Module):
             conv.reset_parameters()
 
 
+def set_input_dropout(model: nn.Module, spec: ModelSpec) -> nn.Module:
+    """Give ``model`` the input dropout ``spec.input_dropout`` (encoders that apply one declare an
+    ``input_dropout`` attribute); ConfigError naming the field when a non-zero one would be ignored."""
+    if hasattr(model, "input_dropout"):
+        model.input_dropout = spec.input_dropout
+    elif spec.input_dropout > 0:
+        raise ConfigError(f"model.input_dropout: the encoder {spec.encoder!r} applies no input dropout; "
+                          f"got {spec.input_dropout}")
+    return model
+
+
 def build_model(spec: ModelSpec, in_dim: int, out_dim: int) -> nn.Module:
-    """Build the registered model ``spec.encoder`` (raises ConfigError naming the known ones if unknown)."""
-    return MODELS.get(spec.encoder)(spec, in_dim, out_dim)
+    """Build the registered model ``spec.encoder`` (raises ConfigError naming the known ones if unknown), with
+    its input dropout (:func:`set_input_dropout`)."""
+    return set_input_dropout(MODELS.get(spec.encoder)(spec, in_dim, out_dim), spec)
 
 
-__all__ = ["BlockStack", "ModelBuilder", "build_model", "check_layers", "layer_dims", "root_rows"]
+__all__ = ["BlockStack", "ModelBuilder", "build_model", "check_layers", "layer_dims", "root_rows",
+           "set_input_dropout"]

@@ -25,6 +25,8 @@ class MLP(nn.Module):
     """
 
     uses_neighbours = False
+    input_dropout = 0.0
+    """Dropout probability on the roots' input rows (``model.input_dropout``)."""
 
     def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int, dropout: float = 0.5):
         super().__init__()
@@ -33,7 +35,7 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor, sample: SampledSubgraph) -> torch.Tensor:
         """Logits ``[len(sample.roots), out_dim]`` from the roots' rows of ``x`` (features of ``input_nodes``)."""
-        x = root_rows(x, sample)
+        x = F.dropout(root_rows(x, sample), p=self.input_dropout, training=self.training)
         last = len(self.lins) - 1
         for layer, lin in enumerate(self.lins):
             x = lin(x)

@@ -398,6 +398,9 @@ class LinkPredictionTask(Task):
         """A decoder; the store's edge splits (train required); features unless the embeddings are learned."""
         if spec.model.decoder is None:
             raise ConfigError(f"model.decoder: link prediction needs a decoder (known: {', '.join(DECODERS.names())})")
+        if spec.dataset.feature_normalization != "none":
+            raise ConfigError(f"dataset.feature_normalization: applied by node classification only; link prediction "
+                              f"reads the features as stored (got {spec.dataset.feature_normalization!r})")
         check_edge_split(store, "train", required=True)
         for split in ("valid", "test"):
             check_edge_split(store, split, required=False)

@@ -4,6 +4,10 @@ Per batch: ``sample`` (the registered sampler around the roots, drawing from the
 ``gather`` (feature rows of the sample's input nodes and the roots' labels) -> ``transfer`` -> ``compute``
 (cross-entropy, backward, one optimizer step). No ``update`` stage: all learnable state is in the model.
 
+Features are read as float32 and normalised per row as ``dataset.feature_normalization`` says
+(:mod:`suite.data.feature_normalization`), on the rows each batch gathers, so every system that runs these stages
+(in memory, pipelined, from disk) sees the same inputs.
+
 Randomness: ``torch.manual_seed(spec.seed)`` before the model is built (weights, dropout); the epoch's order and
 each batch's sample come from generators seeded from ``(seed, epoch[, batch])`` (:mod:`systems.batch`), so a
 batch's sample does not depend on who loads it; evaluation samples from its own generator, re-seeded at every
@@ -28,6 +32,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from suite.data.feature_normalization import normalize_features
 from suite.errors import ConfigError, DataError
 from suite.metrics import accuracy
 from suite.registry import SAMPLERS
@@ -194,7 +199,8 @@ class NodeClassificationTask(Task):
         else:
             batch.x = self.features.index_select(0, nodes)
             batch.y = self.labels[batch.roots]
-        batch.x = batch.x.float()  # stores may hold float16 rows (the disk system gathers them as they are)
+        # float32 (stores may hold float16 rows; the disk system gathers them as they are), normalised per row
+        batch.x = normalize_features(batch.x, self.spec.dataset.feature_normalization)
 
     def compute(self, batch: Batch) -> None:
         """Forward, cross-entropy loss, backward and one optimizer step; sets ``loss`` and ``version_applied``."""
@@ -245,7 +251,8 @@ class NodeClassificationTask(Task):
         """The model's outputs (class logits, on the task's device) for every root, its neighbourhood drawn by the
         evaluation sampler from ``generator``; the caller has put the model in eval mode."""
         sample = self.eval_sampler.sample(roots, generator)
-        x = self.features.index_select(0, sample.input_nodes).float().to(self.device)
+        x = normalize_features(self.features.index_select(0, sample.input_nodes),
+                               self.spec.dataset.feature_normalization).to(self.device)
         return self.model(x, sample.to(self.device))
 
     def teardown(self) -> None:

@@ -61,6 +61,15 @@ def test_runs_recorded_before_evaluation_graph_keep_their_ids():
     assert spec_from_dict(disk).run_id != "disk-tiny-graphsage-s0-c2aea4a71c1c"
 
 
+def test_feature_normalization_input_dropout_and_restore_best_enter_the_run_id_only_when_set():
+    base = spec_from_dict(BASE)
+    assert base.dataset.feature_normalization == "none" and base.model.input_dropout == 0.0
+    assert base.evaluation.restore_best is False
+    assert base.run_id == "in_memory-tiny-graphsage-s0-9d011344923c"  # the id before the three fields existed
+    for override in ("dataset.feature_normalization=row", "model.input_dropout=0.5", "evaluation.restore_best=true"):
+        assert spec_from_dict(apply_overrides(BASE, [override])).run_id != base.run_id, override
+
+
 def test_overrides_parse_yaml_values():
     assert parse_override("model.fanouts=[3, 4]") == (("model", "fanouts"), [3, 4])
     assert parse_override("training.learning_rate=1e-3") == (("training", "learning_rate"), 0.001)
@@ -89,6 +98,11 @@ def test_overrides_parse_yaml_values():
         (["model.hidden=3"], r"spec\.yaml: model\.hidden: unknown field"),
         (["model.fanouts=[5, 0]"], r"spec\.yaml: model\.fanouts: each must be > 0 or -1"),
         (["evaluation.graph=partial"], r"spec\.yaml: evaluation\.graph: Input should be 'full' or 'buffer'"),
+        (["dataset.feature_normalization=l2"], r"spec\.yaml: dataset\.feature_normalization: Input should be 'none' "
+                                               r"or 'row'"),
+        (["model.input_dropout=1.0"], r"spec\.yaml: model\.input_dropout: Input should be less than 1"),
+        (["evaluation.restore_best=true", "evaluation.splits=[test]"],
+         r"spec\.yaml: evaluation\.restore_best: selects by the validation metric; 'valid' must be in"),
     ],
 )
 def test_bad_specs_name_file_and_field(tmp_path, overrides, message):

@@ -77,3 +77,28 @@ def test_mlp_ignores_neighbours():
             torch.testing.assert_close(model(garbage, sample), expected)
     assert MLP.uses_neighbours is False and GraphSAGE.uses_neighbours is True
 
+
+
+@pytest.mark.parametrize("encoder", ["graphsage", "gcn", "mlp"])
+def test_input_dropout_drops_input_features_in_training_only(encoder):
+    torch.manual_seed(0)
+    x = torch.rand(NUM_NODES, IN_DIM) + 0.5
+    sample = NaiveSampler(in_graph(random_edges(2), NUM_NODES), (-1, -1)).sample(torch.arange(10), torch.Generator())
+    features = x[sample.input_nodes]
+    plain = build_model(ModelSpec(encoder=encoder, num_layers=2, hidden_dim=16, fanouts=(-1, -1), dropout=0.0),
+                        IN_DIM, OUT_DIM)
+    plain.train()
+    assert torch.equal(plain(features, sample), plain(features, sample))  # no dropout anywhere: deterministic
+    dropping = build_model(ModelSpec(encoder=encoder, num_layers=2, hidden_dim=16, fanouts=(-1, -1), dropout=0.0,
+                                     input_dropout=0.5), IN_DIM, OUT_DIM)
+    assert dropping.input_dropout == 0.5
+    dropping.train()
+    assert not torch.equal(dropping(features, sample), dropping(features, sample))
+    dropping.eval()
+    assert torch.equal(dropping(features, sample), dropping(features, sample))
+
+
+def test_input_dropout_on_an_encoder_without_one_is_a_config_error():
+    spec = ModelSpec(encoder="shallow", num_layers=0, fanouts=(), input_dropout=0.5)
+    with pytest.raises(ConfigError, match="model.input_dropout: the encoder 'shallow' applies no input dropout"):
+        build_model(spec, IN_DIM, IN_DIM)
