@@ -10,20 +10,21 @@ Runs ``experiments/specs/cache_vs_buffer.yaml``: on ``papers-like-s`` and Amazon
 baseline, budget 100 %), the partition buffer (system ``disk``: sequential and dispersed, p = 40, c / p = budget,
 labeled-first) and the feature cache (system ``feature_cache``: every policy, ``cache_fraction`` = budget; ``none``
 once) at budgets of 5, 10, 25 and 50 % of the feature table, seeds 0, 1, 2, the model and epochs of
-``disk_nc_sweep.yaml``, each run in its own process (:func:`experiments.figures.disk_nc.run_isolated`). ``--quick``:
-``cache_vs_buffer_quick.yaml`` (Amazon Computers, budgets 10 and 25 %, belady and s3fifo, 20 epochs, 27 runs) in
-this process, about 4 minutes on 2 loaded cores.
+``disk_nc_sweep.yaml``, each run in its own process (:func:`experiments.nc_runs.run_isolated`). ``--quick``:
+``cache_vs_buffer_quick.yaml`` (Amazon Computers, budgets 10 and 25 %, the sequential buffer, belady and s3fifo,
+12 epochs, 21 runs) in this process, about 4-5 minutes on 2 loaded cores.
 
-The per-run and per-configuration tables are :mod:`experiments.figures.disk_nc`'s (warm epochs' means, time to
-target against the same seed's in-memory run, paired ratios and accuracy differences, runs under foreign load left
-out of the timings), with each configuration's family (in-memory, partition buffer, feature cache), budget and
-cache hit rate (training lookups of the warm epochs). Beside them, per feature-cache and dispersed-buffer row, the
-time to target against the sequential partition buffer of the same dataset and budget
-(``time_to_target_ratio_vs_buffer``: paired log t over the seeds where both reached it; ``ttt_median_ratio_vs_buffer``:
-the median over seeds of the per-seed ratio with censoring, a run that never reached the target counted as slower
-than one that reached it within the first's whole training time) and per dataset the crossover budget
-(:func:`crossover`): the smallest budget of the grid from which on the feature cache (belady, fixed in advance)
-reaches the target faster than the sequential buffer, or the reverse.
+The per-run and per-configuration tables are those of :mod:`experiments.nc_runs` (as in the disk figure: warm
+epochs' means, time to target against the same seed's in-memory run, paired ratios and accuracy differences, runs
+under foreign load left out of the timings), with each configuration's family (in-memory, partition buffer, feature
+cache), budget and cache hit rate (training lookups of the warm epochs). Beside them, per feature-cache and
+dispersed-buffer row, the time to target against the sequential partition buffer of the same dataset and budget
+(``time_to_target_ratio_vs_buffer``: paired log t over the seeds where both reached it;
+``ttt_median_ratio_vs_buffer``: the median over seeds of the per-seed ratio with censoring, a run that never reached
+the target counted as slower than one that reached it within the first's whole training time) and per dataset the
+crossover budget (:func:`crossover`): going up the budgets, the first at which the family faster to target (the
+feature cache with belady, fixed in advance, against the sequential buffer) differs from the one at the budget
+below.
 
 ``--timings-under-load`` keeps the timings of runs measured under foreign load in the table (its
 ``timings_under_load`` column says so; the ``under_load`` column still flags them and the claim still leaves their
@@ -50,11 +51,12 @@ import pandas as pd
 from experiments.common import REPO_ROOT, RESULTS, SPECS, Figure, Mode, Paths, Plot, add_common_options, check_failed, \
     cli, parse
 from experiments.compare import TableSpec
-from experiments.figures import disk_nc
+from experiments.nc_runs import (TARGET_MARGIN, run_isolated, run_options, run_table as nc_run_table, shared_root,
+                                 summary_table as nc_summary_table)
 from experiments.report import (Estimate, FAILS, Finding, HOLDS, INCONCLUSIVE, MIN_SEEDS, NOT_TESTABLE, claim,
                                 table_interval)
 from experiments.style import caption, color_of, error_bars, load_note, save_figure, styled
-from suite.grid import failures
+from suite.grid import expand_grid, failures
 from suite.results import export
 from suite.load import measured_under_load
 from suite.stats import Interval, combine, ratio_interval
@@ -101,12 +103,6 @@ def configuration_label(family: str, policy, budget: float) -> str:
     return f"{family} {policy} {budget:.0%}"
 
 
-def _options(run_dir: str) -> dict:
-    from suite.config import read_yaml
-
-    return dict(read_yaml(Path(run_dir) / "config.yaml")["system"].get("options") or {})
-
-
 def _hit_rates(out: Path, run_dirs: pd.Series) -> pd.Series:
     """Per run, the training hit rate of its warm epochs (epoch 0, with the cold cache, left out where there are
     more); NaN for runs without a cache."""
@@ -126,12 +122,12 @@ def _hit_rates(out: Path, run_dirs: pd.Series) -> pd.Series:
 
 
 def run_table(out: Path) -> pd.DataFrame:
-    """:func:`experiments.figures.disk_nc.run_table` of the runs under ``out`` (time to target included), each
-    with its family, budget, cache policy, hit rate and this comparison's configuration label."""
-    runs = disk_nc.run_table(out)
+    """:func:`experiments.nc_runs.run_table` of the runs under ``out`` (time to target included), each with its
+    family, budget, cache policy, hit rate and this comparison's configuration label."""
+    runs = nc_run_table(out, lambda system, options: system)
     if runs.empty:
         return runs
-    options = runs["run_dir"].map(_options)
+    options = runs.apply(run_options, axis=1)
     family = runs["system"].map(FAMILIES)
     budget = pd.Series([budget_of(s, o) for s, o in zip(runs["system"], options)], index=runs.index)
     policy = [o.get("policy") for o in options]
@@ -144,7 +140,10 @@ def _censored_ratio(time_s: float, reached, total_s: float, other_time_s: float,
     """One seed's time to target over another configuration's, a run that never reached the target counted as
     slower (ratio inf or 0) only when the other reached it within the first's whole training time; NaN when
     neither reached it or the order is not known."""
-    mine, theirs = bool(reached) if pd.notna(reached) else None, bool(other_reached) if pd.notna(other_reached) else None
+    def flag(value) -> bool | None:
+        return bool(value) if pd.notna(value) else None
+
+    mine, theirs = flag(reached), flag(other_reached)
     if mine and theirs:
         return time_s / other_time_s
     if mine and theirs is False:
@@ -180,27 +179,29 @@ def _versus_buffer(group: pd.DataFrame, buffer: pd.DataFrame) -> dict:
 
 
 def summary_table(runs: pd.DataFrame, timings_under_load: bool = False) -> pd.DataFrame:
-    """Per dataset and configuration: :func:`experiments.figures.disk_nc.summary_table` (means over seeds with 95 %
+    """Per dataset and configuration: :func:`experiments.nc_runs.summary_table` (means over seeds with 95 %
     intervals, ratios and accuracy differences to in-memory paired by seed, time to target), the family, budget
     and hit rate, the time to target against the sequential buffer at the same budget (:func:`_versus_buffer`), and
     per dataset the crossover budget (:func:`crossover`). ``timings_under_load``: keep the timings of runs measured
     under foreign load (``under_load`` still flags them)."""
     flagged = runs["under_load"].map(measured_under_load).astype(bool)
-    table = disk_nc.summary_table(runs.assign(under_load=False) if timings_under_load else runs)
+    table = nc_summary_table(runs.assign(under_load=False) if timings_under_load else runs)
     keys = ["dataset", "configuration"]
     per = runs.assign(flagged=flagged).groupby(keys, sort=False)
     extra = per.agg(family=("family", "first"), budget=("budget", "first"), hit_rate=("hit_rate", "mean"),
                     hit_rate_min=("hit_rate", "min"), hit_rate_max=("hit_rate", "max"),
                     loaded=("flagged", "all")).reset_index()
-    table = table.drop(columns=["under_load"]).merge(extra, on=keys, how="left").rename(columns={"loaded": "under_load"})
+    table = table.drop(columns=["under_load"]).merge(extra, on=keys, how="left")
+    table = table.rename(columns={"loaded": "under_load"})
     quiet = runs.assign(quiet=True if timings_under_load else ~flagged)
     if "reached_target" not in quiet:
         quiet = quiet.assign(reached_target=None, time_to_target_s=math.nan)
     versus = []
     for (dataset, label), group in quiet.groupby(keys, sort=False):
         first = group.iloc[0]
+        same_budget = (quiet["budget"] - first["budget"]).abs() < 1e-9
         buffer = quiet[(quiet["dataset"] == dataset) & (quiet["family"] == "partition buffer")
-                       & (quiet["policy"] == DECIDING_BUFFER_POLICY) & ((quiet["budget"] - first["budget"]).abs() < 1e-9)]
+                       & (quiet["policy"] == DECIDING_BUFFER_POLICY) & same_budget]
         compared = first["family"] != "in-memory" and not (first["family"] == "partition buffer"
                                                            and first["policy"] == DECIDING_BUFFER_POLICY)
         versus.append({"dataset": dataset, "configuration": label,
@@ -252,13 +253,13 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
     out = runs or REPO_ROOT / ("out/cache-vs-buffer-quick" if quick else "out/cache-vs-buffer")
     if execute:
         overrides = [f"dataset.cache_dir={data}"] if data is not None else []
-        specs = disk_nc.grid_specs(QUICK_GRID if quick else GRID, overrides, False)
+        specs = [shared_root(spec) for spec in expand_grid(QUICK_GRID if quick else GRID, overrides)]
         if quick:
             from suite.grid import run_grid
 
             summaries = run_grid(specs, out, progress=not quiet)
         else:
-            summaries = disk_nc.run_isolated(specs, out)
+            summaries = run_isolated(specs, out)
         check_failed(failures(summaries))
     recorded = run_table(out)
     result = summary_table(recorded, timings_under_load)
@@ -280,8 +281,9 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options: the keyword arguments of :func:`run`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_options(parser, quick="Amazon Computers, budgets 10 and 25 %, belady and s3fifo (27 runs, ~4 min)",
-                       runs=("--out",), runs_help="runs folder (default out/cache-vs-buffer, out/cache-vs-buffer-quick)",
+    add_common_options(parser, quick="Amazon Computers, budgets 10 and 25 %%, sequential, belady, s3fifo (21 runs, "
+                                     "~4-5 min)", runs=("--out",),
+                       runs_help="runs folder (default out/cache-vs-buffer, out/cache-vs-buffer-quick)",
                        results=("--results",), data=("--data-dir",), data_default=None, plot=True, quiet=True,
                        no_run="only tabulate what is recorded")
     parser.add_argument("--timings-under-load", action="store_true",
@@ -297,8 +299,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 # ---------------------------------------------------------------------------------------------- the figure
 def _line_style(family: str, policy) -> dict:
     """A line per family and policy: the buffer solid, the cache dashed, each policy in its colour."""
-    return {"color": color_of(str(policy), color_of(family)), "linestyle": "-" if family == "partition buffer" else "--",
-            "marker": "s" if family == "partition buffer" else "o"}
+    buffer = family == "partition buffer"
+    return {"color": color_of(str(policy)), "linestyle": "-" if buffer else "--",
+            "marker": "s" if buffer else "o"}
 
 
 PANELS = (("epoch_time_s", "warm epoch time (s)", 1.0), ("io_read_bytes", "MiB read per epoch", 1 / 2**20),
@@ -409,8 +412,10 @@ def _context(table: pd.DataFrame) -> list[str]:
         hit = f", hit rate {row['hit_rate']:.3f}" if pd.notna(row.get("hit_rate")) else ""
         parts.append(f"{row['dataset']} {row['configuration']}: {row['io_read_bytes'] / 2**20:.0f} MiB/epoch{hit}, "
                      f"accuracy {table_interval(row, 'accuracy_gap_vs_in_memory', 'seeds')} vs in-memory")
+    loaded = bool(table["timings_under_load"].fillna(False).astype(bool).any()) if "timings_under_load" in table \
+        else False
     for dataset, rows in table.groupby("dataset"):
-        parts.append(f"{dataset} crossover: {rows['crossover'].iloc[0]}")
+        parts.append(f"{dataset} crossover: {rows['crossover'].iloc[0]}" + (" (timings under load)" if loaded else ""))
     return parts
 
 
@@ -442,7 +447,7 @@ def cache_vs_buffer(results: Path) -> Finding:
     return Finding(measured, f"{', '.join(sorted(set(deciding['dataset'])))}: the same model, epochs and seeds for "
                    "in-memory, the partition buffer (p = 40, c / p = budget) and the feature cache (cache_fraction = "
                    "budget), page-cache-bypassing reads; target: the same seed's in-memory final validation accuracy "
-                   f"minus {disk_nc.TARGET_MARGIN}; per dataset both parts must hold (95 % intervals over >= 3 seeds)",
+                   f"minus {TARGET_MARGIN}; per dataset both parts must hold (95 % intervals over >= 3 seeds)",
                    combine(groups), tuple(estimates),
                    excluded=(f"{len(excluded)} measured under foreign load, timings left out: " + ", ".join(excluded))
                    if excluded else "")
