@@ -19,12 +19,12 @@ epochs' means, time to target against the same seed's in-memory run, paired rati
 under foreign load left out of the timings), with each configuration's family (in-memory, partition buffer, feature
 cache), budget and cache hit rate (training lookups of the warm epochs). Beside them, per feature-cache and
 dispersed-buffer row, the time to target against the sequential partition buffer of the same dataset and budget
-(``time_to_target_ratio_vs_buffer``: paired log t over the seeds where both reached it;
-``ttt_median_ratio_vs_buffer``: the median over seeds of the per-seed ratio with censoring, a run that never reached
-the target counted as slower than one that reached it within the first's whole training time) and per dataset the
-crossover budget (:func:`crossover`): going up the budgets, the first at which the family faster to target (the
-feature cache with belady, fixed in advance, against the sequential buffer) differs from the one at the budget
-below.
+(``time_to_target_ratio_vs_buffer``: paired log t over the seeds where both reached it; ``ttt_*_ratio_vs_buffer``
+and ``ttt_seeds_faster_than_buffer`` / ``ttt_seeds_slower_than_buffer``: the per-seed ratios with censoring, a run
+that never reached the target counted as slower than one that reached it within the first's whole training time)
+and per dataset the crossover budget (:func:`crossover`): going up the budgets, the first at which the family
+faster to target in more seeds (the feature cache with belady, fixed in advance, against the sequential buffer)
+differs from the one at the budget below.
 
 ``--timings-under-load`` keeps the timings of runs measured under foreign load in the table (its
 ``timings_under_load`` column says so; the ``under_load`` column still flags them and the claim still leaves their
@@ -161,7 +161,8 @@ def _versus_buffer(group: pd.DataFrame, buffer: pd.DataFrame) -> dict:
     empty = {"time_to_target_ratio_vs_buffer": math.nan, "time_to_target_ratio_vs_buffer_ci_low": math.nan,
              "time_to_target_ratio_vs_buffer_ci_high": math.nan, "time_to_target_pairs_vs_buffer": 0,
              "ttt_median_ratio_vs_buffer": math.nan, "ttt_min_ratio_vs_buffer": math.nan,
-             "ttt_max_ratio_vs_buffer": math.nan, "ttt_seeds_vs_buffer": 0}
+             "ttt_max_ratio_vs_buffer": math.nan, "ttt_seeds_vs_buffer": 0, "ttt_seeds_faster_than_buffer": 0,
+             "ttt_seeds_slower_than_buffer": 0}
     if buffer.empty:
         return empty
     base = buffer.set_index("seed")
@@ -178,7 +179,9 @@ def _versus_buffer(group: pd.DataFrame, buffer: pd.DataFrame) -> dict:
             "time_to_target_ratio_vs_buffer_ci_high": ratio.high, "time_to_target_pairs_vs_buffer": ratio.n,
             "ttt_median_ratio_vs_buffer": float(np.median(known)) if known else math.nan,
             "ttt_min_ratio_vs_buffer": min(known, default=math.nan),
-            "ttt_max_ratio_vs_buffer": max(known, default=math.nan), "ttt_seeds_vs_buffer": len(known)}
+            "ttt_max_ratio_vs_buffer": max(known, default=math.nan), "ttt_seeds_vs_buffer": len(known),
+            "ttt_seeds_faster_than_buffer": sum(value < 1.0 for value in known),
+            "ttt_seeds_slower_than_buffer": sum(value > 1.0 for value in known)}
 
 
 def summary_table(runs: pd.DataFrame, timings_under_load: bool = False) -> pd.DataFrame:
@@ -219,21 +222,23 @@ def summary_table(runs: pd.DataFrame, timings_under_load: bool = False) -> pd.Da
                                                  kind="stable").drop(columns="_rank").reset_index(drop=True)
 
 
-def _winner(median_ratio: float) -> str | None:
-    """The family whose time to target is the smaller, from the censored median ratio cache / buffer."""
-    if not isinstance(median_ratio, float) or math.isnan(median_ratio) or median_ratio == 1.0:
+def _winner(faster: int, slower: int) -> str | None:
+    """The family faster to target in more seeds (the cache faster in ``faster`` seeds, slower in ``slower``,
+    censoring included); None on a tie or without a seed."""
+    if faster == slower:
         return None
-    return "feature cache" if median_ratio < 1.0 else "partition buffer"
+    return "feature cache" if faster > slower else "partition buffer"
 
 
 def crossover(table: pd.DataFrame) -> tuple[float, str]:
     """One dataset's crossover budget from its rows of :func:`summary_table`: going up the budgets where the
     feature cache (belady) and the sequential buffer were both compared, the first budget whose winner in time to
-    target (the censored median ratio over seeds, :func:`_winner`) differs from the winner at the budget below;
+    target (the family faster in more seeds, censoring included: :func:`_winner`) differs from the one below;
     with a sentence (who wins below and from there on, or at every budget; ``undecided`` budgets are skipped).
     NaN when no winner changes."""
     cache = table[(table["family"] == "feature cache") & (table["policy"] == DECIDING_CACHE_POLICY)]
-    winners = [(float(b), _winner(float(r))) for b, r in zip(cache["budget"], cache["ttt_median_ratio_vs_buffer"])]
+    winners = [(float(b), _winner(int(faster), int(slower))) for b, faster, slower in
+               zip(cache["budget"], cache["ttt_seeds_faster_than_buffer"], cache["ttt_seeds_slower_than_buffer"])]
     decided = sorted((b, w) for b, w in winners if w is not None)
     if not decided:
         return math.nan, "no budget decided (no timed pair reached the target)"

@@ -103,13 +103,18 @@ def test_timings_under_load_are_left_out_unless_asked_for(runs, tmp_path):
     assert kept.loc["feature cache belady 50%", "epoch_time_s"] == pytest.approx(2.0)
 
 
-def test_the_crossover_skips_undecided_budgets():
+def _crossing(faster: list[int], slower: list[int]) -> tuple[float, str]:
     rows = pd.DataFrame({"family": "feature cache", "policy": "belady", "budget": [0.05, 0.1, 0.25, 0.5],
-                         "ttt_median_ratio_vs_buffer": [2.0, math.nan, 0.5, 0.0]})
-    assert figure.crossover(rows) == (0.25, "partition buffer faster to target up to 5%, feature cache from 25%")
-    budget, text = figure.crossover(rows.assign(ttt_median_ratio_vs_buffer=[0.9, 0.8, math.nan, 0.1]))
+                         "ttt_seeds_faster_than_buffer": faster, "ttt_seeds_slower_than_buffer": slower})
+    return figure.crossover(rows)
+
+
+def test_the_crossover_is_where_the_family_faster_in_more_seeds_changes():
+    assert _crossing([0, 1, 3, 2], [3, 1, 0, 0]) == (
+        0.25, "partition buffer faster to target up to 5%, feature cache from 25%")  # a tie at 10 %: skipped
+    budget, text = _crossing([2, 3, 0, 3], [1, 0, 0, 0])
     assert math.isnan(budget) and text == "feature cache faster to target at every decided budget (5%, 10%, 50%)"
-    assert math.isnan(figure.crossover(rows.assign(ttt_median_ratio_vs_buffer=math.nan))[0])
+    assert math.isnan(_crossing([0] * 4, [0] * 4)[0])
 
 
 def _row(gap=(0.0, 0.0, 0.0), ratio=(0.8, 0.7, 0.9), pairs=3, censored=(0.7, 0.8, 0.9), seeds=3, under_load=False,
