@@ -21,6 +21,7 @@ FIGURE_TABLE: dict[str, str] = {
     "buffer_io": "experiments.figures.buffer_io:FIGURE",
     "work_depth": "experiments.figures.work_depth:FIGURE",
     "async_gnn": "experiments.figures.async_gnn:FIGURE",
+    "cache_vs_buffer": "experiments.figures.cache_vs_buffer:FIGURE",
     "cost": "experiments.figures.cost:FIGURE",  # last: reads the runs of the pipeline and disk_nc jobs
 }
 """Figure name -> its module's :class:`~experiments.common.Figure`, in the order ``reproduce`` runs them (a job
