@@ -50,7 +50,13 @@ def save_atomically(state: dict[str, Any], path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with writing(tmp, "wb", sync=True) as handle:
-            torch.save(state, _SeamWriter(handle, path))
+            sink = _SeamWriter(handle, path)
+            try:
+                torch.save(state, sink)
+            except Exception:
+                if sink.error is not None:  # torch's zip writer turns a failed write into a RuntimeError
+                    raise sink.error from None
+                raise
         rename(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -63,9 +69,14 @@ class _SeamWriter:
 
     def __init__(self, handle: Any, path: Path) -> None:
         self._handle, self._path = handle, path
+        self.error: OSError | None = None
 
     def write(self, data: Any) -> int:
-        write_to(self._handle, data, self._path)
+        try:
+            write_to(self._handle, data, self._path)
+        except OSError as err:
+            self.error = self.error or err
+            raise
         return memoryview(data).nbytes
 
     def flush(self) -> None:

@@ -12,7 +12,8 @@ Every file write, fsync, rename and read of the suite passes through the seam in
 - ``op``: ``any`` (default) or one kind: ``open`` (a file created or truncated for writing), ``write``, ``fsync``,
   ``rename``, ``read``;
 - ``error``: ``ENOSPC`` (default), ``EIO``, or ``short``: a write puts half its bytes in the file and then fails
-  with ENOSPC, as a write that fills the disk does (other kinds of operation fail with EIO).
+  with ENOSPC, as a write that fills the disk does (other kinds of operation fail with EIO). A read always fails
+  with EIO (a read does not need space).
 
 Only the k-th operation fails; the ones after it succeed (so cleanup runs as it would on a disk that filled up
 for a moment). With ``GNNSUITE_FAULT_REPORT=<file>`` the process writes, at exit, ``{"counts": {kind: n, ...,
@@ -102,7 +103,7 @@ def check(op: str, path: str | os.PathLike | None, nbytes: int = 0) -> int | Non
         state.injected = {"op": op, "k": plan.k, "path": str(path), "error": plan.error}
     if plan.error == "short" and op == "write" and nbytes > 1:
         return nbytes // 2
-    code = errno.EIO if plan.error == "short" else ERRORS[plan.error]
+    code = errno.EIO if plan.error == "short" or op == "read" else ERRORS[plan.error]
     raise OSError(code, os.strerror(code), str(path))
 
 

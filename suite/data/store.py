@@ -196,7 +196,9 @@ def _check_file(root: Path, key: str, entry: Any, meta: dict[str, Any]) -> None:
         raise DataError(f"{file}: file is {kind}: {size} bytes, metadata says {entry['bytes']}")
     try:
         dtype, shape, offset = read_npy_header(file)
-    except (ValueError, OSError, TypeError, SyntaxError, EOFError) as err:
+    except OSError as err:
+        raise DataError(f"{file}: cannot read ({describe_os_error(err)})") from None
+    except (ValueError, TypeError, SyntaxError, EOFError) as err:
         raise DataError(f"{file}: not a valid .npy file ({' '.join(str(err).split())[:200]})") from None
     if str(dtype) != entry["dtype"]:
         raise DataError(f"{file}: dtype is {dtype}, metadata says {entry['dtype']}")

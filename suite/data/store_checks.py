@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from suite.errors import DataError, LockedError
+from suite.errors import DataError, LockedError, describe_os_error
 from suite.data.npy import read_npy_header
 from suite.io import CHECKSUM_ALGORITHM, open_read
 
@@ -155,6 +155,8 @@ def scan_file(path: str | os.PathLike, algorithm: str = CHECKSUM_ALGORITHM) -> d
 
 
 def _reason(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.errno is not None:
+        return describe_os_error(err)
     text = getattr(err, "strerror", None) or str(err)
     return " ".join(str(text).split())[:200]
 
