@@ -8,7 +8,8 @@ run folder); and the same command without the fault completes with the reference
 absorbs (exit 0) must not change its result either.
 
 The default test samples a few k per command (first, last, seeded others); ``-m slow`` sweeps a seeded sample of
-about 30 plus the first and last (``GNNSUITE_FAULT_SWEEP=all``: every k). ``GNNSUITE_FAULT_SWEEP_REPORT=<file>``
+about 30 including the first and last (``GNNSUITE_FAULT_SWEEP_SIZE``: another number; ``GNNSUITE_FAULT_SWEEP=all``:
+every k). ``GNNSUITE_FAULT_SWEEP_REPORT=<file>``
 writes the counts (operations per command, injected, clean errors, absorbed, other) as JSON.
 """
 
@@ -266,6 +267,43 @@ def test_sampled_faults_give_one_line_and_lose_nothing(case, reference, tmp_path
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_fault_sweep(case, reference, tmp_path):
-    tally = _sweep(case, reference, tmp_path, size=30)
+    tally = _sweep(case, reference, tmp_path, size=int(os.environ.get("GNNSUITE_FAULT_SWEEP_SIZE", "30")))
     _record(case, tally)
     assert not tally["other"], json.dumps(tally["other"], indent=1)
+
+
+# ---------------------------------------------------------------------------------------------- the seam itself
+def test_fault_plans_parse_and_bad_ones_name_the_variable():
+    from suite.faults import FaultPlan, parse_plan
+
+    assert parse_plan("count") == FaultPlan()
+    assert parse_plan("k=17,error=EIO,op=fsync") == FaultPlan(k=17, op="fsync", error="EIO")
+    for bad in ("k=0", "k=x", "k=3,error=EPERM", "k=3,op=seek", "17"):
+        with pytest.raises(ValueError, match="GNNSUITE_FAULT"):
+            parse_plan(bad)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full (a device that is always full)")
+def test_a_real_full_device_is_an_error_naming_the_file():
+    """/dev/full answers every write with ENOSPC: the buffered write's error (which names no file) gets its name."""
+    import errno
+
+    from suite.errors import os_error_line
+    from suite.io import writing, write_to
+
+    with pytest.raises(OSError) as caught:
+        with writing("/dev/full", "wb") as handle:
+            write_to(handle, b"x" * (1 << 20), "/dev/full")
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == "/dev/full"
+    assert os_error_line(caught.value) == "/dev/full: no space left on device (ENOSPC)"
+
+
+def test_the_cli_prints_an_os_error_as_one_line(tmp_path):
+    """An OSError under a command, even one naming no file, is one line and exit status 2 (no traceback)."""
+    store = tmp_path / "store"
+    done = gnnsuite(["datasets", "generate", "--preset", "tiny", "--out", str(store), "--quiet"],
+                    child_env({"GNNSUITE_FAULT": "k=1,op=fsync,error=EIO"}))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("gnnsuite: error: ")
+    assert "input/output error (EIO)" in done.stderr and "Traceback" not in done.stderr
+    assert not store.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".store.partial-")]
