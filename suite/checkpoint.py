@@ -28,7 +28,8 @@ from typing import Any
 
 import torch
 
-from suite.errors import DataError
+from suite.errors import DataError, describe_os_error
+from suite.io import check_read, flush_to, fsync_dir, rename, write_to, writing
 
 CHECKPOINT_DIR = "checkpoints"
 LAST = "last.pt"
@@ -48,18 +49,38 @@ def save_atomically(state: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "wb") as handle:
-            torch.save(state, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        with writing(tmp, "wb", sync=True) as handle:
+            sink = _SeamWriter(handle, path)
+            try:
+                torch.save(state, sink)
+            except Exception:
+                if sink.error is not None:  # torch's zip writer turns a failed write into a RuntimeError
+                    raise sink.error from None
+                raise
+        rename(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    fsync_dir(path.parent)
+
+
+class _SeamWriter:
+    """The file-like object ``torch.save`` writes to: every write goes through the IO seam (its errors name the
+    checkpoint)."""
+
+    def __init__(self, handle: Any, path: Path) -> None:
+        self._handle, self._path = handle, path
+        self.error: OSError | None = None
+
+    def write(self, data: Any) -> int:
+        try:
+            write_to(self._handle, data, self._path)
+        except OSError as err:
+            self.error = self.error or err
+            raise
+        return memoryview(data).nbytes
+
+    def flush(self) -> None:
+        flush_to(self._handle, self._path)
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -73,7 +94,10 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         raise DataError(f"{path}: no checkpoint (the run wrote none: training.checkpoint_every: 0, or it was "
                         f"killed before its first)")
     try:
+        check_read(path)
         state = torch.load(path, map_location=map_location, weights_only=True)
+    except OSError as err:
+        raise DataError(f"{path}: cannot read the checkpoint ({describe_os_error(err)})") from None
     except Exception as err:  # torch raises many kinds for a corrupt file
         raise DataError(f"{path}: cannot read the checkpoint ({type(err).__name__}: {str(err).splitlines()[0]})") \
             from None

@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from suite.errors import ConfigError, SuiteError
+from suite.errors import ConfigError, SuiteError, os_error_line
 from suite.io import strict_json_dumps
 
 EXIT_USER_ERROR = 2
@@ -598,10 +598,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SuiteError as err:
         print(f"gnnsuite: error: {_one_line(str(err))}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except OSError as err:  # a named file that cannot be read or written (permissions, a full disk, ...)
-        if err.filename is None:
-            raise
-        print(f"gnnsuite: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
+    except OSError as err:  # a file that cannot be read or written (permissions, a full disk, an IO error, ...)
+        print(f"gnnsuite: error: {_one_line(os_error_line(err))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("gnnsuite: interrupted", file=sys.stderr)

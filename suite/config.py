@@ -22,7 +22,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
-from suite.errors import ConfigError
+from suite.errors import ConfigError, describe_os_error
 
 ALL_NEIGHBOURS = -1
 
@@ -569,7 +569,7 @@ def read_yaml(path: str | os.PathLike) -> Any:
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
     except OSError as err:
-        raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+        raise ConfigError(f"{path}: cannot read ({describe_os_error(err)})") from None
     try:
         return yaml_load(text)
     except yaml.YAMLError as err:

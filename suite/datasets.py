@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from suite.config import DatasetSpec
-from suite.errors import ConfigError, DataError
+from suite.errors import ConfigError, DataError, describe_os_error
 from suite.data import GraphStore
 from suite.io import exclusive_lock
 from suite.registry import DATASETS
@@ -57,7 +57,7 @@ def cache_lock(entry: Path) -> Iterator[None]:
         with exclusive_lock(entry.with_name(f".{entry.name}.cache.lock"), f"dataset cache entry {entry}", wait=True):
             yield
     except PermissionError as err:
-        raise DataError(f"{entry.parent}: cannot write the cache entry {entry.name} ({err.strerror})") from None
+        raise DataError(f"{entry.parent}: cannot write the cache entry {entry.name} ({describe_os_error(err)})") from None
 
 
 def cached_store(entry: str | os.PathLike, build: Callable[[Path], object]) -> GraphStore:

@@ -39,3 +39,23 @@ class DivergedError(SuiteError):
         self.epoch = epoch
         self.batch = batch
         self.loss = loss
+
+
+def describe_os_error(err: OSError) -> str:
+    """The cause of an operating-system error in words with its errno name: ``no space left on device (ENOSPC)``,
+    ``input/output error (EIO)``; the message itself when it has no errno."""
+    import errno
+
+    text = (err.strerror or str(err)).strip()
+    text = text[:1].lower() + text[1:]
+    name = errno.errorcode.get(err.errno) if err.errno is not None else None
+    return f"{text} ({name})" if name else text
+
+
+def os_error_line(err: OSError) -> str:
+    """One line for an operating-system error: ``<file>: <cause> (<ERRNO>)`` (the file is left out when the error
+    names none)."""
+    where = err.filename if err.filename is not None else None
+    if err.filename2 is not None:
+        where = f"{err.filename} -> {err.filename2}"
+    return f"{where}: {describe_os_error(err)}" if where is not None else describe_os_error(err)

@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from suite import faults as _faults
+
 CHECKSUM_ALGORITHM = "sha256"
 _HASH_BLOCK = 8 << 20
 
@@ -35,7 +37,7 @@ _HASH_BLOCK = 8 << 20
 def file_checksum(path: str | os.PathLike, algorithm: str = CHECKSUM_ALGORITHM) -> str:
     """Return ``"<algorithm>:<hex digest>"`` of a file's bytes, read in 8 MiB blocks."""
     digest = hashlib.new(algorithm)
-    with open(path, "rb", buffering=0) as handle:
+    with open_read(path, "rb", buffering=0) as handle:
         buffer = bytearray(_HASH_BLOCK)
         view = memoryview(buffer)
         while True:
@@ -46,13 +48,148 @@ def file_checksum(path: str | os.PathLike, algorithm: str = CHECKSUM_ALGORITHM) 
     return f"{algorithm}:{digest.hexdigest()}"
 
 
+# ----------------------------------------------------------------------------------------- the IO seam
+#
+# Every file write, fsync, rename and read of the suite goes through the functions below, so that (1) an OSError
+# always names the file (a buffered ``write`` or ``flush`` that meets a full disk raises ENOSPC without a file
+# name; these functions add it) and (2) :mod:`suite.faults` can count the operations and make the k-th fail
+# (``GNNSUITE_FAULT``). When fault injection is off they add one boolean test per call.
+
+
+def _named(err: OSError, path: str | os.PathLike) -> OSError:
+    """``err`` with ``filename`` set to ``path`` when it has none."""
+    if err.filename is None:
+        return OSError(err.errno, err.strerror or str(err), str(path))
+    return err
+
+
+def open_write(path: str | os.PathLike, mode: str = "wb", **kwargs: Any) -> Any:
+    """``open(path, mode)`` for writing (``wb``, ``w``, ``ab``, ``r+b`` ...) through the fault seam."""
+    if _faults.ACTIVE:
+        _faults.check("open", path)
+    return open(path, mode, **kwargs)
+
+
+def open_fd(path: str | os.PathLike, flags: int, mode: int = 0o644) -> int:
+    """``os.open(path, flags)`` through the fault seam (an ``open`` operation when ``flags`` allow writing,
+    a ``read`` otherwise)."""
+    if _faults.ACTIVE:
+        _faults.check("open" if flags & (os.O_WRONLY | os.O_RDWR) else "read", path)
+    return os.open(path, flags, mode)
+
+
+def open_read(path: str | os.PathLike, mode: str = "rb", **kwargs: Any) -> Any:
+    """``open(path, mode)`` for reading through the fault seam (one ``read`` operation)."""
+    if _faults.ACTIVE:
+        _faults.check("read", path)
+    return open(path, mode, **kwargs)
+
+
+def check_read(path: str | os.PathLike) -> None:
+    """Count one read of ``path`` (a memory map, ``np.load``, ``torch.load``) at the fault seam."""
+    if _faults.ACTIVE:
+        _faults.check("read", path)
+
+
+def check_write(path: str | os.PathLike) -> None:
+    """Count one write of ``path`` done by a library (pyarrow, a memory map) at the fault seam."""
+    if _faults.ACTIVE:
+        _faults.check("write", path)
+
+
+def write_to(handle: Any, data: Any, path: str | os.PathLike) -> None:
+    """``handle.write(data)`` (a file object opened by :func:`open_write`); an OSError names ``path``."""
+    try:
+        if _faults.ACTIVE:
+            nbytes = len(data) if isinstance(data, str) else memoryview(data).nbytes
+            keep = _faults.check("write", path, nbytes)
+            if keep is not None:
+                part = data[:keep] if isinstance(data, str) else memoryview(data).cast("B")[:keep]
+                handle.write(part)
+                handle.flush()
+                raise _faults.short_write_error(path, keep, nbytes)
+        handle.write(data)
+    except OSError as err:
+        raise _named(err, path) from None
+
+
+def flush_to(handle: Any, path: str | os.PathLike) -> None:
+    """``handle.flush()`` (buffered bytes reach the file: a write operation); an OSError names ``path``."""
+    try:
+        if _faults.ACTIVE:
+            _faults.check("write", path)
+        handle.flush()
+    except OSError as err:
+        raise _named(err, path) from None
+
+
+def sync_file(handle: Any, path: str | os.PathLike) -> None:
+    """Flush a file object (or take a file descriptor) and ``fsync`` it; an OSError names ``path``."""
+    try:
+        if not isinstance(handle, int):
+            handle.flush()
+        if _faults.ACTIVE:
+            _faults.check("fsync", path)
+        os.fsync(handle if isinstance(handle, int) else handle.fileno())
+    except OSError as err:
+        raise _named(err, path) from None
+
+
+def close_file(handle: Any, path: str | os.PathLike) -> None:
+    """Close a file object (its last buffered bytes are written); an OSError names ``path``."""
+    try:
+        handle.close()
+    except OSError as err:
+        raise _named(err, path) from None
+
+
+def close_quietly(handle: Any) -> None:
+    """Close a file object after a failure; buffered bytes that cannot be written are dropped (the file is
+    incomplete anyway and its writer removes it), so the first error is the one reported."""
+    with contextlib.suppress(OSError):
+        handle.close()
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike, mode: str = "wb", *, sync: bool = False, **kwargs: Any) -> Iterator[Any]:
+    """Open ``path`` for writing through the seam (:func:`open_write`); at the end of the block flush (and with
+    ``sync`` fsync) and close it, every OSError naming ``path``. On an exception the file is closed quietly
+    (:func:`close_quietly`) and the exception goes on."""
+    handle = open_write(path, mode, **kwargs)
+    try:
+        yield handle
+        if sync:
+            sync_file(handle, path)
+        else:
+            flush_to(handle, path)
+        close_file(handle, path)
+    finally:
+        if not handle.closed:
+            close_quietly(handle)
+
+
+def rename(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """``os.replace(src, dst)`` (atomic on POSIX) through the fault seam; an OSError names ``dst``."""
+    try:
+        if _faults.ACTIVE:
+            _faults.check("rename", dst)
+        os.replace(src, dst)
+    except OSError as err:
+        raise _named(err, dst) from None
+
+
 def fsync_dir(path: str | os.PathLike) -> None:
     """Flush a directory entry to disk so that a rename inside it survives a crash."""
-    fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        if _faults.ACTIVE:
+            _faults.check("fsync", path)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise _named(err, path) from None
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -60,11 +197,14 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        try:
+            handle = open_write(tmp, "wb")
+        except OSError as err:
+            raise _named(err, path) from None
+        with handle:
+            write_to(handle, data, path)
+            sync_file(handle, path)
+        rename(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -229,9 +369,20 @@ def staged_directory(final: str | os.PathLike, overwrite: bool = False) -> Itera
         try:
             yield tmp
             _publish(tmp, final, overwrite)
+        except OSError as err:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise _renamed_error(err, tmp, final) from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+
+
+def _renamed_error(err: OSError, tmp: Path, final: Path) -> OSError:
+    """``err`` naming the file as it would have been named in ``final`` (the staging folder ``tmp`` is gone)."""
+    name = err.filename
+    if not isinstance(name, str) or not (name == str(tmp) or name.startswith(f"{tmp}{os.sep}")):
+        return err
+    return OSError(err.errno, err.strerror, str(final) + name[len(str(tmp)):])
 
 
 def _publish(tmp: Path, final: Path, overwrite: bool) -> None:
@@ -242,14 +393,18 @@ def _publish(tmp: Path, final: Path, overwrite: bool) -> None:
         if not overwrite:
             raise DataError(f"{final}: output already exists (pass --overwrite to replace it)")
         old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
-        os.replace(final, old)
-        os.replace(tmp, final)
+        rename(final, old)
+        try:
+            rename(tmp, final)
+        except BaseException:
+            rename(old, final)  # put the previous output back
+            raise
         if old.is_dir() and not old.is_symlink():
             shutil.rmtree(old, ignore_errors=True)
         else:
             old.unlink()
     else:
-        os.replace(tmp, final)
+        rename(tmp, final)
     fsync_dir(final.parent)
 
 
@@ -325,10 +480,15 @@ def pread_into(fd: int, buffer: Any, offset: int, *, path: str | os.PathLike | N
     """
     view = _byte_view(buffer, writable=True)
     total = view.nbytes
+    if _faults.ACTIVE:
+        _faults.check("read", _describe(fd, path))
     done = 0
     while done < total:
         chunk = min(total - done, max_transfer)
-        got = os.preadv(fd, [view[done:done + chunk]], offset + done)
+        try:
+            got = os.preadv(fd, [view[done:done + chunk]], offset + done)
+        except OSError as err:
+            raise _named(err, _describe(fd, path)) from None
         if got == 0:
             from suite.errors import DataError
 
@@ -357,6 +517,8 @@ def preadv_into(fd: int, buffers: list[Any], offset: int, *, path: str | os.Path
     """
     views = [view for view in (_byte_view(buffer, writable=True) for buffer in buffers) if view.nbytes]
     total = sum(view.nbytes for view in views)
+    if _faults.ACTIVE:
+        _faults.check("read", _describe(fd, path))
     done, first, skip = 0, 0, 0  # bytes read, first buffer not full, bytes of it already filled
     while done < total:
         iov, size = [], 0
@@ -367,7 +529,10 @@ def preadv_into(fd: int, buffers: list[Any], offset: int, *, path: str | os.Path
             size += part.nbytes
             if size >= max_transfer:
                 break
-        got = os.preadv(fd, iov, offset + done)
+        try:
+            got = os.preadv(fd, iov, offset + done)
+        except OSError as err:
+            raise _named(err, _describe(fd, path)) from None
         if got == 0:
             from suite.errors import DataError
 
@@ -406,10 +571,18 @@ def pwrite_all(fd: int, data: Any, offset: int, *, path: str | os.PathLike | Non
     """
     view = _byte_view(data, writable=False)
     total = view.nbytes
+    if _faults.ACTIVE:
+        keep = _faults.check("write", _describe(fd, path), total)
+        if keep is not None:
+            os.pwrite(fd, view[:keep], offset)
+            raise _faults.short_write_error(_describe(fd, path), keep, total)
     done = 0
     while done < total:
         chunk = min(total - done, max_transfer)
-        put = os.pwrite(fd, view[done:done + chunk], offset + done)
+        try:
+            put = os.pwrite(fd, view[done:done + chunk], offset + done)
+        except OSError as err:
+            raise _named(err, _describe(fd, path)) from None
         if put == 0:
             from suite.errors import DataError
 

@@ -23,6 +23,7 @@ be loaded: one-line :class:`~suite.errors.DataError`.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +34,7 @@ import torch
 
 from suite.config import RunSpec, apply_overrides, read_yaml, spec_from_dict
 from suite.errors import ConfigError, DataError
+from suite.io import check_write, close_file, open_write, rename, sync_file, write_to
 from suite.recorder import CONFIG_FILE, read_records, read_summary
 
 EXPORTS = ("embeddings", "encoded-nodes", "predictions", "relations")
@@ -353,7 +355,10 @@ class _StreamWriter:
     def __enter__(self) -> "_StreamWriter":
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.kind == "npy":
-            self.array = np.lib.format.open_memmap(self.tmp, mode="w+", dtype=np.float32, shape=(self.rows, self.width))
+            from suite.data.npy import NpyAppender
+
+            # plain writes, not a memory map: a full disk is an ENOSPC naming the file, not a SIGBUS
+            self.array = NpyAppender(self.tmp, np.float32, (self.width,))
         elif self.kind == "parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -361,40 +366,50 @@ class _StreamWriter:
             self.schema = pa.schema([(self.id_name, pa.int64()), *((name, pa.float32()) for name in self.names)])
             self.writer = pq.ParquetWriter(self.tmp, self.schema)
         else:
-            self.handle = open(self.tmp, "w")
-            self.handle.write(",".join([self.id_name, *self.names]) + "\n")
+            self.handle = open_write(self.tmp, "w")
+            write_to(self.handle, ",".join([self.id_name, *self.names]) + "\n", self.tmp)
         return self
 
     def write(self, batch: np.ndarray) -> None:
         batch = np.asarray(batch, dtype=np.float32).reshape(len(batch), self.width)
         ids = np.arange(self.offset, self.offset + len(batch), dtype=np.int64)
         if self.kind == "npy":
-            self.array[self.offset:self.offset + len(batch)] = batch
+            self.array.append(batch)
         elif self.kind == "parquet":
             import pyarrow as pa
 
+            check_write(self.tmp)
             columns = [pa.array(ids), *(pa.array(batch[:, i]) for i in range(self.width))]
             self.writer.write_table(pa.Table.from_arrays(columns, schema=self.schema))
         else:
-            np.savetxt(self.handle, np.concatenate([ids[:, None].astype(np.float64), batch.astype(np.float64)], 1),
+            text = io.StringIO()
+            np.savetxt(text, np.concatenate([ids[:, None].astype(np.float64), batch.astype(np.float64)], 1),
                        delimiter=",", fmt=["%d"] + ["%.9g"] * self.width)
+            write_to(self.handle, text.getvalue(), self.tmp)
         self.offset += len(batch)
 
     def __exit__(self, kind, error, traceback) -> None:
         try:
-            if self.kind == "npy":
-                self.array.flush()
-                del self.array
-            elif self.kind == "parquet":
-                self.writer.close()
-            else:
-                self.handle.close()
-            if error is None:
-                if self.offset != self.rows:
-                    raise RuntimeError(f"{self.path}: wrote {self.offset} rows, expected {self.rows}")
-                os.replace(self.tmp, self.path)
+            if error is not None:  # close quietly: the first error is the one reported
+                with contextlib.suppress(OSError):
+                    self._close()
+                return
+            self._close()
+            if self.offset != self.rows:
+                raise RuntimeError(f"{self.path}: wrote {self.offset} rows, expected {self.rows}")
+            rename(self.tmp, self.path)
         finally:
             self.tmp.unlink(missing_ok=True)
+
+
+    def _close(self) -> None:
+        if self.kind == "npy":
+            self.array.close()
+        elif self.kind == "parquet":
+            self.writer.close()
+        else:
+            sync_file(self.handle, self.tmp)
+            close_file(self.handle, self.tmp)
 
 
 def load_model(run_dir: str | os.PathLike, which: str = "last", *, device: str = "cpu",

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from suite.config import RunSpec
-from suite.errors import DataError, DivergedError
-from suite.io import atomic_write_bytes, atomic_write_json, exclusive_lock, json_safe
+from suite.errors import DataError, DivergedError, describe_os_error
+from suite.io import (atomic_write_bytes, atomic_write_json, close_quietly, exclusive_lock, flush_to, json_safe,
+                      open_write, write_to)
 
 SUMMARY_FILE = "summary.json"
 RECORDS_FILE = "records.jsonl"
@@ -123,14 +124,15 @@ class Recorder:
             lock = contextlib.ExitStack()
             lock.enter_context(exclusive_lock(self.run_dir / LOCK_FILE, f"run folder {self.run_dir}"))
         except OSError as err:
-            raise DataError(f"{self.run_dir}: cannot create the run folder ({err.strerror or err})") from None
+            raise DataError(f"{self.run_dir}: cannot create the run folder ({describe_os_error(err)})") from None
         try:
             (self.run_dir / SUMMARY_FILE).unlink(missing_ok=True)
             atomic_write_bytes(self.run_dir / CONFIG_FILE, self.spec.to_yaml().encode())
-            self._records = open(self.run_dir / RECORDS_FILE, "w")
+            self._records = open_write(self.run_dir / RECORDS_FILE, "w")
         except OSError as err:
             lock.close()
-            raise DataError(f"{self.run_dir}: cannot write the run folder ({err.strerror or err})") from None
+            raise DataError(f"{err.filename or self.run_dir}: cannot write the run folder "
+                            f"({describe_os_error(err)})") from None
         except BaseException:
             lock.close()
             raise
@@ -149,8 +151,8 @@ class Recorder:
         """Append one record (``kind`` plus fields, with a wall-clock ``time``) and flush it."""
         record = strict_record({"kind": kind, "time": time.time(), **fields})
         line = json.dumps(record, allow_nan=False)
-        self._records.write(line + "\n")
-        self._records.flush()
+        write_to(self._records, line + "\n", self.run_dir / RECORDS_FILE)
+        flush_to(self._records, self.run_dir / RECORDS_FILE)
         if self._trackers is not None:
             self._trackers.record(kind, record)
 
@@ -170,7 +172,7 @@ class Recorder:
     def _write_summary(self, summary: dict[str, Any]) -> dict[str, Any]:
         self.open()  # a run that failed before it started still gets its folder (the grid records failures)
         try:
-            self._records.close()
+            close_quietly(self._records)  # every record was flushed when written
             summary = strict_record({"run_id": self.run_id, **summary})
             atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
             if self._trackers is not None:

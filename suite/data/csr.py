@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from suite.data.store import GraphStore, StoreWriter, index_dtype
+from suite.io import close_quietly, flush_to, open_read, open_write, write_to, writing
 
 DEFAULT_CHUNK_EDGES = 1 << 23
 DEFAULT_MAX_BUCKET_EDGES = 1 << 25
@@ -77,7 +78,7 @@ def _bucket_bounds(degrees: np.ndarray, max_bucket_edges: int) -> np.ndarray:
 
 
 def _read_records(path: Path, dtype: np.dtype, chunk: int) -> Iterator[np.ndarray]:
-    with open(path, "rb") as handle:
+    with open_read(path, "rb") as handle:
         while True:
             records = np.fromfile(handle, dtype=dtype, count=chunk)
             if not len(records):
@@ -88,18 +89,21 @@ def _read_records(path: Path, dtype: np.dtype, chunk: int) -> Iterator[np.ndarra
 def _scatter(spill: Path, dtype: np.dtype, key: str, bounds: np.ndarray, folder: Path, chunk: int) -> list[Path]:
     """Split the spill file into one file per bucket of ``key`` (``"src"`` or ``"dst"``)."""
     paths = [folder / f"{key}-{i}.bin" for i in range(len(bounds) - 1)]
-    handles = [open(path, "wb") for path in paths]
+    handles = []
     try:
+        handles.extend(open_write(path, "wb") for path in paths)
         for records in _read_records(spill, dtype, chunk):
             bucket = np.searchsorted(bounds, records[key], side="right") - 1
             order = np.argsort(bucket, kind="stable")
             counts = np.bincount(bucket, minlength=len(paths))
             for handle, part in zip(handles, np.split(records[order], np.cumsum(counts)[:-1])):
                 if len(part):
-                    handle.write(part.data)
+                    write_to(handle, part.data, handle.name)
+        for handle in handles:
+            flush_to(handle, handle.name)
     finally:
         for handle in handles:
-            handle.close()
+            close_quietly(handle)  # after a failure only: the flushes above wrote everything
     return paths
 
 
@@ -199,12 +203,12 @@ def write_csrs(
     in_degree = np.zeros(num_nodes, dtype=np.int64)
     out_degree = np.zeros(num_nodes, dtype=np.int64)
     try:
-        with open(spill, "wb") as handle:
+        with writing(spill, "wb") as handle:
             for chunk in chunks:
                 records = _to_records(chunk, num_nodes, num_relations, symmetrize, drop_self_loops)
                 in_degree += np.bincount(records["dst"], minlength=num_nodes)
                 out_degree += np.bincount(records["src"], minlength=num_nodes)
-                handle.write(records.data)
+                write_to(handle, records.data, spill)
         counts = []
         for direction, key, degrees in (("in", "dst", in_degree), ("out", "src", out_degree)):
             bounds = _bucket_bounds(degrees, max_bucket_edges)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from suite.io import check_read, close_file, close_quietly, open_write, sync_file, write_to
+
 _MAX_ROWS = 2**62
 
 
@@ -26,6 +28,7 @@ def _header_bytes(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
 
 def read_npy_header(path: str | os.PathLike) -> tuple[np.dtype, tuple[int, ...], int]:
     """Return ``(dtype, shape, data_offset)`` of a ``.npy`` file without reading its data."""
+    check_read(path)
     with open(path, "rb") as handle:
         version = np.lib.format.read_magic(handle)
         if version == (1, 0):
@@ -52,8 +55,12 @@ class NpyAppender:
         self.row_shape = tuple(int(s) for s in row_shape)
         self.rows = 0
         self._reserved = len(_header_bytes(self.dtype, (_MAX_ROWS, *self.row_shape)))
-        self._handle = open(self.path, "wb")
-        self._handle.write(b"\0" * self._reserved)
+        self._handle = open_write(self.path, "wb")
+        try:
+            write_to(self._handle, b"\0" * self._reserved, self.path)
+        except BaseException:
+            self._handle.close()
+            raise
 
     def append(self, chunk: np.ndarray) -> None:
         """Append rows; ``chunk`` must have shape ``(k, *row_shape)``."""
@@ -65,7 +72,7 @@ class NpyAppender:
             if chunk.dtype.kind in "iu" and self.dtype.kind in "iu" and not np.array_equal(cast, chunk):
                 raise ValueError(f"{self.path.name}: values do not fit in {self.dtype}")
             chunk = cast
-        self._handle.write(np.ascontiguousarray(chunk).data)
+        write_to(self._handle, np.ascontiguousarray(chunk).data, self.path)
         self.rows += chunk.shape[0]
 
     def close(self) -> tuple[int, ...]:
@@ -76,12 +83,18 @@ class NpyAppender:
         header = _header_bytes(self.dtype, shape)
         if len(header) != self._reserved:
             raise AssertionError(f"npy header size changed ({len(header)} != {self._reserved})")
-        self._handle.seek(0)
-        self._handle.write(header)
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        self._handle.close()
+        try:
+            self._handle.seek(0)
+            write_to(self._handle, header, self.path)
+            sync_file(self._handle, self.path)
+            close_file(self._handle, self.path)
+        finally:
+            if not self._handle.closed:
+                self._close_quietly()
         return shape
+
+    def _close_quietly(self) -> None:
+        close_quietly(self._handle)
 
     def __enter__(self) -> "NpyAppender":
         return self
@@ -90,4 +103,4 @@ class NpyAppender:
         if exc_type is None:
             self.close()
         else:
-            self._handle.close()
+            self._close_quietly()

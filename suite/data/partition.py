@@ -78,7 +78,7 @@ from suite.data.store import (
     StoreWriter,
     create_store,
 )
-from suite.io import file_checksum
+from suite.io import check_read, file_checksum, write_to, writing
 from suite.registry import Registry
 
 DEFAULT_CHUNK_BYTES = 64 << 20
@@ -566,7 +566,7 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
             for first in range(0, num_bins, _MAX_OPEN_BINS):
                 last = min(num_bins, first + _MAX_OPEN_BINS)
                 with contextlib.ExitStack() as stack:
-                    handles = [stack.enter_context(open(paths[k], "wb")) for k in range(first, last)]
+                    handles = [stack.enter_context(writing(paths[k], "wb")) for k in range(first, last)]
                     for rows in edges():
                         bin_ = np.searchsorted(bins, node_partition(rows[:, 0], offsets), side="right") - 1
                         keep = (bin_ >= first) & (bin_ < last)
@@ -576,8 +576,10 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
                         ends = np.cumsum(bin_sizes)
                         rows = rows[order]
                         for k in np.flatnonzero(bin_sizes):
-                            handles[k].write(np.ascontiguousarray(rows[ends[k] - bin_sizes[k] : ends[k]]).data)
+                            write_to(handles[k], np.ascontiguousarray(rows[ends[k] - bin_sizes[k] : ends[k]]).data,
+                                     paths[first + k])
                 for k in range(first, last):
+                    check_read(paths[k])
                     rows = np.fromfile(paths[k], dtype=np.int64).reshape(-1, 3)
                     paths[k].unlink()
                     if not len(rows):
@@ -606,6 +608,7 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
 def partition_crc32(path: Path, offsets: np.ndarray, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[int]:
     """CRC-32 (:func:`zlib.crc32`) of the bytes of each partition's rows of the ``.npy`` file ``path``, read in
     chunks of about ``chunk_bytes`` (the disk system checks every partition it reads against them)."""
+    check_read(path)
     array = np.load(path, mmap_mode="r")
     rows = _rows_per_chunk(array, chunk_bytes)
     crcs = []

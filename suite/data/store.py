@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from suite.errors import DataError
+from suite.errors import DataError, describe_os_error
 from suite.data.npy import NpyAppender, read_npy_header
-from suite.io import atomic_write_json, file_checksum, staged_directory
+from suite.io import atomic_write_json, check_read, file_checksum, staged_directory
 
 FORMAT_NAME = "gnnsuite-graphstore"
 FORMAT_VERSION = 1
@@ -109,11 +109,12 @@ def _load_metadata(path: Path) -> dict[str, Any]:
     if not meta_path.is_file():
         raise DataError(f"{meta_path}: missing (not a complete graph store)")
     try:
+        check_read(meta_path)
         meta = json.loads(meta_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DataError(f"{meta_path}: invalid JSON ({err})") from None
     except OSError as err:
-        raise DataError(f"{meta_path}: cannot read ({err.strerror or err})") from None
+        raise DataError(f"{meta_path}: cannot read ({describe_os_error(err)})") from None
     except RecursionError:
         raise DataError(f"{meta_path}: invalid JSON (nested too deeply)") from None
     if not isinstance(meta, dict):
@@ -189,13 +190,15 @@ def _check_file(root: Path, key: str, entry: Any, meta: dict[str, Any]) -> None:
     try:
         size = file.stat().st_size
     except OSError as err:
-        raise DataError(f"{file}: cannot read ({err.strerror or err})") from None
+        raise DataError(f"{file}: cannot read ({describe_os_error(err)})") from None
     if size != entry["bytes"]:
         kind = "short" if size < entry["bytes"] else "too long"
         raise DataError(f"{file}: file is {kind}: {size} bytes, metadata says {entry['bytes']}")
     try:
         dtype, shape, offset = read_npy_header(file)
-    except (ValueError, OSError, TypeError, SyntaxError, EOFError) as err:
+    except OSError as err:
+        raise DataError(f"{file}: cannot read ({describe_os_error(err)})") from None
+    except (ValueError, TypeError, SyntaxError, EOFError) as err:
         raise DataError(f"{file}: not a valid .npy file ({' '.join(str(err).split())[:200]})") from None
     if str(dtype) != entry["dtype"]:
         raise DataError(f"{file}: dtype is {dtype}, metadata says {entry['dtype']}")
@@ -331,8 +334,11 @@ class GraphStore:
         if key not in self._arrays:
             self._require(key)
             try:
+                check_read(self.file(key))
                 self._arrays[key] = np.load(self.file(key), mmap_mode="c", allow_pickle=False)
-            except (OSError, ValueError) as err:
+            except OSError as err:
+                raise DataError(f"{self.file(key)}: cannot read ({describe_os_error(err)})") from None
+            except ValueError as err:
                 raise DataError(f"{self.file(key)}: cannot read ({' '.join(str(err).split())[:200]})") from None
         return self._arrays[key]
 
@@ -420,7 +426,7 @@ class GraphStore:
             try:
                 actual = file_checksum(self.path / entry["path"])  # SHA-256, as every store is written
             except OSError as err:
-                raise DataError(f"{self.path / entry['path']}: cannot read ({err.strerror or err})") from None
+                raise DataError(f"{self.path / entry['path']}: cannot read ({describe_os_error(err)})") from None
             if actual != entry["checksum"]:
                 raise DataError(f"{self.path / entry['path']}: checksum mismatch (file changed since it was written)")
         for direction in ("in", "out"):

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from suite.errors import DataError, LockedError
+from suite.errors import DataError, LockedError, describe_os_error
 from suite.data.npy import read_npy_header
-from suite.io import CHECKSUM_ALGORITHM
+from suite.io import CHECKSUM_ALGORITHM, open_read
 
 CHECKS_FIELD = "checks"
 CHECKS_VERSION = 1
@@ -88,7 +88,10 @@ def scan_file(path: str | os.PathLike, algorithm: str = CHECKSUM_ALGORITHM) -> d
         raise DataError(f"{path}: cannot read ({_reason(err)})") from None
     # Plain reads, not a memory map: the pages of a mapped file count toward the resident memory of the process
     # (a scan of a multi-GiB file would look like that much memory), read ones do not stay mapped.
-    handle = open(path, "rb")
+    try:
+        handle = open_read(path, "rb")
+    except OSError as err:
+        raise DataError(f"{path}: cannot read ({_reason(err)})") from None
     handle.seek(offset)
     row_elements = int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
     first_value = last_value = None
@@ -152,6 +155,8 @@ def scan_file(path: str | os.PathLike, algorithm: str = CHECKSUM_ALGORITHM) -> d
 
 
 def _reason(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.errno is not None:
+        return describe_os_error(err)
     text = getattr(err, "strerror", None) or str(err)
     return " ".join(str(text).split())[:200]
 

@@ -41,8 +41,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from suite.errors import DataError
-from suite.io import IOCounters, atomic_write_bytes, atomic_write_json, evict_page_cache, fsync_dir, pwrite_all
+from suite.errors import DataError, describe_os_error
+from suite.io import (IOCounters, atomic_write_bytes, atomic_write_json, check_read, evict_page_cache, flush_to, fsync_dir,
+                      open_fd, pwrite_all, sync_file, write_to, writing)
 from systems.disk.buffer import PartitionArray
 
 MANIFEST = "manifest.json"
@@ -72,8 +73,9 @@ def _npy_header(num_rows: int, width: int) -> bytes:
 def create_rows_file(path: Path, num_rows: int, width: int) -> None:
     """Create ``path`` as a ``.npy`` file of ``(num_rows, width)`` float32 (header written, data sparse)."""
     header = _npy_header(num_rows, width)
-    with open(path, "wb") as handle:
-        handle.write(header)
+    with writing(path, "wb") as handle:
+        write_to(handle, header, path)
+        flush_to(handle, path)
         handle.truncate(len(header) + num_rows * width * 4)
 
 
@@ -135,6 +137,7 @@ class EmbeddingStore:
         if not path.exists():
             return None
         try:
+            check_read(path)
             manifest = json.loads(path.read_text())
         except (OSError, ValueError) as err:
             raise DataError(f"{path}: unreadable manifest ({err})") from None
@@ -149,14 +152,14 @@ class EmbeddingStore:
             stale.unlink()
         path = self.folder / _embedding_file(0)
         create_rows_file(path, self.num_rows, self.width)
-        fd = os.open(path, os.O_RDWR)
+        fd = open_fd(path, os.O_RDWR)
         checksums = []
         try:
             for partition in range(self.num_partitions):
                 rows = initial_rows(partition).to(torch.float32).contiguous()
                 pwrite_all(fd, rows, self._offset(partition), path=path)
                 checksums.append(crc32(rows))
-            os.fdatasync(fd)
+            sync_file(fd, path)
         finally:
             os.close(fd)
         self._write_manifest(0, checksums, dense=None, history=[])
@@ -182,7 +185,10 @@ class EmbeddingStore:
             return None
         path = self.folder / self.dense_file
         try:  # tensors, numbers, strings and containers only: a file cannot run code when it is loaded
+            check_read(path)
             return torch.load(path, weights_only=True)
+        except OSError as err:
+            raise DataError(f"{path}: unreadable dense state ({describe_os_error(err)})") from None
         except Exception as err:  # noqa: BLE001 - any unpickling failure is a corrupted file
             raise DataError(f"{path}: unreadable dense state ({type(err).__name__}: {err})") from None
 
@@ -191,7 +197,7 @@ class EmbeddingStore:
         """Create the next generation's file; writes of this epoch go there."""
         path = self.folder / _embedding_file(self.generation + 1)
         create_rows_file(path, self.num_rows, self.width)
-        self._next_fd = os.open(path, os.O_RDWR)
+        self._next_fd = open_fd(path, os.O_RDWR)
         self._next = PartitionArray(path, self.counters, self.evict)
         self._next_checksums = {}
         self._pending = {}
@@ -249,7 +255,7 @@ class EmbeddingStore:
                 self.read(partition, staging)
                 self.write_async(partition, staging[: stop - start].clone())
         self.wait_writes()
-        os.fdatasync(self._next_fd)
+        sync_file(self._next_fd, self._next.path)
 
     def commit(self, dense: dict[str, Any], record: dict[str, Any]) -> None:
         """Make the finished epoch's generation the committed one (dense state, then the manifest, atomically),

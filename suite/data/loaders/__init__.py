@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from suite.errors import ConfigError, DataError
+from suite.errors import ConfigError, DataError, describe_os_error
 from suite.data.loaders.node_splits import NodeSplitOptions
 from suite.data.loaders.raw_files import ANY_NAME_LOADERS, LOADERS, SPLIT_LOADERS
 from suite.data.store import GraphStore
@@ -89,7 +89,7 @@ def prepare(
     except OSError as err:  # a raw file (or the output folder) that cannot be read or written
         if err.filename is None:
             raise
-        raise DataError(f"{err.filename}: {err.strerror or err}") from None
+        raise DataError(f"{err.filename}: {describe_os_error(err)}") from None
 
 
 # Registration happens on import; the modules import their heavy dependencies (PyG, ogb) lazily.

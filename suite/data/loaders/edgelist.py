@@ -46,6 +46,7 @@ from suite.errors import ConfigError, DataError
 from suite.data.csr import EdgeChunk, write_csrs
 from suite.data.loaders.raw_files import file_records
 from suite.data.store import NODE_SPLITS, GraphStore, StoreWriter, create_store
+from suite.io import close_file, open_write, write_to
 
 DEFAULT_CHUNK_BYTES = 64 << 20
 IMPORT_MAX_BUCKET_EDGES = 1 << 23
@@ -571,7 +572,7 @@ def _write_edge_splits(writer: StoreWriter, inputs: list[tuple[str, Path]], fmt:
         weights = {}
         if fmt.weight is not None:
             weights = {s: writer.path_for(f"{s}_edge_weights") for s in _SPLITS}
-            weight_files = {s: open(p.with_suffix(".raw"), "wb") for s, p in weights.items()}
+            weight_files = {s: open_write(p.with_suffix(".raw"), "wb") for s, p in weights.items()}
         row = 0
         for origin, file in inputs:
             for batch in read_edge_batches(file, fmt, chunk_bytes):
@@ -588,9 +589,10 @@ def _write_edge_splits(writer: StoreWriter, inputs: list[tuple[str, Path]], fmt:
                     outputs[target].append(chosen)
                     counts[target] += len(chosen)
                     if weights:
-                        weight_files[target].write(np.asarray(batch.weight[selector], np.float32).tobytes())
-        for handle in (weight_files.values() if weights else ()):
-            handle.close()
+                        write_to(weight_files[target], np.asarray(batch.weight[selector], np.float32).tobytes(),
+                                 weights[target].with_suffix(".raw"))
+        for split_name, handle in (weight_files.items() if weights else ()):
+            close_file(handle, weights[split_name].with_suffix(".raw"))
     if counts["train"] == 0:
         raise DataError(f"{inputs[0][1]}: no training edges (empty file, or a train fraction of 0)")
     for split_name, count in counts.items():

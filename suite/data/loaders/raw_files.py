@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from suite.errors import DataError
+from suite.errors import DataError, describe_os_error
 from suite.data.csr import DEFAULT_CHUNK_EDGES, EdgeChunk
 from suite.data.store import GraphStore
 from suite.io import file_checksum
@@ -44,7 +44,7 @@ def read_raw_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as err:
-        raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
+        raise DataError(f"{path}: cannot read ({describe_os_error(err)})") from None
 
 
 def file_records(root: Path, paths: Iterable[Path], checksum: bool = True) -> dict[str, dict[str, Any]]:
@@ -62,7 +62,7 @@ def file_records(root: Path, paths: Iterable[Path], checksum: bool = True) -> di
             if checksum:
                 record["checksum"] = file_checksum(path)
         except OSError as err:
-            raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
+            raise DataError(f"{path}: cannot read ({describe_os_error(err)})") from None
         records[str(path.relative_to(root))] = record
     return records
 
