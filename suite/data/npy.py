@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from suite.io import check_read, close_file, close_quietly, open_write, sync_file, write_to
+from suite.io import check_read, close_file, close_quietly, flush_to, open_write, sync_file, write_to
 
 _MAX_ROWS = 2**62
 
@@ -84,6 +84,7 @@ class NpyAppender:
         if len(header) != self._reserved:
             raise AssertionError(f"npy header size changed ({len(header)} != {self._reserved})")
         try:
+            flush_to(self._handle, self.path)  # seek flushes the buffered rows: a full disk must name the file
             self._handle.seek(0)
             write_to(self._handle, header, self.path)
             sync_file(self._handle, self.path)
