@@ -414,14 +414,19 @@ def _metadata_checksum(path: str, mtime_ns: int, size: int) -> str | None:
 
 def _resolved_options(spec: "RunSpec") -> Any:
     """``system.options`` with the registered system's defaults filled in (as given if it has no options model or
-    they do not validate)."""
+    they do not validate), without the options its model lists in ``ADDED_OPTIONS`` while they hold those values
+    (options added after runs were recorded, as :data:`_ADDED_FIELDS` for the spec's own fields)."""
     try:
         options = validate_system_options(spec)
     except Exception:  # noqa: BLE001 - reported with the field when the run starts
         options = None
     if options is None:
         return spec.resolved()["system"]["options"]
-    return json.loads(options.model_dump_json())
+    dumped = json.loads(options.model_dump_json())
+    for name, default in getattr(type(options), "ADDED_OPTIONS", {}).items():
+        if name in dumped and dumped[name] == default:  # added after runs were recorded: their ids stay valid
+            del dumped[name]
+    return dumped
 
 
 def _slug(text: str) -> str:

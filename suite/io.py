@@ -490,12 +490,17 @@ def pread_into(fd: int, buffer: Any, offset: int, *, path: str | os.PathLike | N
         except OSError as err:
             raise _named(err, _describe(fd, path)) from None
         if got == 0:
-            from suite.errors import DataError
-
-            raise DataError(f"{_describe(fd, path)}: file ends at byte {offset + done}, expected "
-                            f"{total} bytes from offset {offset} (short file)")
+            raise _short_file(fd, path, offset, done, total)
         done += got
     return total
+
+
+def _short_file(fd: int, path: str | os.PathLike | None, offset: int, done: int, total: int) -> Exception:
+    """The error of a positional read that found the file's end after ``done`` of ``total`` bytes."""
+    from suite.errors import DataError
+
+    return DataError(f"{_describe(fd, path)}: file ends at byte {offset + done}, expected {total} bytes from "
+                     f"offset {offset} (short file)")
 
 
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
@@ -534,10 +539,7 @@ def preadv_into(fd: int, buffers: list[Any], offset: int, *, path: str | os.Path
         except OSError as err:
             raise _named(err, _describe(fd, path)) from None
         if got == 0:
-            from suite.errors import DataError
-
-            raise DataError(f"{_describe(fd, path)}: file ends at byte {offset + done}, expected "
-                            f"{total} bytes from offset {offset} (short file)")
+            raise _short_file(fd, path, offset, done, total)
         done += got
         while got:
             left = views[first].nbytes - skip

@@ -38,7 +38,7 @@ from abc import abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -77,6 +77,10 @@ class DiskOptions(SystemOptions):
     fine_to_coarse_ratio: int = Field(1, ge=1, description="physical partitions per logical one (comet, dispersed)")
     order: str = Field("train-first", description="node ordering of the partitioning ('random', 'train-first', "
                                                   "'labeled-first')")
+    ADDED_OPTIONS: ClassVar[dict[str, Any]] = {"partition_seed": None, "read_threads": 8, "coalesce_bytes": 256 << 10}
+    """Options added after disk runs were recorded: at these values they are left out of the run id (how the
+    store is read, or the earlier default), so those runs keep their ids."""
+
     partition_seed: int | None = Field(None, ge=0, description="seed of the node order that partitions the "
                                        "store (default: the run's seed); runs that give the same one share one "
                                        "partitioned copy, as MariusGNN preprocesses a graph once for all runs")

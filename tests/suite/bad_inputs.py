@@ -315,7 +315,8 @@ def build_cases(inputs: Inputs) -> list[Case]:  # noqa: C901, PLR0915 - one flat
     case = I.folder("meta-unreadable")
     store = I.store(case)
     (store / "metadata.json").chmod(0)
-    add("meta-unreadable", ["datasets", "info", str(store)], "metadata.json: cannot read (Permission denied)",
+    add("meta-unreadable", ["datasets", "info", str(store)],
+        "metadata.json: cannot read (permission denied (EACCES))",
         as_nobody=True)
     case = I.folder("store-missing")
     add("store-missing", I.run(case, I.spec(case, case / "nowhere")), "nowhere: not a graph store folder")
@@ -432,7 +433,7 @@ def build_cases(inputs: Inputs) -> list[Case]:  # noqa: C901, PLR0915 - one flat
                                                           (r / "train2id.txt").mkdir()),
                 "train2id.txt: missing")
     openke_case("openke-unreadable", lambda r: (r / "train2id.txt").chmod(0),
-                "train2id.txt: cannot read (Permission denied)", as_nobody=True)
+                "train2id.txt: cannot read (permission denied (EACCES))", as_nobody=True)
     if I.planetoid is not None:
         def planetoid_case(name: str, change: Callable[[Path], Any], names: str) -> None:
             case = I.folder(name)
