@@ -46,6 +46,7 @@ LONGEST_FIRST = (
     "tests/test_docs.py::test_documented_commands_run_as_written[README.md]",
     "tests/suite/test_bad_input_sweep.py",
     "tests/suite/test_fault_injection.py",
+    "tests/suite/test_full_disk.py",
     "tests/test_extension.py",
     "tests/systems/test_checkpoints.py::test_killed_run_resumes",
     "tests/suite/test_cli.py",

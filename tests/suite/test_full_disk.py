@@ -116,7 +116,7 @@ def _check_one_line_enospc(done, disk: Path) -> None:
     assert str(disk) in lines[0], f"no file on the full disk named: {lines[0]}"
 
 
-@pytest.mark.parametrize("fraction", [0.3, 0.7])
+@pytest.mark.parametrize("fraction", [0.3, pytest.param(0.7, marks=pytest.mark.slow)])  # 0.7: with -m slow
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
 def test_full_disk_gives_one_line_loses_nothing_and_completes_once_freed(
         command, fraction, mountable, inputs, references, tmp_path):
