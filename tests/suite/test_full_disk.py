@@ -117,7 +117,8 @@ def _check_one_line_enospc(done, disk: Path) -> None:
 
 
 @pytest.mark.parametrize("fraction", [0.3, pytest.param(0.7, marks=pytest.mark.slow)])  # 0.7: with -m slow
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
+@pytest.mark.parametrize("command", [c if c.name == "run" else pytest.param(c, marks=pytest.mark.slow)
+                                     for c in COMMANDS], ids=lambda c: c.name)  # store commands: -m slow
 def test_full_disk_gives_one_line_loses_nothing_and_completes_once_freed(
         command, fraction, mountable, inputs, references, tmp_path):
     expected, size = references[command.name]
@@ -135,6 +136,7 @@ def test_full_disk_gives_one_line_loses_nothing_and_completes_once_freed(
         assert command.result(disk / command.output) == expected
 
 
+@pytest.mark.slow
 def test_a_grown_disk_lets_the_same_run_complete(mountable, inputs, references, tmp_path):
     """The run again, this time freed by growing the tmpfs (``mount -o remount,size=``) rather than deleting."""
     expected, size = references["run"]
