@@ -7,6 +7,9 @@
 - ``gnnsuite simulate-async SPEC [--out DIR] [--gantt PNG]``: the asynchronous GNN pipeline modes
   (:mod:`simulators.async_gnn_model`); a spec whose durations are ``measured`` gets them timed here
   (:mod:`experiments.measure.kernel_timing`); the Gantt chart is :func:`experiments.figures.async_gnn.plot_simulated_gantt`.
+- ``gnnsuite simulate-disk SPEC|RUN_DIR --calibrate-from RUN_DIR [--json]``: the epoch times of a disk run predicted
+  from its policy's plans and its store's sizes (:mod:`simulators.disk_epoch_model`), calibrated on a recorded disk
+  run; a recorded run's measured epoch times are printed beside (:mod:`experiments.measure.disk_simulation`).
 
 They live here, not in :mod:`simulators`, because the simulators never measure nor draw. :func:`add_commands`
 adds both to the ``gnnsuite`` subcommands; errors a user causes are :class:`~suite.errors.SuiteError` (one line,
@@ -132,10 +135,61 @@ def _add_simulate(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_cmd_simulate)
 
 
+def _cmd_simulate_disk(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from experiments.measure.disk_simulation import calibrate_on, load_run, spec_work
+    from simulators.disk_epoch_model import predict
+    from suite.config import load_spec
+    from suite.io import strict_json_dumps
+    from systems.disk.disk_system import DiskOptions
+
+    target = Path(args.spec)
+    recorded = load_run(target) if target.is_dir() else None
+    spec = recorded.spec if recorded else load_spec(target, args.set)
+    work = recorded.work if recorded else spec_work(spec)
+    costs = calibrate_on(load_run(Path(args.calibrate_from)))
+    options = DiskOptions.model_validate(spec.system.options)
+    prediction = predict(work, costs, prefetch=options.prefetch,
+                         keeps_resident=spec.training.task != "link_prediction")
+    measured = {int(r["epoch"]): r["epoch_time_s"] for r in recorded.epochs} if recorded else {}
+    rows = [{"epoch": e, "predicted_epoch_s": float(t), "predicted_serial_epoch_s": float(prediction.serial_s[e]),
+             "states": work[e].num_states, "read_bytes": float(work[e].read_bytes.sum()),
+             "measured_epoch_s": measured.get(e)} for e, t in enumerate(prediction.epoch_time_s)]
+    if args.json:
+        print(strict_json_dumps({"costs": costs.as_dict(), "epochs": rows,
+                                 "simulation_s": prediction.simulation_s}, indent=2))
+        return 0
+    for row in rows:
+        measured_text = f"  measured {row['measured_epoch_s']:.3f} s" if row["measured_epoch_s"] is not None else ""
+        print(f"epoch {row['epoch']}: predicted {row['predicted_epoch_s']:.3f} s (serial "
+              f"{row['predicted_serial_epoch_s']:.3f} s), {row['states']} states, "
+              f"{row['read_bytes'] / 1e6:.1f} MB read{measured_text}")
+    print(f"simulated {prediction.states} states in {prediction.simulation_s * 1e3:.2f} ms; mean predicted epoch "
+          f"{np.mean(prediction.epoch_time_s):.3f} s")
+    return 0
+
+
+def _add_simulate_disk(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("simulate-disk", help="predict a disk run's epoch times from its plans (calibrated "
+                                                       "on a recorded disk run)",
+                                 description="Predict the epoch times of a disk node-classification or link-prediction "
+                                             "run from its policy's plans, its store's sizes and costs fitted on a "
+                                             "recorded disk run's state records (prefetch overlap included).")
+    parser.add_argument("spec", help="run spec YAML of the disk system, or a recorded run's folder (then its measured "
+                                     "epoch times are printed beside)")
+    parser.add_argument("--calibrate-from", required=True, metavar="RUN_DIR",
+                        help="a recorded disk run of the same workload whose state records calibrate the costs")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a spec field")
+    parser.add_argument("--json", action="store_true", help="print the costs and epochs as JSON")
+    parser.set_defaults(func=_cmd_simulate_disk)
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    """Add ``simulate-async`` and ``simulate`` to the ``gnnsuite`` subcommands."""
+    """Add ``simulate-async``, ``simulate`` and ``simulate-disk`` to the ``gnnsuite`` subcommands."""
     _add_simulate_async(commands)
     _add_simulate(commands)
+    _add_simulate_disk(commands)
 
 
 __all__ = ["add_commands"]
