@@ -18,7 +18,8 @@ simulation's speed, and the *replay* error: the same prediction with the costs f
 model's own error apart from the drift of the machine's speed between runs), and the *load-conditioned* error:
 the prediction with the costs slowed by the ratio of the cores other processes left to the calibration run and to
 this run (processor sharing, :func:`simulators.disk_epoch_model.load_factor`; the harness records the foreign load
-of every epoch; nothing is fitted). Summary per task and over both: median and 90th-percentile absolute error and the mean signed
+of every epoch; nothing is fitted), and the *previous-run* error: calibrated instead on the run recorded just before
+(another configuration, or the calibration run for the first; made under nearly the same load). Summary per task and over both: median and 90th-percentile absolute error and the mean signed
 error, each with a 95 % bootstrap interval (:func:`suite.stats.bootstrap_interval`), next to the measured runs'
 own run-to-run spread (the relative difference of a configuration's two runs' warm epoch times, halved: each run's
 deviation from the pair's mean). Writes ``disk_simulation_runs.csv``, ``disk_simulation_summary.csv`` and
@@ -28,6 +29,7 @@ deviation from the pair's mean). Writes ``disk_simulation_runs.csv``, ``disk_sim
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -190,6 +192,11 @@ def compare(run: RunInputs, costs: DiskCosts, calibration_foreign_cores: float |
     }
 
 
+def started_at(run: RunInputs) -> float:
+    """Wall-clock time of the run's first epoch record (runs made one after another are ordered by it)."""
+    return min((float(r["time"]) for r in run.epochs if "time" in r), default=math.inf)
+
+
 def config_key(row: pd.Series) -> tuple:
     """A held-out configuration (the repeats -r0, -r1 share it)."""
     return (row["task"], row["policy"], row["num_partitions"], row["buffer_capacity"], row["prefetch"])
@@ -220,6 +227,10 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
                  lambda x, axis=None: np.percentile(x, 90, axis=axis)),
                 ("mean_load_error", group["load_error"].to_numpy(), np.mean),
                 ("median_abs_replay_error", np.abs(group["replay_error"].to_numpy()), np.median),
+                ("median_abs_previous_run_error", np.abs(group["previous_run_error"].to_numpy()), np.median),
+                ("p90_abs_previous_run_error", np.abs(group["previous_run_error"].to_numpy()),
+                 lambda x, axis=None: np.percentile(x, 90, axis=axis)),
+                ("mean_previous_run_error", group["previous_run_error"].to_numpy(), np.mean),
                 ("median_abs_run_to_run", spread, np.median),
                 ("p90_abs_run_to_run", spread, lambda x, axis=None: np.percentile(x, 90, axis=axis))):
             interval = bootstrap_interval(values, statistic)
@@ -240,9 +251,13 @@ def validate(runs_root: Path, tasks: Sequence[str]) -> tuple[pd.DataFrame, pd.Da
         costs, load = calibrate_on(calibration_run), foreign_cores(calibration_run)
         costs_rows.append({"task": task, "calibration_run": calibration.run_id, "foreign_cores": load,
                            **costs.as_dict()})
-        for spec in expand_grid(SPECS / f"{TASKS[task]}.yaml"):
-            run = load_run(runs_root / spec.run_id)
-            rows.append({**compare(run, costs, load), "replay_error": compare(run, calibrate_on(run))["error"]})
+        held_out = sorted((load_run(runs_root / spec.run_id) for spec in expand_grid(SPECS / f"{TASKS[task]}.yaml")),
+                          key=started_at)
+        previous = calibration_run
+        for run in held_out:
+            rows.append({**compare(run, costs, load), "replay_error": compare(run, calibrate_on(run))["error"],
+                         "previous_run_error": compare(run, calibrate_on(previous))["error"]})
+            previous = run
     runs = pd.DataFrame(rows)
     runs["run_to_run"] = run_to_run_spread(runs)
     return runs, summarize(runs), pd.DataFrame(costs_rows)
@@ -282,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         table.to_csv(args.out / f"disk_simulation_{name}.csv", index=False)
     with pd.option_context("display.width", 250, "display.max_columns", 40, "display.precision", 4):
         print(runs[["task", "policy", "num_partitions", "prefetch", "name", "measured_epoch_s", "predicted_epoch_s",
-                    "error", "load_error", "replay_error", "run_to_run", "planned_read_bytes", "recorded_read_bytes", "foreign_cores"]]
+                    "error", "load_error", "previous_run_error", "replay_error", "run_to_run", "planned_read_bytes", "recorded_read_bytes", "foreign_cores"]]
               .to_string(index=False))
         print(summary.T.to_string(header=False))
         print(costs.T.to_string(header=False))

@@ -70,7 +70,8 @@ def test_the_summary_has_intervals_and_the_spread_pairs_repeats(recorded):
     costs, load = calibrate_on(calibration), foreign_cores(calibration)
     import pandas as pd
 
-    runs = pd.DataFrame([{**compare(load_run(recorded[key]), costs, load), "replay_error": 0.0}
+    runs = pd.DataFrame([{**compare(load_run(recorded[key]), costs, load), "replay_error": 0.0,
+                           "previous_run_error": 0.0}
                          for key in ("serial", "calibration", "serial")])
     assert runs["load_factor"].iloc[1] == pytest.approx(1.0)  # the calibration run's own load
     runs["run_to_run"] = run_to_run_spread(runs)
