@@ -166,6 +166,16 @@ def state_bar(states: int, epoch: int, enabled: bool):
     return tqdm(total=states, desc=f"epoch {epoch}", unit="state", disable=not enabled, leave=False)
 
 
+def state_batches_of(roots: torch.Tensor, batch_size: int, epoch: int, first_index: int) -> list[Batch]:
+    """A state's batch roots (in training order) cut into batches of ``batch_size``, numbered from
+    ``first_index``; none for a state without roots. A state holding no training example must take no optimizer
+    step: ``torch.split`` of an empty tensor gives one empty batch, whose zero gradient still moves every weight
+    under Adam (its momentum), once per such state (``dispersed`` holds the training partitions in few of its
+    states)."""
+    return [Batch(epoch=epoch, index=first_index + i, roots=part)
+            for i, part in enumerate(roots.split(batch_size)) if len(part)]
+
+
 # ------------------------------------------------------------------------------------------------ the walk
 @dataclass(frozen=True)
 class Step:
@@ -406,8 +416,7 @@ class DiskSystem(System):
         for data, timeline in self.walk(key, plan, steps, first):
             shuffle = torch.Generator().manual_seed(batch_seed(spec.seed, epoch, -2 - data.step.index))
             roots = self.bind_training_state(data, plan, shuffle)
-            state_batches = [Batch(epoch=epoch, index=len(batches) + i, roots=part)
-                             for i, part in enumerate(roots.split(spec.training.batch_size))]
+            state_batches = state_batches_of(roots, spec.training.batch_size, epoch, len(batches))
             if spec.training.limit_batches is not None:
                 state_batches = state_batches[:max(0, spec.training.limit_batches - len(batches))]
             started = time.perf_counter()
@@ -631,4 +640,4 @@ def disk_system(spec: RunSpec, store: GraphStore, device: torch.device, recorder
 disk_system.options_model = DiskOptions  # what suite.config validates system.options against
 
 __all__ = ["DISK_TASKS", "DiskOptions", "DiskSystem", "PassKey", "disk_system", "StateData", "StateTimeline", "Step",
-           "partitioned_store", "partitioned_store_path", "plan_steps", "state_bar"]
+           "partitioned_store", "partitioned_store_path", "plan_steps", "state_bar", "state_batches_of"]

@@ -52,7 +52,7 @@ def check_loss(loss: float, batch: Batch) -> float:
     """``loss`` (a batch's training loss) when it is finite; else raise :class:`~suite.errors.DivergedError` naming
     the batch, which stops the run with status ``diverged``.
 
-    An empty batch (no examples: e.g. a disk buffer state holding no training node) has no loss (the mean over
+    An empty batch (no examples: e.g. a distributed worker with no share of the roots) has no loss (the mean over
     zero examples is NaN); it is 0.0, which weighs nothing in the epoch's example-weighted mean.
     """
     if batch.num_examples == 0:

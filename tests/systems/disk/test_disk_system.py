@@ -457,3 +457,58 @@ def test_an_encoder_that_reads_no_neighbours_trains_from_disk_and_evaluates_eith
         accuracies[graph] = outcome.test_metrics["accuracy"]
     assert accuracies["full"] == accuracies["buffer"]
     assert accuracies["full"] > 0.45  # 3 classes: chance is 1/3; the features alone carry the planted signal
+
+
+# ---------------------------------------------------------------------------------------------- dispersed states
+DISPERSED_LABELED_FIRST = {"policy": "dispersed", "num_partitions": 8, "buffer_capacity": 2,
+                           "order": "labeled-first"}
+
+
+def test_state_batches_cut_roots_and_give_an_empty_state_no_batch():
+    from systems.disk.disk_system import state_batches_of
+
+    batches = state_batches_of(torch.arange(5), batch_size=2, epoch=3, first_index=7)
+    assert [b.roots.tolist() for b in batches] == [[0, 1], [2, 3], [4]]
+    assert [b.index for b in batches] == [7, 8, 9] and all(b.epoch == 3 for b in batches)
+    assert state_batches_of(torch.empty(0, dtype=torch.int64), batch_size=2, epoch=0, first_index=0) == []
+
+
+def test_every_dispersed_state_holds_the_stores_rows_and_each_training_node_once(few_labels, tmp_path):
+    """``dispersed`` with every training node in partition 0 (labeled-first, p = 8, c = 2): after every swap the
+    buffer rows of every resident node are the store's feature rows, each state's training nodes are resident, and
+    over the epoch every training node is trained exactly once."""
+    spec = make_spec(few_labels, DISPERSED_LABELED_FIRST, epochs=1)
+    recorder = Recorder(tmp_path, spec)
+    system = disk_system(spec, few_labels, torch.device("cpu"), recorder)
+    system.setup()
+    try:
+        features = system.pstore.features
+        plan, steps, first = system.begin_pass(("train", 0))
+        trained = []
+        for data, _ in system.walk(("train", 0), plan, steps, first):
+            live = torch.nonzero(system.buffer.node_row >= 0).squeeze(1)
+            assert torch.equal(system.buffer.rows[system.buffer.node_row[live]], features[live])
+            nodes = system.train_nodes[torch.from_numpy(plan.examples_of_state(data.step.index))]
+            rows = system.bind_training_state(data, plan, torch.Generator().manual_seed(0))
+            assert sorted(rows.tolist()) == sorted(system.buffer.node_row[nodes].tolist())
+            assert torch.equal(system.buffer.rows[system.buffer.node_row[nodes]], features[nodes])
+            assert torch.equal(system.labels_by_row[system.buffer.node_row[nodes]], system.labels[nodes])
+            trained.extend(nodes.tolist())
+        assert sorted(trained) == sorted(system.train_nodes.tolist())
+    finally:
+        system.teardown()
+        recorder.close()
+
+
+def test_a_dispersed_state_without_training_nodes_takes_no_optimizer_step(few_labels, tmp_path):
+    """The epoch's optimizer steps are the batches of the states that hold training nodes (one each here: 30
+    training nodes, batches of 32); a state without any trains nothing (before, it took one step on an empty batch,
+    which Adam's momentum turns into a move of every weight)."""
+    spec = make_spec(few_labels, DISPERSED_LABELED_FIRST, epochs=1)
+    outcome, system, _ = run(spec, few_labels, tmp_path)
+    _, offsets = system.plan(system.train_nodes, epoch=0).examples_by_state()
+    per_state = np.diff(offsets)
+    assert per_state.sum() == len(system.train_nodes) == 30
+    assert (per_state == 0).any()  # the case under test: some states hold no training node
+    assert system.task.optimizer_steps == int((per_state > 0).sum())
+    assert len(outcome.epochs[0].staleness) == int((per_state > 0).sum())  # one per batch
