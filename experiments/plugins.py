@@ -13,7 +13,7 @@ from suite.registry import Registry
 FIGURE_TABLE: dict[str, str] = {
     "sampling": "experiments.figures.sampling:FIGURE",
     "pipeline": "experiments.figures.pipeline_speed:FIGURE",
-    "pipeline_validation": "experiments.figures.pipeline_validation:FIGURE",  # reads the pipeline job's speed runs
+    "pipeline_validation": "experiments.figures.pipeline_validation:FIGURE",  # runs and reads its own validation grid
     "link_prediction": "experiments.figures.link_prediction_grid:FIGURE",
     "link_prediction_peers": "experiments.figures.link_prediction_peers:FIGURE",
     "disk_nc": "experiments.figures.disk_nc:FIGURE",

@@ -1,12 +1,18 @@
 """Calibrate the pipeline simulator on a recorded run, and scale it to other machines (what-if).
 
-Calibration (:func:`calibrate`) reads the ``batch`` records of one pipelined run's warm (last) epoch: per stage,
-the measured service time of every batch becomes an :class:`~simulators.pipeline_model.Empirical` distribution. These
+Calibration (:func:`calibrate`) reads the ``batch`` records of one pipelined run, every epoch of it but its first
+``warmup_batches`` batches (the run's warm-up: the first load compiles the samplers' kernels, seconds where a warm
+load takes milliseconds): per stage, the measured service time of every batch becomes an
+:class:`~simulators.pipeline_model.Empirical` distribution, and the gap between a batch's previous stage ending and
+the stage starting (its queue hand-off, the wake-up of the worker) the stage's hand-off delay. These
 are the stage's *work*, its duration when it runs alone, only if nothing overlapped in the calibration run: so
 calibrate on a ``sync: true`` run (or on an async run whose stages did not contend), and predict the others.
 The CPU the stages share (:class:`~simulators.pipeline_model.SharedCpu`) has the recorded machine's cores; a load job
-uses one core (the samplers' kernels are single-threaded), a compute job on the CPU uses torch's intra-op threads
-(recorded as ``machine.torch_threads``), a transfer takes no CPU core.
+uses one core (the samplers' kernels are single-threaded), a compute job on the CPU uses torch's intra-op threads,
+a transfer takes no CPU core. Torch's threads follow the run's thread budget (:func:`suite.threads.plan_budget`: the
+cores the system's own busy threads, its loaders, leave free), so a simulated configuration's compute wants the
+threads *its* budget gives (at most the calibration run's, whose times were measured with them; the work is not
+rescaled for fewer threads, which no record measures).
 
 What oversubscribing the cores costs beyond sharing them (torch's OpenMP barriers, the GIL, memory bandwidth) is
 not in a synchronous run's records: it is measured by a microbenchmark on the machine, in the experiments layer
@@ -40,10 +46,13 @@ import numpy as np
 from suite.config import RunSpec, spec_from_dict
 from suite.errors import DataError
 from suite.recorder import read_records, read_summary
+from suite.threads import plan_budget
 from simulators.contention_model import Contention
 from simulators.pipeline_model import Empirical, Fixed, PipelineModel, StageModel
 
 STAGES = ("load", "transfer", "compute")
+WARMUP_BATCHES = 2
+"""Batches at the start of a calibration run left out of its service times (the first compiles the kernels)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,10 @@ class Calibration:
         num_batches: batches in the warm epoch.
         sampled_edges / input_nodes: per batch, for what-if compute and transfer costs.
         spec: the run's resolved spec.
+        handoffs: per stage, the measured gaps between a batch's previous stage ending (its admission, for the
+            first stage) and the stage starting (seconds).
+        compute_threads: torch's intra-op threads in the calibration run (its compute times were measured with
+            them).
         contention: slowdown factors of oversubscribed stages measured on the machine (None: max-min sharing
             only); see :mod:`simulators.contention_model`.
     """
@@ -108,6 +121,8 @@ class Calibration:
     spec: RunSpec
     extra: dict[str, Any] = field(default_factory=dict)
     contention: Contention | None = None
+    handoffs: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    compute_threads: float = 1.0
 
 
 def warm_epoch_batches(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -119,9 +134,31 @@ def warm_epoch_batches(run_dir: str | Path) -> list[dict[str, Any]]:
     return [r for r in records if r["epoch"] == last]
 
 
-def calibrate(run_dir: str | Path, contention: Contention | None = None) -> Calibration:
-    """Fit the stage service times of the recorded pipelined run in ``run_dir`` (its warm epoch); ``contention``
-    (measured on the machine, e.g. by :func:`experiments.measure.contention.measure_for_run`) goes with them."""
+def calibration_batches(run_dir: str | Path, warmup_batches: int = WARMUP_BATCHES) -> list[dict[str, Any]]:
+    """The ``batch`` records of every epoch of a run, in run order, but its first ``warmup_batches`` (all of them
+    if that would leave none); DataError if the run has none."""
+    records = [r for r in read_records(run_dir) if r.get("kind") == "batch"]
+    if not records:
+        raise DataError(f"{run_dir}: no 'batch' records (only pipelined runs with record_batches record them)")
+    ordered = sorted(records, key=lambda r: (r["epoch"], r["index"]))
+    return ordered[warmup_batches:] if len(ordered) > warmup_batches else ordered
+
+
+def handoff_gaps(batches: list[dict[str, Any]], stages: tuple[str, ...] = STAGES) -> dict[str, tuple[float, ...]]:
+    """Per stage the batches went through (of ``stages``, in order), the gap between each batch becoming ready for
+    it (the previous such stage's end; for the first, the batch's admission) and the stage starting on it, clipped
+    at 0 (stamps taken by different threads)."""
+    present = [stage for stage in stages if f"{stage}_start" in batches[0]]
+    readies = ["admitted"] + [f"{stage}_end" for stage in present[:-1]]
+    return {stage: tuple(max(0.0, float(b[f"{stage}_start"] - b[ready])) for b in batches)
+            for stage, ready in zip(present, readies)}
+
+
+def calibrate(run_dir: str | Path, contention: Contention | None = None,
+              warmup_batches: int = WARMUP_BATCHES) -> Calibration:
+    """Fit the stage service times and hand-off delays of the recorded pipelined run in ``run_dir`` (every epoch
+    but its first ``warmup_batches`` batches); ``contention`` (measured on the machine, e.g. by
+    :func:`experiments.measure.contention.measure_for_run`) goes with them."""
     run_dir = Path(run_dir)
     summary = read_summary(run_dir) or {}
     config = (run_dir / "config.yaml")
@@ -130,16 +167,17 @@ def calibrate(run_dir: str | Path, contention: Contention | None = None) -> Cali
     from suite.config import read_yaml
 
     spec = spec_from_dict(read_yaml(config), source=str(config))
-    batches = warm_epoch_batches(run_dir)
+    batches = calibration_batches(run_dir, warmup_batches)
     services = {stage: tuple(float(b[f"{stage}_end"] - b[f"{stage}_start"]) for b in batches)
                 for stage in STAGES if f"{stage}_start" in batches[0]}
+    warm_count = len(warm_epoch_batches(run_dir))
     machine = summary.get("machine") or {}
     cpu_cores = float(machine.get("cpu_cores") or 1)
-    threads = float(machine.get("torch_threads") or cpu_cores)
+    threads = float((summary.get("threads") or {}).get("compute") or machine.get("torch_threads") or cpu_cores)
     on_gpu = str(summary.get("device", "cpu")).startswith("cuda")
     cores = {"load": 1.0, "transfer": 0.0, "compute": 0.0 if on_gpu else min(threads, cpu_cores)}
     return Calibration(source=str(run_dir), services=services, cores=cores, cpu_cores=cpu_cores,
-                       num_batches=len(batches),
+                       num_batches=warm_count, handoffs=handoff_gaps(batches), compute_threads=threads,
                        sampled_edges=tuple(int(b.get("sampled_edges", 0)) for b in batches),
                        input_nodes=tuple(int(b.get("input_nodes", 0)) for b in batches), spec=spec,
                        contention=contention)
@@ -195,17 +233,28 @@ def model_for(options: Any, calibration: Calibration, hardware: Hardware | None 
         scale = calibration.contention.load_scale.get(kind, 1.0)
         if scale != 1.0:  # a loader process's time per batch (one torch thread, handing the batch over), measured
             services["load"] = Empirical(calibration.services["load"], scale=scale)
+    if hardware is None and cores["compute"] > 0:  # the options' thread budget, on the recorded machine
+        cores["compute"] = compute_cores(options, calibration)
+    handoff = {stage: Empirical(gaps) for stage, gaps in calibration.handoffs.items() if gaps}
     # Loader processes take one core each, like loader threads (the feeder thread only hands batches on); their
     # time per batch is the thread's times the measured load scale, when the calibration has one (above).
     stages = (
-        StageModel("load", services["load"], workers=options.batch_loader_threads, cores=cores["load"]),
+        StageModel("load", services["load"], workers=options.batch_loader_threads, cores=cores["load"],
+                   handoff=handoff.get("load")),
         StageModel("transfer", services.get("transfer", Fixed(0.0)), workers=options.batch_transfer_threads,
-                   queue_size=options.batch_host_queue_size, cores=cores["transfer"]),
+                   queue_size=options.batch_host_queue_size, cores=cores["transfer"], handoff=handoff.get("transfer")),
         StageModel("compute", services["compute"], workers=1, queue_size=options.batch_device_queue_size,
-                   cores=cores["compute"], in_order=options.in_order_compute),
+                   cores=cores["compute"], in_order=options.in_order_compute, handoff=handoff.get("compute")),
     )
     return PipelineModel(stages=stages, staleness_bound=options.staleness_bound, cpu_cores=cpu_cores,
                          contention=contention)
+
+
+def compute_cores(options: Any, calibration: Calibration) -> float:
+    """Cores a CPU compute job of ``options`` wants on the recorded machine: the torch threads of its thread budget
+    (the cores its loader threads leave, :func:`suite.threads.plan_budget`), at most the calibration run's."""
+    budget = plan_budget(options.batch_loader_threads, cores=max(1, int(calibration.cpu_cores)))
+    return float(min(budget.compute, calibration.compute_threads, calibration.cpu_cores))
 
 
 def summary_of(trace) -> dict[str, float]:
@@ -219,5 +268,5 @@ def summary_of(trace) -> dict[str, float]:
             "staleness_max": int(max(staleness, default=0))}
 
 
-__all__ = ["Calibration", "HARDWARE", "Hardware", "calibrate", "graphsage_flops", "model_for", "summary_of",
-           "warm_epoch_batches"]
+__all__ = ["Calibration", "HARDWARE", "Hardware", "WARMUP_BATCHES", "calibrate", "calibration_batches",
+           "compute_cores", "graphsage_flops", "handoff_gaps", "model_for", "summary_of", "warm_epoch_batches"]

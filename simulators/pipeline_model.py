@@ -128,6 +128,9 @@ class StageModel:
         queue_size: capacity of the queue that feeds it (unused for the first stage).
         cores: CPU cores one job of the stage uses when alone (0: it does not use the CPU).
         in_order: take batches in admission order (one worker), as the real ``compute`` stage does by default.
+        handoff: the delay, using no core, between a worker taking a batch (from the queue, or its admission
+            token) and starting on it: the queue hand-off and thread wake-up the recorded runs show as the gap
+            between a batch's previous stage ending and this one starting (None: no delay).
     """
 
     name: str
@@ -136,6 +139,7 @@ class StageModel:
     queue_size: int = 4
     cores: float = 1.0
     in_order: bool = False
+    handoff: ServiceTime | None = None
 
 
 @dataclass(frozen=True)
@@ -302,6 +306,8 @@ def _worker(run: _Run, position: int, worker: int):
             batch.version_read = run.steps
         else:
             batch = yield from _take(run, position)
+        if stage.handoff is not None:
+            yield env.timeout(stage.handoff.draw(run.rng, batch.index))
         started = env.now
         work = stage.service.draw(run.rng, batch.index)
         if run.cpu is not None:

@@ -2,17 +2,19 @@
 
 Usage::
 
-    python -m experiments.figures.pipeline_validation [--quick] [--runs out/pipeline/pipeline_speed]
+    python -m experiments.figures.pipeline_validation [--quick] [--run-grid] [--runs out/pipeline/pipeline_validation]
         [--results out/results] [--seeds 3] [--speed-batches 100000] [--contention measure|none|loo|FILE] [--no-plot]
 
-Reads the runs of ``experiments/specs/pipeline_speed.yaml`` (run ``python -m experiments.figures.pipeline_speed`` first; with
-``--quick``, those of ``python -m experiments.figures.pipeline_speed --quick`` in ``out/pipeline-quick/pipeline_speed``, with
-shorter contention measurements: about a minute). A missing runs folder is a one-line error saying what to run. For every
-dataset x sampler, the ``sync`` run is the calibration (its warm epoch's per-batch stage times, without overlap,
-are the stages' work; :mod:`simulators.calibrate`); each *other* pipelined configuration of that dataset and
-sampler (worker counts, queue sizes, staleness bounds, loader threads or processes) is simulated from it, with
-the machine's cores shared by loaders and compute, over as many batches as its measured warm epoch, averaged over
-``--seeds`` draws, and compared with its measurement. No run is ever predicted from its own calibration.
+Reads the runs of ``experiments/specs/pipeline_validation.yaml`` (``--run-grid`` runs it first, finished runs kept;
+with ``--quick`` on arxiv-like shrunk to 50,000 nodes, into ``out/pipeline-quick/pipeline_validation``, with shorter
+contention measurements); any folder of pipelined runs with sync runs works (``--runs``, e.g. the speed grid's).
+A missing runs folder is a one-line error saying what to run. For every dataset x sampler (x seed, where the grid
+repeats), the ``sync`` run is the calibration (its per-batch stage times and hand-offs, without overlap, less the
+run's warm-up batches, are the stages' work; :mod:`simulators.calibrate`); each *other* pipelined configuration
+(loader threads or processes and their count, queue sizes, staleness bounds, compute in or out of order) is
+simulated from it, with the machine's cores shared by loaders and compute (compute with its thread budget's
+threads), over as many batches as its measured warm epoch, averaged over ``--seeds`` draws, and compared with its
+measurement. No run is ever predicted from its own calibration.
 
 Contention (what oversubscribing the cores costs beyond sharing them, :mod:`simulators.contention_model`): with
 ``--contention measure`` (the default) a microbenchmark measures it on this machine for each calibration run's
@@ -24,13 +26,19 @@ one slowdown factor for every oversubscribed job, for each predicted run, on the
 (leave-one-out). Every row is predicted both ways: ``predicted_*`` with the contention model, ``*_max_min``
 without it; the column ``contention`` says where the model comes from.
 
+The diagnosis (issue 33): per predicted run and stage, simulated vs recorded busy and wait time
+(:func:`stage_diagnosis`, ``pipeline_validation_stages.csv``), their bias and spread per stage (:func:`stage_bias`);
+over the runs, the median and 90th-percentile absolute epoch-time error, the mean signed error (bias) and the
+signed errors' spread, each with a 95 % bootstrap interval (:func:`error_summary`); and per run its deviation from
+its configuration's repeats (:func:`run_to_run_deviation`): the floor no simulator can beat.
+
 Outputs: ``out/results/pipeline_validation.csv`` (one row per predicted run: measured and predicted epoch time and
-compute utilization, relative and absolute errors, with and without contention),
-``out/results/pipeline_validation.png``,
+compute utilization, relative and absolute errors, with and without contention, run-to-run deviation),
+``out/results/pipeline_validation_stages.csv``, ``out/results/pipeline_validation.png``,
 ``out/results/pipeline_validation_contention.json`` (the contention tables with their provenance: machine, date, load
 of other processes meanwhile, every raw time), ``out/results/pipeline_validation_summary.json`` and, on stdout, the
-median absolute errors (with 95 % bootstrap intervals over the held-out runs) and the simulator's speed (one epoch
-of ``--speed-batches`` batches of the calibrated model with its contention table, timed here).
+error summaries and the simulator's speed (one epoch of ``--speed-batches`` batches of the calibrated model with its
+contention table, timed here; batches per second).
 
 ``out/results/pipeline_projection.csv``: the simulator's *projection* (not a measurement) of each dataset x sampler on
 an accelerator machine (``--projection-profile``, default ``p3.2xlarge``: one V100, 4 cores), calibrated on the
@@ -54,19 +62,22 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from experiments.common import REPO_ROOT, RESULTS, Figure, JobFailed, Mode, Paths, Plot, add_common_options, cli
+from experiments.common import (REPO_ROOT, RESULTS, SPECS, Figure, JobFailed, Mode, Paths, Plot, add_common_options,
+                                check_failed, cli)
 from experiments.compare import TableSpec
 from experiments.style import caption, marker_of, flagged_under_load, load_note, plain_log_ticks, save_figure, styled
 from experiments.report import Estimate, Finding, claim, load_exclusions, percent, split_under_load
 from experiments.measure.contention import measure_for_run
 from experiments.pipeline_runs import speed_table
-from simulators.calibrate import calibrate, model_for, summary_of
+from simulators.calibrate import STAGES, calibrate, handoff_gaps, model_for, summary_of, warm_epoch_batches
 from simulators.contention_model import Contention, UniformSlowdown
 from simulators.pipeline_model import simulate
 from suite.config import read_yaml, spec_from_dict
+from suite.grid import expand_grid, failures, run_grid
 from suite.io import atomic_write_json, strict_json_dumps
 from suite.results import export
-from suite.stats import below, bootstrap_interval, combine, mean_interval, ratio_interval
+from suite.stats import (Interval, above, below, bootstrap_interval, combine, mean_interval, ratio_interval,
+                         slope_interval)
 from systems.pipelined import PipelineOptions
 
 
@@ -75,20 +86,22 @@ def _options(run_dir: str) -> PipelineOptions:
     return PipelineOptions.model_validate(spec.system.options).effective()
 
 
-def _groups(measured: pd.DataFrame):
-    """(dataset, sampler, calibration run folder, the group's other pipelined runs) per dataset x sampler."""
+def _groups(measured: pd.DataFrame, by_seed: bool = False):
+    """(dataset, sampler, calibration run folder, the group's other pipelined runs) per dataset x sampler (and, with
+    ``by_seed``, per seed: each repeat is predicted from the sync run of its own seed, when the grid has one)."""
     pipelined = measured[measured["system"] == "pipelined"]
-    for (dataset, sampler), group in pipelined.groupby(["dataset", "sampler"]):
+    keys = ["dataset", "sampler"] + (["seed"] if by_seed and "seed" in pipelined else [])
+    for key, group in pipelined.groupby(keys):
         sync = group[group["configuration"] == "sync"]
         if not sync.empty:
-            yield dataset, sampler, sync.iloc[0]["run_dir"], group[group["configuration"] != "sync"]
+            yield key[0], key[1], sync.iloc[0]["run_dir"], group[group["configuration"] != "sync"]
 
 
 def measure_contention_tables(measured: pd.DataFrame, **options) -> dict[str, Contention]:
     """Per calibration run (by its folder name): the contention microbenchmark of its workload, on this machine,
     with as many loaders as the group's configurations use. Reads only the calibration runs."""
     tables = {}
-    for dataset, sampler, calibration_dir, others in _groups(measured):
+    for dataset, sampler, calibration_dir, others in _groups(measured, by_seed=True):
         loaders = max(_options(run_dir).batch_loader_threads for run_dir in others["run_dir"])
         print(f"measuring contention for {dataset}/{sampler} ({Path(calibration_dir).name}), up to {loaders} "
               "loaders ...", flush=True)
@@ -112,29 +125,55 @@ FAILED_CONTENTION: dict[str, str] = {}
 """Calibration runs whose full contention benchmark failed in this process (name -> error), for the summary."""
 
 
+def _simulate_seeds(model, batches: int, seeds: int) -> list:
+    return [simulate(model, batches, seed=seed) for seed in range(seeds)]
+
+
 def _predict_one(model, batches: int, seeds: int) -> tuple[float, float, list[dict]]:
-    predictions = [summary_of(simulate(model, batches, seed=seed)) for seed in range(seeds)]
+    epoch, utilization, predictions, _ = _predict_traces(model, batches, seeds)
+    return epoch, utilization, predictions
+
+
+def _predict_traces(model, batches: int, seeds: int) -> tuple[float, float, list[dict], list]:
+    traces = _simulate_seeds(model, batches, seeds)
+    predictions = [summary_of(trace) for trace in traces]
     return (float(np.mean([p["epoch_time_s"] for p in predictions])),
-            float(np.mean([p["compute_utilization"] for p in predictions])), predictions)
+            float(np.mean([p["compute_utilization"] for p in predictions])), predictions, traces)
 
 
 def predict(measured: pd.DataFrame, seeds: int, contention: dict[str, Contention] | None = None,
             source: str = "none (max-min sharing only)") -> pd.DataFrame:
-    """Per dataset x sampler: calibrate on the sync run (with its contention table, if any), predict every other
-    pipelined run of the group, with the contention table and without it (``*_max_min``)."""
-    rows = []
-    for dataset, sampler, calibration_dir, others in _groups(measured):
+    """Per dataset x sampler (x seed, where the grid repeats): calibrate on the sync run (with its contention
+    table, if any), predict every other pipelined run of the group, with the contention table and without it
+    (``*_max_min``); each row says how far its measurement lies from its configuration's repeats
+    (``run_to_run_deviation``, :func:`run_to_run_deviation`)."""
+    return predict_with_stages(measured, seeds, contention, source)[0]
+
+
+def predict_with_stages(measured: pd.DataFrame, seeds: int, contention: dict[str, Contention] | None = None,
+                        source: str = "none (max-min sharing only)") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`predict`'s table, and the per-stage comparison of every predicted run (:func:`stage_diagnosis`, with
+    the contention model), one row per run and stage."""
+    rows, stage_rows = [], []
+    for dataset, sampler, calibration_dir, others in _groups(measured, by_seed=True):
         table = (contention or {}).get(Path(calibration_dir).name)
         calibration = calibrate(calibration_dir, contention=table)
         plain = calibrate(calibration_dir)
+        calibration_row = measured[measured["run_dir"] == calibration_dir].iloc[0]
         for run in others.itertuples():
             options = _options(run.run_dir)
-            batches = len(calibrate(run.run_dir).services["load"])  # only the batch count of the predicted run
-            epoch, utilization, predictions = _predict_one(model_for(options, calibration), batches, seeds)
+            recorded = warm_epoch_batches(run.run_dir)  # the batch count and, for the diagnosis, the stamps
+            batches = len(recorded)
+            epoch, utilization, predictions, traces = _predict_traces(model_for(options, calibration), batches,
+                                                                       seeds)
             epoch_mm, utilization_mm, _ = _predict_one(model_for(options, plain), batches, seeds)
+            for stage_row in stage_diagnosis(recorded, [[b.record() for b in t.batches] for t in traces],
+                                             run.epoch_time_s):
+                stage_rows.append({"dataset": dataset, "sampler": sampler, "configuration": run.configuration,
+                                   "seed": getattr(run, "seed", 0), "run_id": run.run_id, **stage_row})
             rows.append({
                 "dataset": dataset, "sampler": sampler, "configuration": run.configuration,
-                "calibrated_on": "sync", "batches": batches,
+                "seed": getattr(run, "seed", 0), "calibrated_on": "sync", "batches": batches,
                 "measured_epoch_time_s": run.epoch_time_s, "predicted_epoch_time_s": epoch,
                 "epoch_time_error": (epoch - run.epoch_time_s) / run.epoch_time_s,
                 "measured_compute_utilization": run.compute_utilization,
@@ -151,9 +190,13 @@ def predict(measured: pd.DataFrame, seeds: int, contention: dict[str, Contention
                 "predicted_compute_utilization_max_min": utilization_mm,
                 "utilization_error_points_max_min": 100 * (utilization_mm - run.compute_utilization),
                 "foreign_cores": getattr(run, "foreign_cores", float("nan")),
+                "calibration_foreign_cores": calibration_row.get("foreign_cores", float("nan")),
                 "under_load": getattr(run, "under_load", None),
             })
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if not table.empty:
+        table["repeats"], table["run_to_run_deviation"] = run_to_run_deviation(table)
+    return table, pd.DataFrame(stage_rows)
 
 
 LOO_GRID = tuple(round(1.0 - 0.025 * i, 3) for i in range(29))  # 1.0 (neutral) down to 0.3
@@ -165,11 +208,11 @@ def predict_leave_one_out(measured: pd.DataFrame, seeds: int, grid: Sequence[flo
     *other* predicted runs (all groups): the run predicted never enters its own factor (leave-one-out)."""
     table = predict(measured, seeds)
     cases = []
-    for _, _, calibration_dir, others in _groups(measured):
+    for _, _, calibration_dir, others in _groups(measured, by_seed=True):
         plain = calibrate(calibration_dir)
         for run in others.itertuples():
             model = model_for(_options(run.run_dir), plain)
-            batches = len(calibrate(run.run_dir).services["load"])
+            batches = len(warm_epoch_batches(run.run_dir))
             outcomes = {f: _predict_one(dataclasses.replace(model, contention=UniformSlowdown(f)), batches, seeds)
                         for f in grid}
             cases.append((run.run_id, run.epoch_time_s, outcomes))
@@ -245,12 +288,28 @@ def simulator_speed(measured: pd.DataFrame, batches: int, contention: dict[str, 
         started = time.perf_counter()
         trace = simulate(model, batches, seed=0)
         wall = time.perf_counter() - started
-    return {"batches": batches, "wall_s": wall, "simulated_epoch_s": trace.wall_s, **load_columns(monitor.result)}
+    return {"batches": batches, "wall_s": wall, "batches_per_s": batches / wall if wall > 0 else math.nan,
+            "simulated_epoch_s": trace.wall_s, **load_columns(monitor.result)}
 
 
-DEFAULTS = {"runs": REPO_ROOT / "out" / "pipeline" / "pipeline_speed", "seeds": 3, "speed_batches": 100_000,
+VALIDATION_GRID = SPECS / "pipeline_validation.yaml"
+"""The held-out configurations (22: both samplers x 11 pipelined settings) and their calibration runs, 2 seeds."""
+GRID_OVERRIDES = {"full": (), "quick": ("dataset.params={num_nodes: 50000}",)}
+"""Overrides of every run of :data:`VALIDATION_GRID` per mode (quick: arxiv-like shrunk to 50,000 nodes)."""
+
+
+def run_validation_grid(out: Path, mode: Mode = "full", data_dir: Path | None = None,
+                        progress: bool = False) -> list[dict]:
+    """Run :data:`VALIDATION_GRID` (finished runs are not repeated) into ``out``; JobFailed if a run fails."""
+    overrides = [*GRID_OVERRIDES[mode], *([f"dataset.cache_dir={data_dir}"] if data_dir is not None else [])]
+    summaries = run_grid(expand_grid(VALIDATION_GRID, overrides), out, progress=progress)
+    check_failed(failures(summaries))
+    return summaries
+
+
+DEFAULTS = {"runs": REPO_ROOT / "out" / "pipeline" / "pipeline_validation", "seeds": 3, "speed_batches": 100_000,
             "contention_window": 1.0, "contention_repeats": 2}
-QUICK_DEFAULTS = {**DEFAULTS, "runs": REPO_ROOT / "out" / "pipeline-quick" / "pipeline_speed", "seeds": 2,
+QUICK_DEFAULTS = {**DEFAULTS, "runs": REPO_ROOT / "out" / "pipeline-quick" / "pipeline_validation", "seeds": 2,
                   "speed_batches": 20_000, "contention_window": 0.3, "contention_repeats": 1}
 """Options left out on the command line, without and with ``--quick`` (the settings ``gnnsuite reproduce --quick``
 uses)."""
@@ -263,7 +322,7 @@ def _has_runs(folder: Path) -> bool:
 def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULTS, seeds: int | None = None,
         speed_batches: int | None = None, contention: str = "measure", contention_window: float | None = None,
         contention_repeats: int | None = None, projection_profile: str = PROJECTION_PROFILE,
-        projection_seeds: int = 5, plot: bool = True) -> dict:
+        projection_seeds: int = 5, plot: bool = True, run_runs: bool = False) -> dict:
     """Predict every recorded run of the speed grid in ``runs`` from its calibration run and compare (the module
     docstring); write the tables, the summary and the figure into ``results``; return the summary. Options left
     ``None`` take :data:`DEFAULTS` (``quick`` mode: :data:`QUICK_DEFAULTS`). Raises :class:`JobFailed` (status 2)
@@ -273,12 +332,12 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
     defaults = QUICK_DEFAULTS if mode == "quick" else DEFAULTS
     runs, seeds, speed_batches, contention_window, contention_repeats = (
         defaults[name] if value is None else value for name, value in given.items())
+    if run_runs:
+        run_validation_grid(runs, mode)
     if not _has_runs(runs):
-        first = "python -m experiments.figures.pipeline_speed" + (" --quick" if mode == "quick" else "")
-        raise JobFailed(f"error: {runs}: no recorded runs of the speed grid; run `{first}` first"
-                        + ("" if mode == "quick" else
-                           " (or `--quick` after `python -m experiments.figures.pipeline_speed --quick`)"),
-                        status=2)
+        first = "python -m experiments.figures.pipeline_validation --run-grid" + (" --quick" if mode == "quick" else "")
+        raise JobFailed(f"error: {runs}: no recorded pipelined runs (a sync run and held-out configurations); run "
+                        f"`{first}` first", status=2)
     contention_option = contention  # the option; `tables`: the contention tables
     measured = speed_table(runs)
     measured["run_dir"] = [str(runs / run_id) for run_id in measured["run_id"]]
@@ -303,11 +362,13 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
     tables_file = results / "pipeline_validation_contention.json"
     if tables and not (tables_file.exists() and Path(contention_option).resolve() == tables_file.resolve()):
         atomic_write_json(tables_file, {"source": source, "tables": {k: c.to_dict() for k, c in tables.items()}})
+    table, stages = predict_with_stages(measured, seeds, tables, source)
     if contention_option == "loo":
         table = predict_leave_one_out(measured, seeds)
-    else:
-        table = predict(measured, seeds, tables, source)
+        table["repeats"], table["run_to_run_deviation"] = run_to_run_deviation(table)
     export(table, results / "pipeline_validation.csv")
+    export(stages, results / "pipeline_validation_stages.csv")
+    bias = stage_bias(stages)
     export(project(measured, projection_profile, projection_seeds),
            results / "pipeline_projection.csv")
     speed = simulator_speed(measured, speed_batches, tables) if speed_batches else None
@@ -330,6 +391,17 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
             "other_processes_cores": {k: c.provenance.get("other_processes_cores") for k, c in tables.items()},
             "failed": dict(FAILED_CONTENTION),
         },
+        "configurations": int(len(table.drop_duplicates(["dataset", "sampler", "configuration"]))),
+        "epoch_time_error": _intervals_json(error_summary(table["epoch_time_error"])),
+        "epoch_time_error_max_min": _intervals_json(error_summary(table["epoch_time_error_max_min"])),
+        "run_to_run_deviation": _intervals_json({"median": bootstrap_interval(table["run_to_run_deviation"]),
+                                                 "p90": bootstrap_interval(table["run_to_run_deviation"], p90)}),
+        "runs_under_load": int(table["under_load"].fillna(False).astype(bool).sum()),
+        # does other processes' load explain the errors? The signed error's slope on the predicted run's foreign
+        # cores less its calibration run's (a diagnosis only: no prediction uses a predicted run's load)
+        "error_slope_per_foreign_core": _interval_json(slope_interval(
+            table["foreign_cores"] - table["calibration_foreign_cores"], table["epoch_time_error"])),
+        "stage_bias": bias.to_dict(orient="records"),
         "median_abs_epoch_time_error_max_min": float(table["epoch_time_error_max_min"].abs().median()),
         "median_abs_utilization_error_points_max_min":
             float(table["utilization_error_points_max_min"].abs().median()),
@@ -340,8 +412,9 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         print(table[["dataset", "sampler", "configuration", "measured_epoch_time_s", "predicted_epoch_time_s",
                      "epoch_time_error", "epoch_time_error_max_min", "measured_compute_utilization",
                      "predicted_compute_utilization", "utilization_error_points",
-                     "utilization_error_points_max_min"]].to_string(index=False,
-                                                                     float_format=lambda v: f"{v:.3f}"))
+                     "utilization_error_points_max_min", "run_to_run_deviation"]].to_string(
+            index=False, float_format=lambda v: f"{v:.3f}"))
+        print(bias.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(strict_json_dumps(summary, indent=2))
     if plot:
 
@@ -361,6 +434,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                        runs=("--runs",), runs_help="the speed grid's runs (default out/pipeline/pipeline_speed, "
                        "with --quick out/pipeline-quick/pipeline_speed)", results=("--results",), plot=True)
     parser.add_argument("--seeds", type=int)
+    parser.add_argument("--run-grid", dest="run_runs", action="store_true",
+                        help="first run experiments/specs/pipeline_validation.yaml into --runs (finished runs kept)")
     parser.add_argument("--speed-batches", type=int)
     parser.add_argument("--contention", default="measure", metavar="measure|none|loo|FILE",
                         help="contention tables: measure them here (default), none (max-min sharing only), "
@@ -379,6 +454,110 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     return cli(run, vars(parse_args(argv)), "pipeline_validation")
+
+
+# ---------------------------------------------------------------------------------------------- the diagnosis
+def stage_times(batches: Sequence[dict], stages: Sequence[str] = STAGES) -> dict[str, dict[str, float]]:
+    """Per stage of ``batches`` (flat ``batch`` records, measured or simulated): ``busy`` (seconds its workers
+    worked on them, summed) and ``wait`` (seconds the batches waited for it: from the previous stage's end, or their
+    admission for the first stage, to its start; :func:`simulators.calibrate.handoff_gaps`), for the stages of
+    ``stages`` the batches went through."""
+    if not batches:
+        return {}
+    waits = handoff_gaps(list(batches), tuple(stages))
+    return {stage: {"busy": float(sum(b[f"{stage}_end"] - b[f"{stage}_start"] for b in batches)),
+                    "wait": float(sum(gaps))} for stage, gaps in waits.items()}
+
+
+def stage_diagnosis(measured: Sequence[dict], simulated: Sequence[Sequence[dict]],
+                    epoch_time_s: float) -> list[dict]:
+    """Simulated vs recorded busy and wait time per stage of one run: ``measured`` is its recorded (warm) epoch's
+    batches, ``simulated`` one list of batches per simulator seed (averaged), ``epoch_time_s`` the measured epoch.
+
+    Each row: the stage; measured and simulated busy and wait seconds; ``busy_error`` (simulated / measured - 1;
+    NaN for a stage that was never busy); ``wait_error_of_epoch`` (simulated - measured wait, as a fraction of the
+    measured epoch: waits are often near zero, so a relative error means little)."""
+    recorded = stage_times(measured)
+    runs = [stage_times(batches) for batches in simulated]
+    rows = []
+    for stage, times in recorded.items():
+        busy = float(np.mean([r[stage]["busy"] for r in runs if stage in r])) if runs else math.nan
+        wait = float(np.mean([r[stage]["wait"] for r in runs if stage in r])) if runs else math.nan
+        rows.append({"stage": stage, "measured_busy_s": times["busy"], "simulated_busy_s": busy,
+                     "busy_error": busy / times["busy"] - 1 if times["busy"] > 0 else math.nan,
+                     "measured_wait_s": times["wait"], "simulated_wait_s": wait,
+                     "wait_error_of_epoch": (wait - times["wait"]) / epoch_time_s})
+    return rows
+
+
+def stage_bias(stages: pd.DataFrame) -> pd.DataFrame:
+    """Per stage, over the runs of :func:`stage_diagnosis`'s rows: the bias (mean) and spread (standard deviation)
+    of ``busy_error`` and of ``wait_error_of_epoch``; where the prediction loses its time."""
+    if stages.empty:
+        return pd.DataFrame(columns=["stage", "runs", "busy_bias", "busy_spread", "wait_bias_of_epoch",
+                                     "wait_spread_of_epoch"])
+    grouped = stages.groupby("stage", sort=False)
+    return pd.DataFrame({
+        "runs": grouped.size(), "busy_bias": grouped["busy_error"].mean(),
+        "busy_spread": grouped["busy_error"].std(ddof=1), "wait_bias_of_epoch": grouped["wait_error_of_epoch"].mean(),
+        "wait_spread_of_epoch": grouped["wait_error_of_epoch"].std(ddof=1)}).reset_index()
+
+
+REPEAT_KEYS = ("dataset", "sampler", "configuration")
+
+
+def run_to_run_deviation(table: pd.DataFrame, column: str = "measured_epoch_time_s",
+                         keys: Sequence[str] = REPEAT_KEYS) -> tuple[pd.Series, pd.Series]:
+    """Per row: the repeats of its configuration (rows equal in ``keys``) and how far its ``column`` lies from their
+    mean, as a fraction of it (NaN without a repeat). The error of a simulator that predicted every configuration's
+    mean exactly: the floor under the prediction errors (with few repeats the sample mean sits nearer the runs than
+    the true mean, so it is a low floor)."""
+    grouped = table.groupby(list(keys), sort=False)[column]
+    repeats = grouped.transform("count")
+    mean = grouped.transform("mean")
+    deviation = ((table[column] - mean).abs() / mean).where(repeats >= 2)
+    return repeats.astype(int), deviation
+
+
+MEDIAN_GOAL, P90_GOAL, BIAS_GOAL = 0.05, 0.10, 0.03
+"""The simulator's goals (issue 33): median and 90th-percentile absolute epoch-time error, and |mean signed error|."""
+
+
+def p90(values: np.ndarray) -> float:
+    """The 90th percentile."""
+    return float(np.quantile(values, 0.9))
+
+
+def error_summary(errors: Sequence[float]) -> dict[str, Interval]:
+    """Relative epoch-time errors (signed) summarized, each with its 95 % bootstrap interval over the runs:
+    ``median_abs`` and ``p90_abs`` (of the absolute errors), ``bias`` (the mean signed error) and ``spread`` (the
+    signed errors' standard deviation)."""
+    signed = np.asarray([e for e in errors if math.isfinite(e)], dtype=float)
+    return {"median_abs": bootstrap_interval(np.abs(signed)), "p90_abs": bootstrap_interval(np.abs(signed), p90),
+            "bias": bootstrap_interval(signed, np.mean),
+            "spread": bootstrap_interval(signed, lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0)}
+
+
+def within(interval: Interval, bound: float, min_n: int = 2) -> str:
+    """``holds`` when the whole interval lies inside (-bound, bound), ``does not hold`` when it lies outside,
+    else ``inconclusive``."""
+    return combine([below(interval, bound, min_n), above(interval, -bound, min_n)])
+
+
+def simulator_verdict(errors: dict[str, Interval], points: Interval, min_n: int) -> str:
+    """The simulator claim's verdict from :func:`error_summary` and the median absolute utilization error (points):
+    median <= 5 %, p90 <= 10 %, |bias| <= 3 % (:data:`MEDIAN_GOAL`...), utilization within 5 points; each part
+    decided on its whole interval (suite.stats: holds, does not hold, inconclusive)."""
+    return combine([below(errors["median_abs"], MEDIAN_GOAL, min_n=min_n), below(errors["p90_abs"], P90_GOAL, min_n),
+                    within(errors["bias"], BIAS_GOAL, min_n), below(points, 5.0, min_n=min_n)])
+
+
+def _interval_json(interval: Interval) -> dict[str, float]:
+    return {"estimate": interval.estimate, "low": interval.low, "high": interval.high, "n": interval.n}
+
+
+def _intervals_json(errors: dict[str, Interval]) -> dict[str, dict[str, float]]:
+    return {name: _interval_json(interval) for name, interval in errors.items()}
 
 
 # ---------------------------------------------------------------------------------------------- the figure
@@ -447,24 +626,34 @@ MIN_HELD_OUT = 3
 """Held-out runs (measured without load) the simulator claim needs before it can hold or fail."""
 
 
-@claim("simulator-predicts", "The pipeline simulator predicts the real pipeline (epoch time within 10 %, "
-       "compute utilization within 5 points)", ("pipeline_validation.csv",))
+@claim("simulator-predicts", "The pipeline simulator predicts the real pipeline (epoch time: median absolute error "
+       "<= 5 %, 90th percentile <= 10 %, mean signed error within +-3 %; compute utilization within 5 points)",
+       ("pipeline_validation.csv",))
 def simulator_predicts(results: Path) -> Finding:
     table = pd.read_csv(results / "pipeline_validation.csv")
     used, loaded = split_under_load(table)
-    time_error = bootstrap_interval(used["epoch_time_error"].abs())
+    errors = error_summary(used["epoch_time_error"])
     points = bootstrap_interval(used["utilization_error_points"].abs())
-    estimates = (Estimate("median |epoch time error|", time_error, "< 0.10"),
+    estimates = (Estimate("median |epoch time error|", errors["median_abs"], f"<= {MEDIAN_GOAL:.2f}"),
+                 Estimate("p90 |epoch time error|", errors["p90_abs"], f"<= {P90_GOAL:.2f}"),
+                 Estimate("mean signed epoch time error", errors["bias"], f"within +-{BIAS_GOAL:.2f}"),
                  Estimate("median |utilization error| (points)", points, "< 5"))
-    verdict = combine([below(time_error, 0.10, min_n=MIN_HELD_OUT), below(points, 5.0, min_n=MIN_HELD_OUT)])
+    verdict = simulator_verdict(errors, points, MIN_HELD_OUT)
     reason = f"{len(used)} held-out run(s); the claim needs {MIN_HELD_OUT}" if len(used) < MIN_HELD_OUT else ""
-    measured = (f"median absolute error (bootstrap 95 % interval over {len(used)} held-out runs): epoch time "
-                f"{percent(time_error)}, compute utilization {points.format(1)} points")
+    configurations = used.drop_duplicates(["dataset", "sampler", "configuration"]) if len(used) else used
+    measured = (f"epoch time error over {len(used)} held-out runs ({len(configurations)} configurations; bootstrap "
+                f"95 % intervals): median absolute {percent(errors['median_abs'])}, 90th percentile "
+                f"{percent(errors['p90_abs'])}, mean signed {percent(errors['bias'])} (spread "
+                f"{percent(errors['spread'])}); compute utilization {points.format(1)} points")
+    if "run_to_run_deviation" in used and used["run_to_run_deviation"].notna().any():
+        floor = bootstrap_interval(used["run_to_run_deviation"])
+        measured += f"; the measured runs' own run-to-run deviation (median, over repeats) {percent(floor)}"
     summary_path = results / "pipeline_validation_summary.json"
     if summary_path.exists():
         speed = json.loads(summary_path.read_text()).get("simulator_speed") or {}
         if speed:
-            measured += f"; {speed.get('batches', 0):,} batches simulated in {speed.get('wall_s', math.nan):.1f} s"
+            measured += (f"; {speed.get('batches', 0):,} batches simulated in {speed.get('wall_s', math.nan):.1f} s "
+                         f"({speed.get('batches', 0) / speed.get('wall_s', math.nan):,.0f} batches/s)")
     excluded = load_exclusions(loaded, lambda r: f"{r['dataset']}/{r['sampler']} {r['configuration']}")
     return Finding(measured, "calibrated on each dataset x sampler's sync run, never on the predicted run",
                    verdict, estimates, reason=reason, excluded=excluded)
@@ -472,19 +661,24 @@ def simulator_predicts(results: Path) -> Finding:
 
 # ---------------------------------------------------------------------------------------------- the job
 def _reproduce(mode: Mode, paths: Paths) -> None:
-    # quick: shorter contention windows, one repeat, a shorter simulator speed test: about a minute
-    run(mode=mode, runs=paths.runs / "pipeline" / "pipeline_speed", results=paths.results)
+    # the validation grid's 48 runs (quick: 50,000 nodes, ~20 s each here), then shorter contention windows, one
+    # repeat, a shorter simulator speed test in quick mode
+    runs = paths.runs / "pipeline" / "pipeline_validation"
+    run_validation_grid(runs, mode, paths.data)
+    run(mode=mode, runs=runs, results=paths.results)
 
 
 FIGURE = Figure(
     "pipeline_validation", "pipeline simulator: predicted vs measured epoch time and utilization; its projection "
     "on a GPU machine profile", _reproduce,
-    ("pipeline_validation.csv", "pipeline_validation.png", "pipeline_validation_summary.json",
-     "pipeline_validation_contention.json", "pipeline_projection.csv"),
-    "about 12 minutes after the pipeline job (a contention microbenchmark of each calibration run's workload)",
-    __name__, plots=(Plot("pipeline_validation", plot_pipeline_validation, "pipeline_validation.csv"),),
+    ("pipeline_validation.csv", "pipeline_validation_stages.csv", "pipeline_validation.png",
+     "pipeline_validation_summary.json", "pipeline_validation_contention.json", "pipeline_projection.csv"),
+    "about 20 minutes quick (48 runs of ~20 s, then a contention microbenchmark of each calibration run's "
+    "workload); full size not timed", __name__,
+    plots=(Plot("pipeline_validation", plot_pipeline_validation, "pipeline_validation.csv"),),
     claims=(simulator_predicts,),
-    tables={"pipeline_validation.csv": TableSpec(("dataset", "sampler", "configuration")),
+    tables={"pipeline_validation.csv": TableSpec(("dataset", "sampler", "configuration", "seed")),
+            "pipeline_validation_stages.csv": TableSpec(("dataset", "sampler", "configuration", "seed", "stage")),
             "pipeline_projection.csv": TableSpec(("dataset", "sampler", "profile", "configuration"))})
 """The simulator-validation figure, registered in :data:`experiments.plugins.FIGURES`."""
 

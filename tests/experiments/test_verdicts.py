@@ -199,15 +199,20 @@ def write_pipeline_validation(folder: Path, time_errors: list[float], points: li
     pd.DataFrame(rows).to_csv(folder / "pipeline_validation.csv", index=False)
 
 
-SMALL_TIME_ERRORS = [0.02, -0.03, 0.04, 0.01, -0.02]
-SMALL_POINTS = [1.0, -2.0, 1.5, 0.5, -1.0]
+SMALL_TIME_ERRORS = [0.02, -0.03, 0.04, 0.01, -0.02, 0.015, -0.01, 0.0]
+SMALL_POINTS = [1.0, -2.0, 1.5, 0.5, -1.0, 1.0, -0.5, 0.0]
 
 
 @pytest.mark.parametrize("time_errors, points, under_load, verdict", [
-    pytest.param(SMALL_TIME_ERRORS, SMALL_POINTS, False, HOLDS, id="within-10-percent-and-5-points"),
-    pytest.param([0.30, -0.25, 0.35, 0.28, 0.40], SMALL_POINTS, False, FAILS, id="epoch-time-30-percent-off"),
-    pytest.param(SMALL_TIME_ERRORS, [10.0, -12.0, 9.0, 11.0, 15.0], False, FAILS, id="utilization-10-points-off"),
-    pytest.param([0.02, 0.06, 0.10, 0.14, 0.18], SMALL_POINTS, False, INCONCLUSIVE, id="time-error-straddles"),
+    pytest.param(SMALL_TIME_ERRORS, SMALL_POINTS, False, HOLDS, id="within-5-percent-unbiased-and-5-points"),
+    pytest.param([0.30, -0.25, 0.35, 0.28, 0.40, 0.3, -0.3, 0.3], SMALL_POINTS, False, FAILS,
+                 id="epoch-time-30-percent-off"),
+    pytest.param([0.035, 0.04, 0.045, 0.04, 0.038, 0.042, 0.036, 0.044], SMALL_POINTS, False, FAILS,
+                 id="small-errors-all-one-way"),
+    pytest.param(SMALL_TIME_ERRORS, [10.0, -12.0, 9.0, 11.0, 15.0, 10.0, 12.0, 9.0], False, FAILS,
+                 id="utilization-10-points-off"),
+    pytest.param([0.03, -0.04, 0.05, -0.06, 0.07, -0.03, 0.04, -0.05, 0.06, -0.12], SMALL_POINTS + [0.0, 0.0],
+                 False, INCONCLUSIVE, id="time-error-straddles"),
     pytest.param(SMALL_TIME_ERRORS[:2], SMALL_POINTS[:2], False, INCONCLUSIVE, id="two-held-out-runs"),
     pytest.param(SMALL_TIME_ERRORS, SMALL_POINTS, True, INCONCLUSIVE, id="all-under-load"),
 ])

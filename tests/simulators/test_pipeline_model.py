@@ -7,7 +7,8 @@ import math
 import pytest
 import simpy
 
-from simulators.calibrate import HARDWARE, calibrate, graphsage_flops, model_for, summary_of
+from simulators.calibrate import (HARDWARE, calibrate, calibration_batches, compute_cores, graphsage_flops,
+                                  handoff_gaps, model_for, summary_of)
 from simulators.pipeline_model import (Empirical, Fixed, LogNormal, PipelineModel, SharedCpu, StageModel,
                                  closed_form_epoch_time, simulate)
 from systems.pipelined import PipelineOptions
@@ -107,10 +108,15 @@ def recorded_sync_run(sync_pipelined_run):
     return sync_pipelined_run[1]
 
 
-def test_calibration_reads_the_warm_epoch_and_predicts_the_sync_run(recorded_sync_run):
+def test_calibration_drops_the_runs_warm_up_and_predicts_the_sync_run(recorded_sync_run):
     calibration = calibrate(recorded_sync_run)
     assert set(calibration.services) == {"load", "transfer", "compute"}
-    assert calibration.num_batches == len(calibration.services["load"]) == 8  # 120 train nodes / 16
+    assert calibration.num_batches == 8  # the warm epoch: 120 train nodes / 16
+    # two epochs of 8 batches, less the run's first two (the warm-up)
+    assert len(calibration.services["load"]) == len(calibration.handoffs["compute"]) == 14
+    first = calibration_batches(recorded_sync_run)[0]
+    assert (first["epoch"], first["index"]) == (0, 2)
+    assert len(calibrate(recorded_sync_run, warmup_batches=0).services["load"]) == 16
     assert all(t >= 0 for samples in calibration.services.values() for t in samples)
     model = model_for(PipelineOptions(sync=True).effective(), calibration)
     assert [s.workers for s in model.stages] == [1, 1, 1] and model.staleness_bound == 1
@@ -126,3 +132,29 @@ def test_what_if_on_a_gpu_prices_compute_from_flops(recorded_sync_run):
     flops = graphsage_flops(calibration.spec, calibration.sampled_edges[0], calibration.input_nodes[0], 16)
     assert compute.service.samples[0] == pytest.approx(flops / (15.7e12 * 0.2))
     assert math.isfinite(simulate(model, 20).wall_s)
+
+
+def test_handoff_gaps_are_the_waits_of_a_batch_between_its_stages():
+    batches = [{"admitted": 0.0, "load_start": 0.5, "load_end": 1.0, "compute_start": 1.25, "compute_end": 2.0},
+               {"admitted": 1.0, "load_start": 1.0, "load_end": 1.5, "compute_start": 1.4999, "compute_end": 3.0}]
+    gaps = handoff_gaps(batches, ("load", "compute"))
+    assert gaps["load"] == (0.5, 0.0)
+    assert gaps["compute"] == (0.25, 0.0)  # a stamp a hair early (another thread's clock) is clipped to 0
+
+
+def test_a_handoff_delay_lengthens_every_stage_of_a_sync_pipeline_by_itself():
+    """Sync (bound 1): each batch takes load + hand-off + compute; 3 batches of 1 + 0.1 + 2 s."""
+    stages = (StageModel("load", Fixed(1.0)), StageModel("compute", Fixed(2.0), handoff=Fixed(0.1)))
+    trace = simulate(PipelineModel(stages=stages, staleness_bound=1), 3)
+    assert trace.wall_s == pytest.approx(3 * 3.1)
+    assert trace.busy_s()["compute"] == pytest.approx(6.0)  # the hand-off is a wait, not busy time
+
+
+def test_compute_wants_the_threads_its_budget_leaves(recorded_sync_run):
+    import dataclasses
+
+    calibration = dataclasses.replace(calibrate(recorded_sync_run), cpu_cores=8.0, compute_threads=6.0)
+    assert compute_cores(PipelineOptions(batch_loader_threads=4).effective(), calibration) == 4.0  # 8 - 4 loaders
+    assert compute_cores(PipelineOptions(sync=True).effective(), calibration) == 6.0  # 7 left, capped at 6
+    model = model_for(PipelineOptions(batch_loader_threads=4).effective(), calibration)
+    assert model.stages[2].cores == 4.0
