@@ -25,8 +25,8 @@ repeated measurements:
 - pipeline: arxiv-like shrunk to 50,000 nodes, and only it (products-like is left out of quick mode): the speed grid
   (both samplers x 6 configurations, 2 epochs of 6 batches) and the accuracy grid (sync, async in order, async out
   of order) x 3 seeds x 2 full epochs;
-- pipeline_validation: its grid (22 held-out configurations and 2 sync runs, seeds 0 and 1) on arxiv-like shrunk
-  to 50,000 nodes; contention microbenchmark windows of 0.3 s, one repeat, 2 simulator seeds per prediction,
+- pipeline_validation: its quick grid (12 held-out configurations and 2 sync runs, seeds 0 and 1, 6 batches) on
+  arxiv-like shrunk to 20,000 nodes; contention microbenchmark windows of 0.3 s, one repeat, 2 simulator seeds per prediction,
   a 20,000-batch simulator speed test; the accelerator projection on p3.2xlarge over 5 simulator seeds;
 - link_prediction (no claim reads it): 3 epochs, test split only;
 - disk_nc: papers-like-s shrunk to 200,000 nodes, p = 8, c = 2 and 4, 3 epochs, seeds 0-2 (the timing repeats:

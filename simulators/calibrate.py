@@ -150,7 +150,8 @@ def handoff_gaps(batches: list[dict[str, Any]], stages: tuple[str, ...] = STAGES
     at 0 (stamps taken by different threads)."""
     present = [stage for stage in stages if f"{stage}_start" in batches[0]]
     readies = ["admitted"] + [f"{stage}_end" for stage in present[:-1]]
-    return {stage: tuple(max(0.0, float(b[f"{stage}_start"] - b[ready])) for b in batches)
+    # a run without admission stamps (a sync run of a system that admits nothing) has no first hand-off: 0
+    return {stage: tuple(max(0.0, float(b[f"{stage}_start"] - b.get(ready, b[f"{stage}_start"]))) for b in batches)
             for stage, ready in zip(present, readies)}
 
 

@@ -6,7 +6,7 @@ Usage::
         [--results out/results] [--seeds 3] [--speed-batches 100000] [--contention measure|none|loo|FILE] [--no-plot]
 
 Reads the runs of ``experiments/specs/pipeline_validation.yaml`` (``--run-grid`` runs it first, finished runs kept;
-with ``--quick`` on arxiv-like shrunk to 50,000 nodes, into ``out/pipeline-quick/pipeline_validation``, with shorter
+with ``--quick`` its cut ``pipeline_validation_quick.yaml``, 12 settings on 20,000 nodes, into ``out/pipeline-quick/pipeline_validation``, with shorter
 contention measurements); any folder of pipelined runs with sync runs works (``--runs``, e.g. the speed grid's).
 A missing runs folder is a one-line error saying what to run. For every dataset x sampler (x seed, where the grid
 repeats), the ``sync`` run is the calibration (its per-batch stage times and hand-offs, without overlap, less the
@@ -292,17 +292,17 @@ def simulator_speed(measured: pd.DataFrame, batches: int, contention: dict[str, 
             "simulated_epoch_s": trace.wall_s, **load_columns(monitor.result)}
 
 
-VALIDATION_GRID = SPECS / "pipeline_validation.yaml"
-"""The held-out configurations (22: both samplers x 11 pipelined settings) and their calibration runs, 2 seeds."""
-GRID_OVERRIDES = {"full": (), "quick": ("dataset.params={num_nodes: 50000}",)}
-"""Overrides of every run of :data:`VALIDATION_GRID` per mode (quick: arxiv-like shrunk to 50,000 nodes)."""
+VALIDATION_GRIDS = {"full": SPECS / "pipeline_validation.yaml", "quick": SPECS / "pipeline_validation_quick.yaml"}
+"""The held-out configurations and their calibration runs, 2 seeds, per mode: full, 22 (both samplers x 11
+pipelined settings); quick, 12 of them on a 20,000-node graph with shorter epochs."""
 
 
 def run_validation_grid(out: Path, mode: Mode = "full", data_dir: Path | None = None,
                         progress: bool = False) -> list[dict]:
-    """Run :data:`VALIDATION_GRID` (finished runs are not repeated) into ``out``; JobFailed if a run fails."""
-    overrides = [*GRID_OVERRIDES[mode], *([f"dataset.cache_dir={data_dir}"] if data_dir is not None else [])]
-    summaries = run_grid(expand_grid(VALIDATION_GRID, overrides), out, progress=progress)
+    """Run the validation grid of ``mode`` (:data:`VALIDATION_GRIDS`; finished runs are not repeated) into
+    ``out``; JobFailed if a run fails."""
+    overrides = [f"dataset.cache_dir={data_dir}"] if data_dir is not None else []
+    summaries = run_grid(expand_grid(VALIDATION_GRIDS[mode], overrides), out, progress=progress)
     check_failed(failures(summaries))
     return summaries
 
@@ -661,7 +661,7 @@ def simulator_predicts(results: Path) -> Finding:
 
 # ---------------------------------------------------------------------------------------------- the job
 def _reproduce(mode: Mode, paths: Paths) -> None:
-    # the validation grid's 48 runs (quick: 50,000 nodes, ~20 s each here), then shorter contention windows, one
+    # the validation grid's 48 runs (quick: 28 short runs on 20,000 nodes), then shorter contention windows, one
     # repeat, a shorter simulator speed test in quick mode
     runs = paths.runs / "pipeline" / "pipeline_validation"
     run_validation_grid(runs, mode, paths.data)
@@ -673,8 +673,8 @@ FIGURE = Figure(
     "on a GPU machine profile", _reproduce,
     ("pipeline_validation.csv", "pipeline_validation_stages.csv", "pipeline_validation.png",
      "pipeline_validation_summary.json", "pipeline_validation_contention.json", "pipeline_projection.csv"),
-    "about 20 minutes quick (48 runs of ~20 s, then a contention microbenchmark of each calibration run's "
-    "workload); full size not timed", __name__,
+    "quick: 28 short runs, then a contention microbenchmark of each calibration run's workload (not timed "
+    "on a quiet machine yet); full size not timed", __name__,
     plots=(Plot("pipeline_validation", plot_pipeline_validation, "pipeline_validation.csv"),),
     claims=(simulator_predicts,),
     tables={"pipeline_validation.csv": TableSpec(("dataset", "sampler", "configuration", "seed")),

@@ -77,7 +77,7 @@ def test_pyg_runs_once_per_dataset_as_sampler_pyg_or_is_skipped_with_the_reason(
 
 
 @pytest.mark.parametrize("quick", [False, True])
-def test_validation_without_the_speed_runs_says_what_to_run_first(tmp_path, capsys, quick):
+def test_validation_without_its_runs_says_what_to_run_first(tmp_path, capsys, quick):
     from experiments.figures import pipeline_validation
 
     argv = ["--results", str(tmp_path / "results")] + (["--quick"] if quick else [])
@@ -87,7 +87,7 @@ def test_validation_without_the_speed_runs_says_what_to_run_first(tmp_path, caps
         argv += ["--runs", str(tmp_path / "missing")]
     assert pipeline_validation.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    command = "python -m experiments.figures.pipeline_speed" + (" --quick" if quick else "")
+    command = "python -m experiments.figures.pipeline_validation --run-grid" + (" --quick" if quick else "")
     expected = f"{command}` first"
     assert len(err) == 1 and expected in err[0], err
     assert not (tmp_path / "results").exists()
