@@ -194,9 +194,12 @@ def test_time_to_mrr_by_hand():
     reach = peers.time_to_mrr([2.0, 3.0, 4.0], [0.10, 0.25, 0.30], 0.24)
     assert reach["reached_target"] and reach["epochs_to_target"] == 2 and reach["time_to_target_s"] == 5.0
     assert reach["train_time_s"] == 9.0 and json.loads(reach["curve_train_s"]) == [2.0, 5.0, 9.0]
+    assert reach["time_to_target_interpolated_s"] == pytest.approx(2.0 + 3.0 * 0.14 / 0.15)  # 0.10 -> 0.25 in 3 s
     assert peers.time_to_mrr([2.0, 3.0, 4.0], [0.24, 0.1, 0.3], 0.24)["time_to_target_s"] == 2.0  # at, not above
     never = peers.time_to_mrr([2.0, 3.0], [0.10, 0.20], 0.24)
     assert not never["reached_target"] and math.isnan(never["time_to_target_s"]) and never["train_time_s"] == 5.0
+    assert math.isnan(never["time_to_target_interpolated_s"])
+    assert peers.time_to_mrr([2.0, 3.0], [0.3, 0.4], 0.24)["time_to_target_interpolated_s"] == 2.0  # at the first
 
 
 def test_ratio_bounds_of_censored_seeds():
