@@ -25,8 +25,9 @@ allows (:data:`CONFIGURATIONS` says what differs, and the table repeats it):
   negatives per positive, its own (not shared), all on one side (half the batch corrupts heads, half tails), one
   relation embedding for both directions, dense Adagrad.
 
-Each system runs ``--threads`` torch threads (the suite's ``system.options.compute_threads``, so it does not shrink
-its budget under foreign load; PBG: that many one-thread worker processes), as a subprocess of its
+Each system runs ``--threads`` torch threads (PBG: that many one-thread worker processes; the suite shrinks its
+compute threads to the cores foreign load leaves free, as it does by default: the row's ``compute_threads`` says
+what each epoch used), as a subprocess of its
 own, one after the other (never two at once), with glibc's allocator keeping freed memory (:data:`ALLOCATOR_ENV`); per seed, the configurations run back to back in an order rotated
 by the seed. Timing: the median of a run's epochs after the first (warm epochs; PBG's first epoch also holds its
 Hogwild start-up delay, set to 0 here), training only (no evaluation; PBG's per-epoch checkpoint excluded);
@@ -117,12 +118,8 @@ def _suite_trainer(system_options: dict[str, Any] | None, gradient_precision: st
                      f"training.gradient_precision={gradient_precision}",
                      "evaluation.splits=[valid, test]", "evaluation.every=1",
                      f"evaluation.valid_sample={setting.valid_sample}", f"evaluation.target_metric={setting.target}"]
-        # the row's thread count, not the budget the suite would adapt to the machine's foreign load (PBG and
-        # PyKEEN keep theirs whatever the load)
-        options = {"compute_threads": threads, **(system_options or {})}
         if system_options is not None:
-            overrides.append("system.name=pipelined")
-        overrides.append(f"system.options={json.dumps(options)}")
+            overrides += ["system.name=pipelined", f"system.options={json.dumps(system_options)}"]
         command = [sys.executable, "-m", "suite", "run", str(SPEC), "--out", str(run_dir / "runs"), "--quiet",
                    "--overwrite"]
         for item in overrides:
@@ -280,6 +277,7 @@ def run_one(context: Context, configuration: Configuration, threads: int, seed: 
            "versions": json.dumps(result.get("versions", {}), sort_keys=True),
            "valid_mrr": json.dumps([round(m, 6) for m in result["valid_mrr"]]),
            "valid_eval_s": sum(result["eval_time_s"]), "valid_sample": context.setting.valid_sample, **reach,
+           "compute_threads": json.dumps((result.get("threads_recorded") or {}).get("per_epoch")),
            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     print(f"[{configuration.name} t{threads} s{seed}] warm epoch {warm:.2f} s ({row['triples_per_s']:,.0f} "
           f"triples/s), filtered test MRR {row['test_mrr']:.4f}, foreign load {row['foreign_cores']:.2f} cores, "

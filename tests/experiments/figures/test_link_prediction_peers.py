@@ -106,7 +106,7 @@ def test_table_pairs_seeds_against_pbg_and_the_figure_reads_it(recorded, tmp_pat
         assert table.loc["pbg-p1", "speed_vs_pbg-p1"] == pytest.approx(1.0)
     out = peers.plot_link_prediction_peers(recorded / peers.TABLE_CSV, tmp_path / "peers.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert [plot.draw for plot in peers.FIGURE.plots] == [peers.plot_link_prediction_peers]
+    assert [plot.draw for plot in peers.FIGURE.plots] == [peers.plot_link_prediction_peers, peers.plot_time_to_mrr]
 
 
 def test_claim_reads_the_table_and_one_seed_decides_nothing(recorded):
