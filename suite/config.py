@@ -236,6 +236,10 @@ class EvaluationSpec(_Spec):
                                              "are not known true triples (train+valid+test); both are recorded")
     negatives: int | None = Field(None, gt=0, description="link prediction: rank against this many uniformly "
                                                           "sampled entities per query (large graphs); None = all")
+    valid_sample: int | None = Field(None, gt=0, description="link prediction: validate on this many validation "
+                                                             "triples only, the same seeded sample in every run "
+                                                             "(systems.tasks.link_prediction.validation_sample; "
+                                                             "a cheap curve of time to MRR); None = all")
 
 
 class MachineSpec(_Spec):
@@ -330,7 +334,8 @@ NOT_IDENTITY: tuple[tuple[str, ...], ...] = (("training", "checkpoint_every"),)
 _ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "num_bases"): None,
                  ("training", "negatives", "mode"): "chunked", ("training", "regularizer"): "l2",
                  ("training", "negatives", "label_smoothing"): 0.0, ("dataset", "feature_normalization"): "none",
-                 ("model", "input_dropout"): 0.0, ("evaluation", "restore_best"): False}
+                 ("model", "input_dropout"): 0.0, ("evaluation", "restore_best"): False,
+                 ("evaluation", "valid_sample"): None}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
 earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
 

@@ -53,6 +53,8 @@ class RunOutcome:
         io_read_bytes / io_write_bytes / partition_swaps: storage traffic the system caused (0 in memory).
         test_curve: ``(epoch, metrics)`` of every test evaluation (``evaluation.test_every``, and the last epoch).
         threads: the thread budget the run used (:meth:`suite.threads.ThreadBudget.record`).
+        eval_time_s: ``{epoch, split, seconds}`` of every evaluation this process made (not counted in
+            ``epoch_time_s``; a resumed run's earlier ones are not repeated).
         summary_extra: entries a system variant adds to ``summary.json`` as they are (the data-parallel variant's
             ``data_parallel``).
     """
@@ -66,6 +68,7 @@ class RunOutcome:
     io_write_bytes: int = 0
     partition_swaps: int = 0
     threads: dict[str, Any] = field(default_factory=dict)
+    eval_time_s: list[dict[str, Any]] = field(default_factory=list)
     summary_extra: dict[str, Any] = field(default_factory=dict)
 
 

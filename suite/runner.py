@@ -75,6 +75,7 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: RunOutcome, *, wall_tim
         "epochs": len(outcome.epoch_time_s),
         "epoch_time_s": outcome.epoch_time_s,
         "train_time_s": train_s,
+        "eval_time_s": list(getattr(outcome, "eval_time_s", [])),
         "wall_time_s": wall_time_s,
         "train_examples_per_s": sum(s.examples for s in outcome.epochs) / train_s if train_s else None,
         "sampled_edges_per_s": sum(s.sampled_edges for s in outcome.epochs) / train_s if train_s else None,

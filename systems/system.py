@@ -141,7 +141,7 @@ class System(ABC):
                                    foreign_cores=round(load.foreign_cores, 3) if load is not None else None)
                 outcome.threads["per_epoch"].append(threads)
                 self._adapt_threads(load)
-                evaluated = self._evaluate_after(epoch, schedule, best)
+                evaluated = self._evaluate_after(epoch, schedule, best, outcome)
                 self._record_epoch(outcome, epoch, elapsed, stats, evaluated.get("valid"))
                 if "test" in evaluated:
                     outcome.test_curve.append((epoch, evaluated["test"]))
@@ -156,10 +156,11 @@ class System(ABC):
         finally:
             self.teardown()
 
-    def _evaluate_after(self, epoch: int, schedule: list[PassKey],
-                        best: BestParameters | None) -> dict[str, dict[str, float]]:
-        """The evaluations scheduled after ``epoch``, in order; with ``best`` (``evaluation.restore_best``) each
-        validation result is offered to it, and the best parameters are restored before the final test."""
+    def _evaluate_after(self, epoch: int, schedule: list[PassKey], best: BestParameters | None,
+                        outcome: RunOutcome) -> dict[str, dict[str, float]]:
+        """The evaluations scheduled after ``epoch``, in order (each one's time into ``outcome.eval_time_s``); with
+        ``best`` (``evaluation.restore_best``) each validation result is offered to it, and the best parameters are
+        restored before the final test."""
         evaluated: dict[str, dict[str, float]] = {}
         final = epoch + 1 == self.spec.training.epochs
         for split, after in schedule:
@@ -167,7 +168,10 @@ class System(ABC):
                 continue
             if split == "test" and final and best is not None:
                 best.restore(self)
+            started = time.perf_counter()
             evaluated[split] = self.evaluate(split)
+            # apart from the epoch's training time (time to target counts training only)
+            outcome.eval_time_s.append({"epoch": epoch, "split": split, "seconds": time.perf_counter() - started})
             if split == "valid" and best is not None:
                 best.offer(epoch, evaluated[split], self)
         return evaluated

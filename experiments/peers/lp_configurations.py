@@ -41,6 +41,8 @@ class Setting:
     batch_size: int = 1000
     learning_rate: float = 0.1
     init_scale: float = 1e-3
+    valid_sample: int = 2000  # validation triples of the time-to-MRR curve (the same seeded sample for all)
+    target: float = 0.24  # the validation filtered MRR whose first crossing is the time to target
 
     def epochs_of(self, system: str) -> int:
         """The epochs a run of ``system`` trains."""
@@ -128,13 +130,15 @@ def store_of(context: Context):
     return _STORES[context.dataset_overrides]
 
 
-def exported(context: Context, run_dir: Path, inverse: bool) -> dict[str, float]:
-    """The suite's filtered ranking of the embeddings a peer exported into ``run_dir``."""
+def exported(context: Context, run_dir: Path, inverse: bool, split: str = "test") -> dict[str, float]:
+    """The suite's filtered ranking of the embeddings a peer exported into ``run_dir`` (``embeddings.npy``,
+    ``relations.npy``) on ``split``: all its triples, or for ``valid`` the sample the suite's runs validate on
+    (:func:`systems.tasks.link_prediction.validation_sample` of ``Setting.valid_sample`` triples)."""
     import numpy as np
     import torch
 
     from systems.models.decoders import DistMult
-    from systems.tasks.link_prediction import known_triples, rank_triples
+    from systems.tasks.link_prediction import known_triples, rank_triples, validation_sample
 
     store = store_of(context)
     z = torch.from_numpy(np.load(run_dir / "embeddings.npy"))
@@ -142,18 +146,47 @@ def exported(context: Context, run_dir: Path, inverse: bool) -> dict[str, float]
     decoder = DistMult(store.num_relations, z.shape[1], inverse_relations=inverse)
     with torch.no_grad():
         decoder.relations.copy_(relations)
-    return rank_triples(decoder, z, store.edges("test"), known_triples(store), batch_size=1000)
+    edges = store.edges(split)
+    if split == "valid":
+        edges = validation_sample(edges, context.setting.valid_sample)
+    if context.dataset_overrides not in _FILTERS:  # built once per store (every epoch's snapshot is ranked)
+        _FILTERS[context.dataset_overrides] = known_triples(store)
+    return rank_triples(decoder, z, edges, _FILTERS[context.dataset_overrides], batch_size=1000)
+
+
+_FILTERS: dict[tuple[str, ...], Any] = {}
+
+
+def validation_curve(context: Context, run_dir: Path, inverse: bool) -> tuple[list[float], list[float]]:
+    """The validation filtered MRR of every epoch's snapshot a driver exported (``run_dir/epochs/<k>``: the
+    embeddings after ``k`` epochs, k = 1, 2, ...), ranked by the suite's evaluation, and the seconds each ranking
+    took; the snapshots are removed once ranked (the final embeddings stay in ``run_dir``)."""
+    import shutil
+
+    folders = sorted((run_dir / "epochs").iterdir(), key=lambda path: int(path.name))
+    mrr, seconds = [], []
+    for folder in folders:
+        started = time.perf_counter()
+        mrr.append(exported(context, folder, inverse, "valid")["filtered_mrr"])
+        seconds.append(time.perf_counter() - started)
+    shutil.rmtree(run_dir / "epochs")
+    return mrr, seconds
 
 
 def peer_result(context: Context, run_dir: Path, wall: float, foreign: float, inverse: bool) -> dict[str, Any]:
-    """A driver's run as a configuration's result: its ``result.json`` (epoch times, versions) and the suite's
-    ranking of its exported embeddings (``inverse``: its relations have separate head-query operators)."""
+    """A driver's run as a configuration's result: its ``result.json`` (epoch times, versions), the suite's
+    ranking of its exported embeddings on test, and of every epoch's snapshot on the validation sample
+    (:func:`validation_curve`; ``inverse``: its relations have separate head-query operators)."""
     driver = json.loads((run_dir / "result.json").read_text())
     metrics = exported(context, run_dir, inverse)
+    valid_mrr, eval_s = validation_curve(context, run_dir, inverse)
+    if len(valid_mrr) != len(driver["epoch_time_s"]):
+        raise RuntimeError(f"{run_dir}: {len(valid_mrr)} epoch snapshots for {len(driver['epoch_time_s'])} epochs")
     return {"epoch_time_s": driver["epoch_time_s"], "wall_s": wall, "foreign_cores": foreign,
             "filtered_mrr": metrics["filtered_mrr"], "filtered_hits@10": metrics["filtered_hits@10"],
-            "unfiltered_mrr": metrics["unfiltered_mrr"], "versions": driver.get("versions", {})}
+            "unfiltered_mrr": metrics["unfiltered_mrr"], "versions": driver.get("versions", {}),
+            "valid_mrr": valid_mrr, "eval_time_s": eval_s}
 
 
 __all__ = ["ALLOCATOR_ENV", "Configuration", "Context", "DEFAULT_PBG_PYTHON", "DRIVERS", "SPEC", "Setting",
-           "exported", "peer_result", "run_measured", "store_of"]
+           "exported", "peer_result", "run_measured", "store_of", "validation_curve"]

@@ -14,7 +14,9 @@ side), the softmax loss, row-wise Adagrad on the embeddings and Adagrad on the o
 processes of one thread each, ``eval_fraction = 0`` (all training edges trained on), ``hogwild_delay`` 0 by
 default (PBG's default pauses every worker but the first for 2 s per bucket in the first epoch).
 
-Output (``--out``): ``embeddings.npy`` (``(num_entities, d)`` float32 in the suite's ids), ``relations.npy``
+Output (``--out``): ``epochs/<k>/`` (the embeddings and relations after ``k`` epochs, from PBG's preserved
+per-epoch checkpoints, for the validation curve), ``embeddings.npy`` (``(num_entities, d)`` float32 in the
+suite's ids), ``relations.npy``
 (``(2R, d)``: rows ``0..R-1`` the tail-query diagonals (PBG's lhs operator: ``score(h, r, t) = <h * d_r, t>`` when
 tails are corrupted), rows ``R..2R-1`` the head-query ones (the rhs operator)), so that the suite's DistMult with
 ``inverse_relations`` scores exactly as PBG does, and ``result.json``: per-epoch training seconds (from PBG's
@@ -93,6 +95,7 @@ def config_dict(entity_path: Path, edge_path: Path, checkpoint_path: Path, args:
         init_scale=args.init_scale, loss_fn="softmax", lr=args.lr, num_epochs=args.epochs,
         batch_size=args.batch_size, num_batch_negs=0, num_uniform_negs=args.negatives,
         eval_fraction=0.0, workers=args.workers, hogwild_delay=args.hogwild_delay,
+        checkpoint_preservation_interval=1,  # every epoch's checkpoint kept (epoch_<k>/): the validation curve
     )
 
 
@@ -115,6 +118,21 @@ def export(checkpoint_path: Path, out: Path, num_entities: int, num_relations: i
     np.save(out / "embeddings.npy", embeddings.numpy())
     np.save(out / "relations.npy", relations.to(torch.float32).numpy())
     manager.close()
+
+
+def export_epochs(checkpoint_path: Path, out: Path, num_entities: int, num_relations: int, partitions: int,
+                  epochs: int) -> None:
+    """Every epoch's embeddings into ``out/epochs/<k>`` (after ``k`` epochs, k = 1..epochs): PBG's preserved
+    snapshots ``epoch_<i>`` where it wrote them, the final checkpoint for the last epoch."""
+    snapshots = sorted(checkpoint_path.glob("epoch_*"), key=lambda path: int(path.name.split("_")[1]))
+    sources = {int(path.name.split("_")[1]): path for path in snapshots}
+    for k in range(1, epochs + 1):
+        source = checkpoint_path if k == epochs else sources.get(k)
+        if source is None:
+            raise RuntimeError(f"no checkpoint snapshot of epoch {k} (found {sorted(sources)})")
+        folder = out / "epochs" / str(k)
+        folder.mkdir(parents=True, exist_ok=True)
+        export(source, folder, num_entities, num_relations, partitions)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         train(config)
         wall = time.perf_counter() - started
         export(work / "checkpoint", args.out, num_entities, num_relations, args.partitions)
+        export_epochs(work / "checkpoint", args.out, num_entities, num_relations, args.partitions, args.epochs)
     epochs = [end - start for start, end in zip(clock.started, clock.finished)]
     if len(epochs) != args.epochs:
         raise RuntimeError(f"timed {len(epochs)} epochs of {args.epochs} (PBG's log lines changed?)")

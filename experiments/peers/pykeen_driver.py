@@ -21,8 +21,9 @@ PyKEEN's standard training loop, as close to the suite's (and PBG's) setting as 
 - ``batch_size`` positives per step, shuffled every epoch, ``--threads`` torch threads.
 
 Output (``--out``): ``embeddings.npy`` (``(num_entities, d)`` float32), ``relations.npy`` (``(R, d)``), and
-``result.json``: per-epoch training seconds (from the first batch of the epoch, or the previous epoch's end, to
-PyKEEN's ``post_epoch`` callback), triples, versions.
+``result.json``: per-epoch training seconds (from the epoch's first batch to PyKEEN's ``post_epoch`` callback;
+the snapshot written after it is not counted), triples, versions; ``epochs/<k>/`` the embeddings and relations
+after ``k`` epochs (the validation curve).
 """
 
 from __future__ import annotations
@@ -63,19 +64,30 @@ def main(argv: list[str] | None = None) -> int:
     from pykeen.triples import CoreTriplesFactory
 
     class EpochClock(TrainingCallback):
-        """``perf_counter`` at the first batch and at the end of every epoch."""
+        """``perf_counter`` at every epoch's first batch and at its end; after the end (not timed), the epoch's
+        embeddings into ``out/epochs/<k>`` (after ``k`` epochs) for the validation curve."""
 
-        def __init__(self) -> None:
+        def __init__(self, out: Path) -> None:
             super().__init__()
-            self.first_batch: float | None = None
+            self.out = out
+            self.starts: list[float] = []
             self.ends: list[float] = []
 
         def pre_batch(self, **kwargs) -> None:
-            if self.first_batch is None:
-                self.first_batch = time.perf_counter()
+            if len(self.starts) == len(self.ends):
+                self.starts.append(time.perf_counter())
 
         def post_epoch(self, epoch: int, epoch_loss: float, **kwargs) -> None:
             self.ends.append(time.perf_counter())
+            save_embeddings(self.model, self.out / "epochs" / str(len(self.ends)))
+
+    def save_embeddings(model, folder: Path) -> None:
+        with torch.no_grad():
+            entities = model.entity_representations[0](indices=None).detach().to(torch.float32)
+            relations = model.relation_representations[0](indices=None).detach().to(torch.float32)
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / "embeddings.npy", entities.numpy())
+        np.save(folder / "relations.npy", relations.numpy())
 
     meta = json.loads((args.data / "meta.json").read_text())
     triples = torch.from_numpy(np.load(args.data / "train.npy")).to(torch.int64)
@@ -89,19 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     loop = SLCWATrainingLoop(model=model, triples_factory=factory, optimizer=optimizer,
                              negative_sampler=BasicNegativeSampler,
                              negative_sampler_kwargs={"num_negs_per_pos": args.negatives})
-    clock = EpochClock()
+    clock = EpochClock(args.out)
     started = time.perf_counter()
     losses = loop.train(triples_factory=factory, num_epochs=args.epochs, batch_size=args.batch_size,
                         callbacks=clock, use_tqdm=False, use_tqdm_batch=False, num_workers=0, pin_memory=False)
     wall = time.perf_counter() - started
-    starts = [clock.first_batch] + clock.ends[:-1]
-    epochs = [end - start for start, end in zip(starts, clock.ends)]
-    with torch.no_grad():
-        entities = model.entity_representations[0](indices=None).detach().to(torch.float32)
-        relations = model.relation_representations[0](indices=None).detach().to(torch.float32)
-    args.out.mkdir(parents=True, exist_ok=True)
-    np.save(args.out / "embeddings.npy", entities.numpy())
-    np.save(args.out / "relations.npy", relations.numpy())
+    epochs = [end - start for start, end in zip(clock.starts, clock.ends)]
+    save_embeddings(model, args.out)
     result = {
         "peer": "pykeen", "epoch_time_s": epochs, "train_wall_s": wall, "triples": len(triples),
         "num_entities": int(meta["num_entities"]), "num_relations": int(meta["num_relations"]),

@@ -226,6 +226,20 @@ def embedding_penalty(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, rel:
     return penalty.mean()
 
 
+VALID_SAMPLE_SEED = 0
+"""Seed of :func:`validation_sample`: one sample for every run, seed and system, so their curves compare."""
+
+
+def validation_sample(edges: torch.Tensor, size: int | None, seed: int = VALID_SAMPLE_SEED) -> torch.Tensor:
+    """``size`` rows of ``edges`` drawn without replacement by a generator seeded with ``seed``, in their original
+    order (all of them when ``size`` is None or at least their count): ``evaluation.valid_sample``'s triples,
+    which the peers' exported embeddings are ranked on too."""
+    if size is None or size >= len(edges):
+        return edges
+    chosen = torch.randperm(len(edges), generator=torch.Generator().manual_seed(seed))[:size]
+    return edges[chosen.sort().values]
+
+
 def known_triples(store) -> TripleFilter:
     """The filter of every known true triple of ``store`` (its train, valid and test edges)."""
     splits = [store.edges(split) for split in ("train", "valid", "test")]
@@ -747,6 +761,8 @@ class LinkPredictionTask(Task):
         split)."""
         edges = self.store.edges(split)
         evaluation = self.spec.evaluation
+        if split == "valid" and edges is not None:
+            edges = validation_sample(edges, evaluation.valid_sample)
         if edges is None or len(edges) == 0:
             return rank_triples(self.model.decoder, torch.empty(0, self.spec.model.embedding_dim),
                                 torch.empty(0, 3, dtype=torch.int64), None, filtered=evaluation.filtered)
@@ -762,4 +778,4 @@ class LinkPredictionTask(Task):
 
 
 __all__ = ["EdgeView", "LinkPredictionModel", "LinkPredictionTask", "check_edge_split", "known_triples", "link_prediction_loss",
-           "rank_triples"]
+           "rank_triples", "validation_sample", "VALID_SAMPLE_SEED"]

@@ -106,7 +106,7 @@ def test_table_pairs_seeds_against_pbg_and_the_figure_reads_it(recorded, tmp_pat
         assert table.loc["pbg-p1", "speed_vs_pbg-p1"] == pytest.approx(1.0)
     out = peers.plot_link_prediction_peers(recorded / peers.TABLE_CSV, tmp_path / "peers.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert [plot.draw for plot in peers.FIGURE.plots] == [peers.plot_link_prediction_peers]
+    assert [plot.draw for plot in peers.FIGURE.plots] == [peers.plot_link_prediction_peers, peers.plot_time_to_mrr]
 
 
 def test_claim_reads_the_table_and_one_seed_decides_nothing(recorded):
@@ -154,3 +154,96 @@ def test_the_quick_dataset_is_the_dense_core_renumbered(tmp_path):
     assert (core / "valid2id.txt").read_text() == "1\n1 0 0\n"
     assert (core / "test2id.txt").read_text() == "1\n0 1 0\n"
     assert (core / "relation2id.txt").read_text() == (source / "relation2id.txt").read_text()
+
+
+# ---------------------------------------------------------------------------------------------- time to MRR
+def test_runs_record_the_validation_curve_on_the_same_sample(recorded):
+    runs = pd.read_csv(recorded / peers.RUNS_CSV)
+    for _, row in runs[runs["status"] == "ok"].iterrows():
+        curve, times = json.loads(row["valid_mrr"]), json.loads(row["curve_train_s"])
+        assert len(curve) == len(times) == peers.QUICK_EPOCHS and all(0.0 <= m <= 1.0 for m in curve)
+        assert times == sorted(times) and times[-1] == pytest.approx(row["train_time_s"], abs=1e-3)
+        assert row["target"] == peers.QUICK_TARGET and row["valid_eval_s"] > 0
+        if row["reached_target"]:  # the first epoch at the target, and the training time up to it
+            first = next(k for k, m in enumerate(curve) if m >= row["target"])
+            assert row["epochs_to_target"] == first + 1 and row["time_to_target_s"] == pytest.approx(times[first],
+                                                                                                     abs=1e-3)
+        else:
+            assert math.isnan(row["time_to_target_s"])
+    for name in ("pbg-p1", "pbg-p8", "pykeen"):  # the last point is the exported embeddings' validation MRR
+        if missing(name) is None:
+            row = runs[runs["configuration"] == name].iloc[0]
+            run_dir = recorded / "runs" / "runs" / name / "t1" / "s0"
+            last = exported(_context(recorded), run_dir, name.startswith("pbg"), "valid")["filtered_mrr"]
+            assert json.loads(row["valid_mrr"])[-1] == pytest.approx(last, abs=1e-6)
+
+
+def test_time_to_target_table_and_the_curves_figure(recorded, tmp_path):
+    table = pd.read_csv(recorded / peers.TTT_CSV)
+    ok = pd.read_csv(recorded / peers.TABLE_CSV).query("status == 'ok'")
+    assert sorted(table["configuration"]) == sorted(ok["configuration"])
+    suite = table.set_index("configuration").loc["suite"]
+    if (table["system"] != "suite").any():  # one seed: never conclusive
+        assert suite["verdict"] == "inconclusive" and suite["best_peer"] in set(table["configuration"])
+    out = peers.plot_time_to_mrr(recorded / peers.RUNS_CSV, tmp_path / "curves.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert claims().get("lp-time-to-mrr").evaluate(recorded).verdict in ("inconclusive", "not testable here")
+
+
+def test_time_to_mrr_by_hand():
+    reach = peers.time_to_mrr([2.0, 3.0, 4.0], [0.10, 0.25, 0.30], 0.24)
+    assert reach["reached_target"] and reach["epochs_to_target"] == 2 and reach["time_to_target_s"] == 5.0
+    assert reach["train_time_s"] == 9.0 and json.loads(reach["curve_train_s"]) == [2.0, 5.0, 9.0]
+    assert reach["time_to_target_interpolated_s"] == pytest.approx(2.0 + 3.0 * 0.14 / 0.15)  # 0.10 -> 0.25 in 3 s
+    assert peers.time_to_mrr([2.0, 3.0, 4.0], [0.24, 0.1, 0.3], 0.24)["time_to_target_s"] == 2.0  # at, not above
+    never = peers.time_to_mrr([2.0, 3.0], [0.10, 0.20], 0.24)
+    assert not never["reached_target"] and math.isnan(never["time_to_target_s"]) and never["train_time_s"] == 5.0
+    assert math.isnan(never["time_to_target_interpolated_s"])
+    assert peers.time_to_mrr([2.0, 3.0], [0.3, 0.4], 0.24)["time_to_target_interpolated_s"] == 2.0  # at the first
+
+
+def test_ratio_bounds_of_censored_seeds():
+    nan = math.nan
+    assert peers.ratio_bounds(2.0, 9.0, 4.0, 9.0) == (0.5, 0.5)
+    assert peers.ratio_bounds(2.0, 9.0, nan, 10.0) == (0.0, 0.2)  # the peer would need more than its 10 s
+    assert peers.ratio_bounds(nan, 9.0, 3.0, 10.0) == (3.0, math.inf)  # the suite more than its 9 s
+    assert peers.ratio_bounds(nan, 9.0, nan, 10.0) == (0.0, math.inf)
+
+
+@pytest.mark.parametrize("pairs, verdict, censored", [
+    ([(5.0, 20, 10.0, 20), (5.2, 20, 10.0, 20), (4.9, 20, 10.0, 20)], "holds", 0),  # x0.5, tight
+    ([(10.0, 20, 10.0, 20), (10.5, 20, 10.0, 20), (9.8, 20, 10.0, 20)], "does not hold", 0),  # x1.0
+    ([(3.0, 20, 10.0, 20), (9.0, 20, 10.0, 20), (6.0, 20, 10.0, 20)], "inconclusive", 0),  # wide
+    ([(5.0, 20, 10.0, 20), (5.0, 20, 10.0, 20)], "inconclusive", 0),  # two seeds
+    ([(2.0, 20, math.nan, 20), (2.0, 20, math.nan, 20), (2.0, 20, math.nan, 20)], "holds", 3),  # peer never: < 0.1
+    ([(math.nan, 20, 5.0, 20), (math.nan, 20, 5.0, 20), (4.0, 20, 5.0, 20)], "does not hold", 2),  # >= 4, 4, 0.8
+    ([(5.0, 20, math.nan, 20), (5.0, 20, 10.0, 20), (5.0, 20, 10.0, 20)], "holds", 1),  # 0.25, 0.5, 0.5
+    ([(15.0, 20, math.nan, 20), (5.0, 20, 10.0, 20), (5.0, 20, 10.0, 20)], "inconclusive", 1),  # < 0.75: unknown
+    ([(math.nan, 20, math.nan, 20), (5.0, 20, 10.0, 20), (5.0, 20, 10.0, 20)], "inconclusive", 1),  # neither
+])
+def test_time_to_target_verdict(pairs, verdict, censored):
+    found, interval, count = peers.time_to_target_verdict(pairs)
+    assert (found, count) == (verdict, censored)
+    both = [p for p in pairs if math.isfinite(p[0]) and math.isfinite(p[2])]
+    assert interval.n == len(both)
+    if both:
+        assert interval.estimate == pytest.approx(math.exp(np.mean([math.log(p[0] / p[2]) for p in both])))
+
+
+def test_time_to_target_table_pairs_the_suite_with_the_fastest_peer_by_hand():
+    def row(name, system, seed, time_s, train_s=20.0):
+        return {"configuration": name, "system": system, "label": name, "threads": 2, "seed": seed, "epochs": 10,
+                "status": "ok", "target": 0.24, "reached_target": not math.isnan(time_s), "time_to_target_s": time_s,
+                "train_time_s": train_s, "under_load": seed == 0}
+    runs = [row("suite", "suite", s, t) for s, t in ((0, 4.0), (1, 5.0), (2, 6.0))]
+    runs += [row("pbg-p1", "pbg", s, t) for s, t in ((0, 8.0), (1, 10.0), (2, 12.0))]  # median 10
+    runs += [row("pbg-p8", "pbg", s, t) for s, t in ((0, 9.0), (1, math.nan), (2, math.nan))]  # median inf
+    runs += [row("pykeen", "pykeen", s, t) for s, t in ((0, 30.0), (1, 30.0), (2, 30.0))]
+    table = peers.time_to_target_table(pd.DataFrame(runs)).set_index("configuration")
+    suite = table.loc["suite"]
+    assert suite["best_peer"] == "pbg-p1" and suite["ratio_vs_best_peer"] == pytest.approx(0.5)
+    assert suite["ratio_vs_best_peer_ci_low"] == pytest.approx(0.5) and suite["verdict"] == "holds"
+    assert suite["censored_seeds"] == 0 and suite["time_to_target_s"] == 5.0 and suite["under_load_runs"] == 1
+    p8 = table.loc["pbg-p8"]
+    assert p8["reached"] == 1 and math.isnan(p8["time_to_target_s"]) and p8["time_to_target_s_min"] == 9.0
+    assert pd.isna(table.loc["pbg-p1"].get("verdict"))

@@ -22,7 +22,7 @@ from suite.run_contract import RunOutcome
 from systems.pipelined import PipelinedSystem
 from systems.models.decoders import ComplEx, DistMult, Dot, build_decoder
 from systems.models.embeddings import EmbeddingTable
-from systems.tasks.link_prediction import LinkPredictionTask, link_prediction_loss
+from systems.tasks.link_prediction import LinkPredictionTask, link_prediction_loss, validation_sample
 from systems.tasks.negatives import NegativeSampler, chunked_scores, chunking
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # fixtures one_thread and tiny: tests/systems/conftest.py
@@ -282,6 +282,27 @@ def test_evaluation_by_hand(tmp_path: Path) -> None:
     unfiltered.setup()
     unfiltered.embeddings.weight.copy_(task.embeddings.weight)
     assert unfiltered.evaluate("test")["mrr"] == 0.5
+
+
+def test_validation_sample_is_fixed_and_the_task_validates_on_it(tmp_path: Path) -> None:
+    edges = torch.arange(30).view(10, 3)
+    sample = validation_sample(edges, 4)
+    assert len(sample) == 4 and torch.equal(sample, validation_sample(edges, 4))  # the same rows every call
+    assert (sample[1:, 0] > sample[:-1, 0]).all()  # in their original order
+    assert torch.equal(validation_sample(edges, 10), edges) and torch.equal(validation_sample(edges, None), edges)
+    assert not torch.equal(validation_sample(edges, 4, seed=1), sample)
+    # z = 1, 2, 0, -1 (one dimension that counts), unit relations: score(h, t) = z_h * z_t.
+    # valid (0,0,1): tail query scores 1 2 0 -1 -> rank 1; head query scores 2 4 0 -2 -> rank 2: MRR 0.75.
+    # valid (3,0,0): tail query scores -1 -2 0 1 -> rank 3; head query scores 1 2 0 -1 -> rank 4: MRR 7/24.
+    store = write_lp_store(tmp_path / "s", 4, train=[(0, 0, 2)], valid=[(0, 0, 1), (3, 0, 0)], test=[(0, 0, 1)])
+    table = torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 0.0], [-1.0, 0.0]])
+    chosen = validation_sample(store.edges("valid"), 1)
+    for size, expected in ((None, (0.75 + 7 / 24) / 2), (1, 0.75 if chosen[0, 0] == 0 else 7 / 24)):
+        task = LinkPredictionTask(make_spec(model={"embedding_dim": 2}, evaluation={"valid_sample": size}),
+                                  store, torch.device("cpu"))
+        task.setup()
+        task.embeddings.weight.copy_(table)
+        assert math.isclose(task.evaluate("valid")["filtered_mrr"], expected), size
 
 
 # ---------------------------------------------------------------------------------------------- training
