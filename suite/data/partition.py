@@ -67,6 +67,7 @@ import torch
 
 from suite.errors import ConfigError, DataError
 from suite.data.csr import DEFAULT_CHUNK_EDGES, DEFAULT_MAX_BUCKET_EDGES, EdgeChunk, iter_store_edges, write_csrs
+from suite.data.out_of_core import MemoryBudget, OutOfCoreSizes, sizes_for
 from suite.data.store import (
     EDGE_SPLITS,
     METADATA_FILE,
@@ -86,6 +87,9 @@ LAYOUT_VERSION = 4
 """Version of the partitioned layout: 4 keeps a sparse bucket index (non-empty buckets only, their CRC-32s in a
 file); 3 a dense ``bucket_offsets`` (``p * p + 1``) and CRC-32s in the metadata; 2 sorts each bucket by
 (dst, src, rel) (1: by (src, dst, rel))."""
+RESIDENT_BYTES_PER_NODE = 40
+"""What partitioning holds per node besides ``node_map`` and its inverse (held when the sizes are fitted): the CSR
+build's in- and out-degrees, one ``indptr`` and a bincount in flight."""
 _MAX_OPEN_BINS = 256  # scratch files open at once while scattering edges into sort bins
 _CSR_KEYS = REQUIRED_KEYS + ("in_relations", "out_relations")
 _ROW_KEYS = ("features", "labels")
@@ -683,6 +687,7 @@ def partition_store(
     chunk_edges: int = DEFAULT_CHUNK_EDGES,
     max_bucket_edges: int = DEFAULT_MAX_BUCKET_EDGES,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    memory: MemoryBudget | None = None,
 ) -> GraphStore:
     """Write a partitioned copy of ``store`` at ``out`` (see the module docstring for the layout) and open it.
 
@@ -706,6 +711,9 @@ def partition_store(
         chunk_edges: edges per streamed chunk.
         max_bucket_edges: edges per in-memory sort (CSR rebuild and buckets).
         chunk_bytes: bytes of rows per chunk when permuting features, labels and splits.
+        memory: the memory partitioning may use: ``chunk_edges``, ``max_bucket_edges`` and ``chunk_bytes``
+            become the largest sizes that fit what is left of it once the order is drawn
+            (:mod:`suite.data.out_of_core`); None: the sizes as given.
 
     Returns:
         The new store, opened.
@@ -713,6 +721,7 @@ def partition_store(
     Raises:
         ConfigError: bad ``num_partitions``, unknown ordering, or ``out`` equal to the input store.
         DataError: an order file or array that is not a permutation; ``out`` exists without ``overwrite``.
+        MemoryLimitError: ``memory`` leaves too little for the smallest chunks and sorts.
     """
     from tqdm import tqdm
 
@@ -726,6 +735,9 @@ def partition_store(
         raise ConfigError(f"out must differ from the input store, got {out}")
     node_map, order_info = resolve_order(store, order, seed)
     inverse = inverse_permutation(node_map)
+    sizes = sizes_for(memory, OutOfCoreSizes(chunk_edges, max_bucket_edges, chunk_bytes),
+                      f"partition of {store.path}", RESIDENT_BYTES_PER_NODE * n)
+    chunk_edges, max_bucket_edges, chunk_bytes = sizes.chunk_edges, sizes.max_bucket_edges, sizes.chunk_bytes
     files = store.metadata["files"]
     rebuilt = set(_CSR_KEYS) | set(PARTITION_KEYS) | _OLD_LAYOUT_KEYS
     copied = [key for key in _ROW_KEYS + NODE_SPLITS + EDGE_SPLITS if key in files]
