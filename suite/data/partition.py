@@ -91,6 +91,10 @@ RESIDENT_BYTES_PER_NODE = 40
 """What partitioning holds per node besides ``node_map`` and its inverse (held when the sizes are fitted): the CSR
 build's in- and out-degrees, one ``indptr`` and a bincount in flight."""
 _MAX_OPEN_BINS = 256  # scratch files open at once while scattering edges into sort bins
+_MAX_DENSE_BIN_UNITS = 1 << 20
+"""Up to this many buckets (``p <= 1024``) sort bins are ranges of buckets, counted per bucket (8 MiB of counts),
+so a bin stays within ``max_bucket_edges`` however many edges one source partition has; beyond, ranges of
+source partitions (a source partition larger than the budget is then sorted whole)."""
 _CSR_KEYS = REQUIRED_KEYS + ("in_relations", "out_relations")
 _ROW_KEYS = ("features", "labels")
 _OLD_LAYOUT_KEYS = frozenset({"bucket_offsets"})  # layout files of versions <= 3 (a dense bucket table), rebuilt
@@ -549,16 +553,20 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
     """Write ``bucket_edges`` and the sparse bucket index (``bucket_row_offsets``, ``bucket_dst``,
     ``bucket_edge_offsets``, ``bucket_crc32``); return the number of non-empty buckets.
 
-    Pass 1 counts the edges of every source partition. Pass 2 scatters the edges into scratch files, one per
-    *bin* of consecutive source partitions holding at most ``max_bucket_edges`` edges (a larger source partition
-    alone; at most ``_MAX_OPEN_BINS`` files open at once, more bins take more rounds over the source). Pass 3 sorts
-    each bin by (bucket, dst, src, rel) in memory, appends it and indexes its non-empty buckets. Memory: one chunk
-    of the source, one bin, and ``O(p + b)`` words of index; nothing of size ``p * p``.
+    Pass 1 counts the edges of every bucket (every source partition beyond ``_MAX_DENSE_BIN_UNITS`` buckets). Pass
+    2 scatters the edges into scratch files, one per *bin* of consecutive buckets (source partitions) holding at
+    most ``max_bucket_edges`` edges (a larger one alone; at most ``_MAX_OPEN_BINS`` files open at once, more bins
+    take more rounds over the source). Pass 3 sorts each bin by (bucket, dst, src, rel) in memory, appends it and
+    indexes its non-empty buckets. Memory: one chunk of the source, one bin, and ``O(p + b)`` words of index;
+    ``p * p`` counts only up to ``_MAX_DENSE_BIN_UNITS`` buckets.
     """
     p = len(offsets) - 1
-    counts = np.zeros(p, dtype=np.int64)
+    units = p * p if p * p <= _MAX_DENSE_BIN_UNITS else p
+    unit_of = (lambda rows: _bucket_of(rows, offsets)) if units > p else (
+        lambda rows: node_partition(rows[:, 0], offsets))
+    counts = np.zeros(units, dtype=np.int64)
     for rows in edges():
-        counts += np.bincount(node_partition(rows[:, 0], offsets), minlength=p)
+        counts += np.bincount(unit_of(rows), minlength=units)
     bins = _bin_bounds(counts, max_bucket_edges)
     num_bins = len(bins) - 1
     keys, sizes, crcs = [], [], []
@@ -572,7 +580,7 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
                 with contextlib.ExitStack() as stack:
                     handles = [stack.enter_context(writing(paths[k], "wb")) for k in range(first, last)]
                     for rows in edges():
-                        bin_ = np.searchsorted(bins, node_partition(rows[:, 0], offsets), side="right") - 1
+                        bin_ = np.searchsorted(bins, unit_of(rows), side="right") - 1
                         keep = (bin_ >= first) & (bin_ < last)
                         rows, bin_ = rows[keep], bin_[keep] - first
                         order = np.argsort(bin_, kind="stable")
