@@ -103,6 +103,14 @@ def _column(text: str | None) -> str | int | None:
     return int(text) if text is not None and text.isdigit() else text
 
 
+def _memory_budget(args: argparse.Namespace):
+    """The memory an out-of-core command may use (``--memory-limit``, the cgroup's limit, ``MemAvailable``)."""
+    from suite.executors import parse_memory
+    from suite.memory import memory_budget
+
+    return memory_budget(parse_memory(args.memory_limit, "--memory-limit"))
+
+
 def _cmd_import(args: argparse.Namespace) -> int:
     from suite.data.loaders.edgelist import EdgeListFormat, import_edge_list, parse_fractions
 
@@ -116,7 +124,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         features=args.features, labels=args.labels,
         node_split=parse_fractions(args.node_split, "--node-split") if args.node_split else None,
         remap=not args.no_remap, directed=not args.undirected, seed=args.seed, name=args.name,
-        overwrite=args.overwrite, chunk_bytes=args.chunk_mb << 20)
+        overwrite=args.overwrite, chunk_bytes=args.chunk_mb << 20, memory=_memory_budget(args))
     print(f"wrote {store.path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     _print_info(store.info(), args.json)
     return 0
@@ -148,7 +156,7 @@ def _cmd_partition(args: argparse.Namespace) -> int:
         f"{Path(args.store).name}-p{args.num_partitions}-{Path(args.order).stem}"
     )
     result = partition_store(store, out, args.num_partitions, order=args.order, seed=args.seed,
-                             overwrite=args.overwrite, progress=not args.quiet)
+                             overwrite=args.overwrite, progress=not args.quiet, memory=_memory_budget(args))
     print(f"wrote {out}", file=sys.stderr)
     _print_info(result.info(), args.json)
     return 0
@@ -159,6 +167,12 @@ def _add_common(parser: argparse.ArgumentParser, *, writes: bool) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     if writes:
         parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+
+
+def _add_memory_limit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--memory-limit", metavar="SIZE",
+                        help="memory the command may use (8G, 512M, bytes): its chunks and sorts are sized to fit; "
+                             "default: the memory available (MemAvailable, or the cgroup's limit)")
 
 
 def _datasets_parser(commands: argparse._SubParsersAction) -> None:
@@ -218,7 +232,9 @@ def _datasets_parser(commands: argparse._SubParsersAction) -> None:
     edges.add_argument("--node-split", help="node split fractions over labelled nodes, e.g. 0.8,0.1,0.1")
     edges.add_argument("--seed", type=int, default=0, help="seed of the split draws (default 0)")
     edges.add_argument("--name", help="name recorded in the store (default: the file's stem)")
-    edges.add_argument("--chunk-mb", type=int, default=64, help="MiB of input per batch (default 64)")
+    edges.add_argument("--chunk-mb", type=int, default=64,
+                       help="MiB of input per batch at most (default 64; less when memory is short)")
+    _add_memory_limit(edges)
     _add_common(edges, writes=True)
     edges.set_defaults(func=_cmd_import)
 
@@ -235,6 +251,7 @@ def _datasets_parser(commands: argparse._SubParsersAction) -> None:
                            help=f"one of: {', '.join(ORDERINGS.names())}, or a .npy file with a permutation")
     partition.add_argument("--seed", type=int, default=0, help="seed of the random order")
     partition.add_argument("--out", help="output store folder (default: <store>-p<N>-<order> beside the input)")
+    _add_memory_limit(partition)
     _add_common(partition, writes=True)
     partition.set_defaults(func=_cmd_partition)
 

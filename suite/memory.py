@@ -27,6 +27,7 @@ from suite.registry import Registry
 if TYPE_CHECKING:  # pragma: no cover
     from suite.config import RunSpec
     from suite.data import GraphStore
+    from suite.data.out_of_core import MemoryBudget
 
 MiB = 1 << 20
 RUNTIME = "runtime (interpreter, libraries)"
@@ -177,6 +178,15 @@ def available_memory(limit_bytes: int | None = None) -> Available:
     return Available(int(value), source)
 
 
+def memory_budget(limit_bytes: int | None = None) -> MemoryBudget | None:
+    """The memory an out-of-core pass (import, partitioning) may use: :func:`available_memory` with what this
+    process holds as it goes (:func:`current_rss_bytes`); None where nothing bounds it."""
+    from suite.data.out_of_core import MemoryBudget
+
+    available = available_memory(limit_bytes)
+    return None if available.bytes is None else MemoryBudget(available.bytes, current_rss_bytes, available.source)
+
+
 def check_memory(estimate: MemoryEstimate, available: Available, system: str) -> None:
     """Stop a run whose estimate exceeds the memory available, with one line saying what would fit.
 
@@ -211,4 +221,4 @@ def describe(estimate: MemoryEstimate, available: Available) -> list[str]:
 
 __all__ = ["Available", "MEMORY_ESTIMATES", "MemoryEstimate", "MemoryLimitError", "available_memory",
            "RUNTIME", "cgroup_headroom_bytes", "check_memory", "current_rss_bytes", "describe", "estimate_memory",
-           "format_bytes", "mem_available_bytes"]
+           "format_bytes", "mem_available_bytes", "memory_budget"]

@@ -339,7 +339,8 @@ def _disk(spec: RunSpec, store: GraphStore, runtime_bytes: int, degree: np.ndarr
     }
     if link:
         resident["buffer (embeddings + Adagrad)"] = buffer_rows * 2 * dim * FLOAT
-        resident["write-back copies"] = c * max_rows * 2 * dim * FLOAT
+        # write-backs in flight (``max(1, c - 1)``, systems.disk.disk_link_prediction) and the evicted frame's copy
+        resident["write-back copies"] = max(2, c) * max_rows * 2 * dim * FLOAT
         resident["in-buffer edges (int64 triples)"] = int(held_edges * 3 * LONG)
     else:
         row_bytes = file_bytes(store, ["features"]) / max(1, n)

@@ -67,6 +67,7 @@ import torch
 
 from suite.errors import ConfigError, DataError
 from suite.data.csr import DEFAULT_CHUNK_EDGES, DEFAULT_MAX_BUCKET_EDGES, EdgeChunk, iter_store_edges, write_csrs
+from suite.data.out_of_core import MemoryBudget, OutOfCoreSizes, sizes_for
 from suite.data.store import (
     EDGE_SPLITS,
     METADATA_FILE,
@@ -86,7 +87,14 @@ LAYOUT_VERSION = 4
 """Version of the partitioned layout: 4 keeps a sparse bucket index (non-empty buckets only, their CRC-32s in a
 file); 3 a dense ``bucket_offsets`` (``p * p + 1``) and CRC-32s in the metadata; 2 sorts each bucket by
 (dst, src, rel) (1: by (src, dst, rel))."""
+RESIDENT_BYTES_PER_NODE = 40
+"""What partitioning holds per node besides ``node_map`` and its inverse (held when the sizes are fitted): the CSR
+build's in- and out-degrees, one ``indptr`` and a bincount in flight."""
 _MAX_OPEN_BINS = 256  # scratch files open at once while scattering edges into sort bins
+_MAX_DENSE_BIN_UNITS = 1 << 20
+"""Up to this many buckets (``p <= 1024``) sort bins are ranges of buckets, counted per bucket (8 MiB of counts),
+so a bin stays within ``max_bucket_edges`` however many edges one source partition has; beyond, ranges of
+source partitions (a source partition larger than the budget is then sorted whole)."""
 _CSR_KEYS = REQUIRED_KEYS + ("in_relations", "out_relations")
 _ROW_KEYS = ("features", "labels")
 _OLD_LAYOUT_KEYS = frozenset({"bucket_offsets"})  # layout files of versions <= 3 (a dense bucket table), rebuilt
@@ -545,16 +553,20 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
     """Write ``bucket_edges`` and the sparse bucket index (``bucket_row_offsets``, ``bucket_dst``,
     ``bucket_edge_offsets``, ``bucket_crc32``); return the number of non-empty buckets.
 
-    Pass 1 counts the edges of every source partition. Pass 2 scatters the edges into scratch files, one per
-    *bin* of consecutive source partitions holding at most ``max_bucket_edges`` edges (a larger source partition
-    alone; at most ``_MAX_OPEN_BINS`` files open at once, more bins take more rounds over the source). Pass 3 sorts
-    each bin by (bucket, dst, src, rel) in memory, appends it and indexes its non-empty buckets. Memory: one chunk
-    of the source, one bin, and ``O(p + b)`` words of index; nothing of size ``p * p``.
+    Pass 1 counts the edges of every bucket (every source partition beyond ``_MAX_DENSE_BIN_UNITS`` buckets). Pass
+    2 scatters the edges into scratch files, one per *bin* of consecutive buckets (source partitions) holding at
+    most ``max_bucket_edges`` edges (a larger one alone; at most ``_MAX_OPEN_BINS`` files open at once, more bins
+    take more rounds over the source). Pass 3 sorts each bin by (bucket, dst, src, rel) in memory, appends it and
+    indexes its non-empty buckets. Memory: one chunk of the source, one bin, and ``O(p + b)`` words of index;
+    ``p * p`` counts only up to ``_MAX_DENSE_BIN_UNITS`` buckets.
     """
     p = len(offsets) - 1
-    counts = np.zeros(p, dtype=np.int64)
+    units = p * p if p * p <= _MAX_DENSE_BIN_UNITS else p
+    unit_of = (lambda rows: _bucket_of(rows, offsets)) if units > p else (
+        lambda rows: node_partition(rows[:, 0], offsets))
+    counts = np.zeros(units, dtype=np.int64)
     for rows in edges():
-        counts += np.bincount(node_partition(rows[:, 0], offsets), minlength=p)
+        counts += np.bincount(unit_of(rows), minlength=units)
     bins = _bin_bounds(counts, max_bucket_edges)
     num_bins = len(bins) - 1
     keys, sizes, crcs = [], [], []
@@ -568,7 +580,7 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
                 with contextlib.ExitStack() as stack:
                     handles = [stack.enter_context(writing(paths[k], "wb")) for k in range(first, last)]
                     for rows in edges():
-                        bin_ = np.searchsorted(bins, node_partition(rows[:, 0], offsets), side="right") - 1
+                        bin_ = np.searchsorted(bins, unit_of(rows), side="right") - 1
                         keep = (bin_ >= first) & (bin_ < last)
                         rows, bin_ = rows[keep], bin_[keep] - first
                         order = np.argsort(bin_, kind="stable")
@@ -683,6 +695,7 @@ def partition_store(
     chunk_edges: int = DEFAULT_CHUNK_EDGES,
     max_bucket_edges: int = DEFAULT_MAX_BUCKET_EDGES,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    memory: MemoryBudget | None = None,
 ) -> GraphStore:
     """Write a partitioned copy of ``store`` at ``out`` (see the module docstring for the layout) and open it.
 
@@ -706,6 +719,9 @@ def partition_store(
         chunk_edges: edges per streamed chunk.
         max_bucket_edges: edges per in-memory sort (CSR rebuild and buckets).
         chunk_bytes: bytes of rows per chunk when permuting features, labels and splits.
+        memory: the memory partitioning may use: ``chunk_edges``, ``max_bucket_edges`` and ``chunk_bytes``
+            become the largest sizes that fit what is left of it once the order is drawn
+            (:mod:`suite.data.out_of_core`); None: the sizes as given.
 
     Returns:
         The new store, opened.
@@ -713,6 +729,7 @@ def partition_store(
     Raises:
         ConfigError: bad ``num_partitions``, unknown ordering, or ``out`` equal to the input store.
         DataError: an order file or array that is not a permutation; ``out`` exists without ``overwrite``.
+        MemoryLimitError: ``memory`` leaves too little for the smallest chunks and sorts.
     """
     from tqdm import tqdm
 
@@ -726,6 +743,9 @@ def partition_store(
         raise ConfigError(f"out must differ from the input store, got {out}")
     node_map, order_info = resolve_order(store, order, seed)
     inverse = inverse_permutation(node_map)
+    sizes = sizes_for(memory, OutOfCoreSizes(chunk_edges, max_bucket_edges, chunk_bytes),
+                      f"partition of {store.path}", RESIDENT_BYTES_PER_NODE * n)
+    chunk_edges, max_bucket_edges, chunk_bytes = sizes.chunk_edges, sizes.max_bucket_edges, sizes.chunk_bytes
     files = store.metadata["files"]
     rebuilt = set(_CSR_KEYS) | set(PARTITION_KEYS) | _OLD_LAYOUT_KEYS
     copied = [key for key in _ROW_KEYS + NODE_SPLITS + EDGE_SPLITS if key in files]

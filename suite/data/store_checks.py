@@ -47,7 +47,7 @@ CHECKS_FIELD = "checks"
 CHECKS_VERSION = 1
 MAX_COLUMNS = 8
 """Integer arrays with at most this many columns get per-column minima and maxima (edge lists ``(k, 3)``)."""
-_CHUNK_BYTES = 32 << 20
+_CHUNK_BYTES = 8 << 20  # a scan holds about 3 chunks (the rows, the joined copy, comparisons): fits a small cap
 
 
 def file_signature(path: str | os.PathLike) -> list[int]:

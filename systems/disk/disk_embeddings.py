@@ -89,10 +89,14 @@ class EmbeddingStore:
         counters: where read and written bytes are counted.
         evict: drop written and read ranges from the page cache (every read hits the disk).
         verify: check every partition read against its checksum.
+        max_pending_writes: write-backs queued or in flight at most; :meth:`write_async` waits for one to finish
+            before queueing more, so at most this many copies of partitions plus the caller's new one are alive.
+            Unbounded, a writer slower than the training (every write is flushed when ``evict``) queued copies
+            until the whole table was in memory.
     """
 
     def __init__(self, folder: Path, partition_offsets: np.ndarray, width: int, counters: IOCounters,
-                 evict: bool = True, verify: bool = True):
+                 evict: bool = True, verify: bool = True, max_pending_writes: int = 1):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.offsets = np.asarray(partition_offsets, dtype=np.int64)
@@ -103,6 +107,9 @@ class EmbeddingStore:
         self.counters = counters
         self.evict = evict
         self.verify = verify
+        if max_pending_writes < 1:
+            raise ValueError(f"max_pending_writes must be >= 1, got {max_pending_writes}")
+        self.max_pending_writes = max_pending_writes
         self.generation = -1
         self.checksums: list[int] = []
         self.history: list[dict[str, Any]] = []
@@ -221,10 +228,14 @@ class EmbeddingStore:
 
     def write_async(self, partition: int, rows: torch.Tensor) -> None:
         """Write ``partition``'s rows (a tensor nobody else writes any more) into this epoch's generation, in the
-        writer thread."""
+        writer thread, once fewer than :attr:`max_pending_writes` write-backs are unfinished."""
         earlier = self._pending.get(partition)
         if earlier is not None:
             earlier.result()
+        unfinished = [future for future in self._pending.values() if not future.done()]
+        if len(unfinished) >= self.max_pending_writes:
+            for future in unfinished[: len(unfinished) - self.max_pending_writes + 1]:
+                future.result()  # the writer runs them in order: the oldest ones finish first
         self._pending[partition] = self._writer.submit(self._write, partition, rows)
 
     def _write(self, partition: int, rows: torch.Tensor) -> None:
@@ -246,14 +257,12 @@ class EmbeddingStore:
 
     def finish_epoch(self) -> None:
         """Complete this epoch's generation: copy partitions the epoch never wrote, wait for the writes, flush."""
-        staging = None
         for partition in range(self.num_partitions):
             if partition not in self._next_checksums and partition not in self._pending:
                 start, stop = int(self.offsets[partition]), int(self.offsets[partition + 1])
-                if staging is None or len(staging) < stop - start:
-                    staging = torch.empty((stop - start, self.width))
-                self.read(partition, staging)
-                self.write_async(partition, staging[: stop - start].clone())
+                rows = torch.empty((stop - start, self.width))  # handed to the writer: no staging copy
+                self.read(partition, rows)
+                self.write_async(partition, rows)
         self.wait_writes()
         sync_file(self._next_fd, self._next.path)
 

@@ -135,7 +135,8 @@ class DiskLinkPrediction(DiskSystem):
                 old.unlink()
         self.embedding_store = EmbeddingStore(folder, self.pstore.array("partition_offsets"), 2 * dim,
                                               self.counters, evict=options.evict_page_cache,
-                                              verify=options.verify_checksums)
+                                              verify=options.verify_checksums,
+                                              max_pending_writes=max(1, options.buffer_capacity - 1))
         self.resumed = self.embedding_store.open(self._initial_rows)
         if self.resumed and len(self.embedding_store.history) >= spec.training.epochs and not self.reevaluating:
             self.embedding_store.reset(self._initial_rows)  # a finished run run again: start over

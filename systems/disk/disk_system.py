@@ -146,10 +146,11 @@ def partitioned_store(store: GraphStore, num_partitions: int, order: str, seed: 
     at once wait for one build; a cached store of an older layout version is rebuilt)."""
     from suite.datasets import cache_lock, cached_store
     from suite.data.partition import LAYOUT_VERSION, partition_store
+    from suite.memory import memory_budget
 
     path = partitioned_store_path(store, num_partitions, order, seed)
     build = lambda out, overwrite=False: partition_store(store, out, num_partitions, order=order,  # noqa: E731
-                                                         seed=seed, overwrite=overwrite)
+                                                         seed=seed, overwrite=overwrite, memory=memory_budget())
     cached = cached_store(path, build)
     if cached.metadata.get("partitioning", {}).get("layout_version") == LAYOUT_VERSION:
         return cached

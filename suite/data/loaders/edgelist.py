@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -45,12 +45,18 @@ import pandas as pd
 from suite.errors import ConfigError, DataError
 from suite.data.csr import EdgeChunk, write_csrs
 from suite.data.loaders.raw_files import file_records
+from suite.data.out_of_core import MemoryBudget, OutOfCoreSizes, sizes_for
 from suite.data.store import NODE_SPLITS, GraphStore, StoreWriter, create_store
 from suite.io import close_file, open_write, write_to
 
 DEFAULT_CHUNK_BYTES = 64 << 20
 IMPORT_MAX_BUCKET_EDGES = 1 << 23
 """Bucket size of the CSR sort of an import: about 0.5 GiB of sort buffers, whatever the number of edges."""
+IDMAP_BYTES_PER_NODE = 16
+"""What the id map's next merge adds per node for a while (:class:`SortedIdMap`: a new array beside the one it
+replaces; what it holds is counted as held): reserved before each block is sized."""
+DEGREE_BYTES_PER_NODE = 40
+"""What the CSR build holds per node: in- and out-degrees, one ``indptr`` and a bincount in flight."""
 _INTEGER = re.compile(rb"\s*[+-]?\d+\s*")
 _NUMBER = re.compile(rb"\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|nan|inf)\s*", re.IGNORECASE)
 _SPLITS = ("train", "valid", "test")
@@ -130,6 +136,55 @@ class IdMap:
     def originals(self) -> pd.Index:
         """Original id of every new id, in order."""
         return self.index()
+
+
+@dataclass
+class SortedIdMap:
+    """Integer ids -> ``0..n-1`` in order of first appearance, as :class:`IdMap` numbers them, in two arrays sorted
+    by id: the ids seen and the new id of each (16 B a node; 24 while a batch's new ids are merged in). IdMap's
+    pandas index and hash table hold 57 B a node: 230 MB for 4M nodes, most of a 512 MiB limit."""
+
+    keys: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    codes: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    size: int = 0
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        """The new ids of ``ids``; -1 for unseen ones (and for ids that are not integers)."""
+        ids = np.asarray(ids)
+        if not self.size or ids.dtype.kind not in "iu":
+            return np.full(len(ids), -1, np.int64)
+        ids = ids.astype(np.int64, copy=False)
+        at = np.minimum(np.searchsorted(self.keys, ids), self.size - 1)
+        return np.where(self.keys[at] == ids, self.codes[at], -1)
+
+    def map(self, ids: np.ndarray) -> np.ndarray:
+        """The new ids of ``ids`` (unseen ones are added, numbered in order of first appearance)."""
+        ids = np.asarray(ids).astype(np.int64, copy=False)
+        codes = self.lookup(ids)
+        missing = codes < 0
+        if missing.any():
+            unseen = ids[missing]
+            new = pd.unique(unseen)  # in order of first appearance
+            order = np.argsort(new, kind="stable")
+            ascending = new[order]
+            codes[missing] = self.size + order[np.searchsorted(ascending, unseen)]
+            at = np.searchsorted(self.keys, ascending)
+            self.keys = np.insert(self.keys, at, ascending)
+            self.codes = np.insert(self.codes, at, self.size + order)
+            self.size += len(new)
+        return codes
+
+    def originals(self) -> pd.Index:
+        """Original id of every new id, in order."""
+        values = np.empty(self.size, np.int64)
+        values[self.codes] = self.keys
+        return pd.Index(values)
+
+
+def _id_map(values: np.ndarray) -> IdMap | SortedIdMap:
+    """The id map for ids like ``values``: :class:`SortedIdMap` for signed integers (what pyarrow reads integer
+    columns as), else :class:`IdMap`."""
+    return SortedIdMap() if np.asarray(values).dtype.kind == "i" else IdMap()
 
 
 @dataclass(frozen=True)
@@ -234,7 +289,7 @@ def _column_numpy(column, role: str, path: Path, first: int, unit: str) -> np.nd
     return column.to_numpy(zero_copy_only=False)
 
 
-def _csv_batches(path: Path, fmt: EdgeListFormat, chunk_bytes: int) -> Iterator[EdgeBatch]:
+def _csv_batches(path: Path, fmt: EdgeListFormat, chunk_bytes: int | Callable[[], int]) -> Iterator[EdgeBatch]:
     import pyarrow as pa
     from pyarrow import csv as pacsv
 
@@ -264,10 +319,13 @@ def _csv_batches(path: Path, fmt: EdgeListFormat, chunk_bytes: int) -> Iterator[
             return DataError(f"{path}: {where}")
         return DataError(f"{path}: cannot parse ({' '.join(str(err).split())[:200]})")
 
-    read_options = pacsv.ReadOptions(column_names=names, block_size=chunk_bytes + 1)
+    largest = chunk_bytes if isinstance(chunk_bytes, int) else DEFAULT_CHUNK_BYTES
+    read_options = pacsv.ReadOptions(column_names=names, block_size=largest + 1)
     parse_options = pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False)
     checks, rows_done = declared, 0
+    pool = pa.default_memory_pool()
     for block in _line_blocks(path, skip + (1 if fmt.header else 0), chunk_bytes):
+        pool.release_unused()  # arrow's allocator keeps freed blocks otherwise: resident, and counted as held
         convert_options = pacsv.ConvertOptions(include_columns=list(roles.values()), column_types=types,
                                                strings_can_be_null=False, quoted_strings_can_be_null=False)
         try:
@@ -287,9 +345,10 @@ def _csv_batches(path: Path, fmt: EdgeListFormat, chunk_bytes: int) -> Iterator[
                         columns.get("weight"))
 
 
-def _line_blocks(path: Path, skip_lines: int, chunk_bytes: int) -> Iterator[bytes]:
+def _line_blocks(path: Path, skip_lines: int, chunk_bytes: int | Callable[[], int]) -> Iterator[bytes]:
     """The lines of ``path`` after its first ``skip_lines``, in blocks of about ``chunk_bytes`` that end at a line
-    end (a line longer than that makes its block longer).
+    end (a line longer than that makes its block longer); ``chunk_bytes`` may be a function, asked before each
+    block (the memory left shrinks as the id map grows).
 
     The blocks are read here, one at a time, and parsed by the caller: pyarrow's streaming CSV reader read ahead
     of its consumer in a background thread, so its memory grew with the file (measured: the whole 1 GB file of
@@ -299,7 +358,8 @@ def _line_blocks(path: Path, skip_lines: int, chunk_bytes: int) -> Iterator[byte
         for _ in range(skip_lines):
             handle.readline()
         rest = b""
-        while data := handle.read(chunk_bytes):
+        block_bytes = chunk_bytes if callable(chunk_bytes) else lambda: chunk_bytes
+        while data := handle.read(block_bytes()):
             data = rest + data if rest else data
             cut = data.rfind(b"\n") + 1
             if cut == 0:
@@ -331,12 +391,14 @@ def _parquet_batches(path: Path, fmt: EdgeListFormat, chunk_rows: int) -> Iterat
         first += batch.num_rows
 
 
-def read_edge_batches(path: Path, fmt: EdgeListFormat, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[EdgeBatch]:
-    """The batches of an edge-list file (see :class:`EdgeListFormat`)."""
+def read_edge_batches(path: Path, fmt: EdgeListFormat,
+                      chunk_bytes: int | Callable[[], int] = DEFAULT_CHUNK_BYTES) -> Iterator[EdgeBatch]:
+    """The batches of an edge-list file (see :class:`EdgeListFormat`); ``chunk_bytes`` of text per batch, or a
+    function giving it before each batch (CSV/TSV; Parquet asks it once)."""
     if not path.is_file():
         raise DataError(f"{path}: edge list not found")
     if fmt.kind(path) == "parquet":
-        return _parquet_batches(path, fmt, max(1, chunk_bytes // 32))
+        return _parquet_batches(path, fmt, max(1, (chunk_bytes() if callable(chunk_bytes) else chunk_bytes) // 32))
     return _csv_batches(path, fmt, chunk_bytes)
 
 
@@ -374,12 +436,16 @@ class _Ids:
     """Node and relation ids of an import: remapped through :class:`IdMap`, or checked integers."""
 
     remap: bool
-    nodes: IdMap = field(default_factory=IdMap)
-    relations: IdMap = field(default_factory=IdMap)
+    nodes: IdMap | SortedIdMap = field(default_factory=IdMap)
+    relations: IdMap | SortedIdMap = field(default_factory=IdMap)
     num_nodes: int = 0
     num_relations: int = 0
     node_limit: int | None = None
     relation_limit: int | None = None
+
+    def release_maps(self) -> None:
+        """Drop the id maps (written out already): their memory goes to the CSR build; the counts stay."""
+        self.nodes, self.relations = IdMap(), IdMap()
 
     def _plain(self, values: np.ndarray, path: Path, first: int, role: str, limit: int | None) -> np.ndarray:
         if values.dtype.kind not in "iu":
@@ -401,7 +467,12 @@ class _Ids:
 
     def edges(self, batch: EdgeBatch, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.remap:
-            both = self.nodes.map(np.stack([batch.source, batch.destination], axis=1).reshape(-1)).reshape(-1, 2)
+            endpoints = np.stack([batch.source, batch.destination], axis=1).reshape(-1)
+            if not self.nodes.size:  # the first batch: its column types hold for the whole file
+                self.nodes = _id_map(endpoints)
+            if batch.relation is not None and not self.relations.size:
+                self.relations = _id_map(batch.relation)
+            both = self.nodes.map(endpoints).reshape(-1, 2)
             src, dst = both[:, 0], both[:, 1]
             rel = self.relations.map(batch.relation) if batch.relation is not None else np.zeros(len(src), np.int64)
             self.num_nodes, self.num_relations = self.nodes.size, max(1, self.relations.size)
@@ -494,6 +565,7 @@ def import_edge_list(
     num_nodes: int | None = None,
     num_relations: int | None = None,
     source_fields: dict | None = None,
+    memory: MemoryBudget | None = None,
 ) -> GraphStore:
     """Build a store from an edge-list file (see the module docstring).
 
@@ -517,6 +589,12 @@ def import_edge_list(
             has that many nodes / relations even when some have no edge.
         source_fields: entries added to (or replacing) the provenance record ``metadata["source"]`` (loaders
             built on this import name themselves there).
+        memory: the memory the import may use: each text block, and the CSR build's chunks and sorts, are sized
+            to what is left of it (:mod:`suite.data.out_of_core`), ``chunk_bytes`` and ``max_bucket_edges``
+            being the largest; None: those sizes as given.
+
+    Raises:
+        MemoryLimitError: ``memory`` leaves too little for the smallest blocks and sorts.
 
     Returns:
         The opened store.
@@ -525,24 +603,34 @@ def import_edge_list(
     _check_import_options(split, valid, test, node_split, labels, remap, num_nodes, num_relations)
     ids = _Ids(remap, node_limit=num_nodes, relation_limit=num_relations)
     inputs = [("train", path)] + [(s, Path(p)) for s, p in (("valid", valid), ("test", test)) if p is not None]
+    ceiling = OutOfCoreSizes(max(1, chunk_bytes // 16), max_bucket_edges, chunk_bytes)
+    if remap and memory is not None:
+        from pyarrow import parquet  # noqa: F401  loaded now (40 MB of libraries): the sizes below see it held
+
+    def block_bytes() -> int:
+        return sizes_for(memory, ceiling, f"import of {path}", IDMAP_BYTES_PER_NODE * ids.nodes.size).chunk_bytes
+
     with create_store(out, overwrite) as writer:
-        _write_edge_splits(writer, inputs, fmt, ids, split, seed, chunk_bytes)
+        _write_edge_splits(writer, inputs, fmt, ids, split, seed, block_bytes if memory is not None else chunk_bytes)
         feature_dim = _write_features(writer, ids, Path(features)) if features is not None else 0
         num_classes = _write_labels(writer, ids, Path(labels), node_split, seed) if labels is not None else 0
         if ids.num_nodes == 0:
             raise DataError(f"{path}: no nodes")
-        chunks = _read_triples(writer.path_for("train_edges"), max(1, chunk_bytes // 24), ids.num_relations > 1)
-        num_edges = write_csrs(writer, chunks, ids.num_nodes, num_relations=ids.num_relations,
-                               symmetrize=not directed, max_bucket_edges=max_bucket_edges,
-                               chunk_edges=max(1, chunk_bytes // 16))
         files = [p for _, p in inputs] + [Path(x) for x in (features, labels) if x]
         source = {**_import_source(path, fmt, remap, seed, split, files), **(source_fields or {})}
-        if remap:
+        if remap:  # written before the CSR build, whose chunks and sorts get the id map's memory
             _write_ids(writer.root / "node_ids.parquet", ids.nodes.originals())
             source["node_ids"] = "node_ids.parquet"
             if ids.relations.size:
                 _write_ids(writer.root / "relation_ids.parquet", ids.relations.originals())
                 source["relation_ids"] = "relation_ids.parquet"
+            ids.release_maps()
+        sizes = sizes_for(memory, ceiling, f"import of {path}", DEGREE_BYTES_PER_NODE * ids.num_nodes)
+        chunks = _read_triples(writer.path_for("train_edges"), max(1, sizes.chunk_bytes // 24),
+                               ids.num_relations > 1)
+        num_edges = write_csrs(writer, chunks, ids.num_nodes, num_relations=ids.num_relations,
+                               symmetrize=not directed, max_bucket_edges=sizes.max_bucket_edges,
+                               chunk_edges=sizes.chunk_edges)
         writer.finalize(name=name or path.stem, num_nodes=ids.num_nodes, num_edges=num_edges, directed=directed,
                         num_relations=ids.num_relations, num_classes=num_classes, feature_dim=feature_dim,
                         source=source)
@@ -561,7 +649,8 @@ def _check_import_options(split, valid, test, node_split, labels, remap: bool, n
 
 
 def _write_edge_splits(writer: StoreWriter, inputs: list[tuple[str, Path]], fmt: EdgeListFormat, ids: "_Ids",
-                       split: tuple[float, float, float] | None, seed: int, chunk_bytes: int) -> None:
+                       split: tuple[float, float, float] | None, seed: int,
+                       chunk_bytes: int | Callable[[], int]) -> None:
     """Read every input file in batches, number its ids, and append its triples (and weights) to the split they
     belong to: the file's own split, or a seeded draw by row over ``split`` for the training file."""
     counts = dict.fromkeys(_SPLITS, 0)
@@ -676,4 +765,4 @@ def _write_labels(writer, ids: _Ids, path: Path, node_split, seed: int) -> int:
     return int(labels.max()) + 1 if len(labelled) else 0
 
 
-__all__ = ["EdgeListFormat", "IdMap", "import_edge_list", "parse_fractions", "read_edge_batches"]
+__all__ = ["EdgeListFormat", "IdMap", "SortedIdMap", "import_edge_list", "parse_fractions", "read_edge_batches"]

@@ -175,6 +175,31 @@ def test_generations_commit_atomically_and_reads_see_write_backs(tmp_path):
     reopened.close()
 
 
+def test_write_backs_wait_for_the_writer_beyond_the_bound(tmp_path):
+    """A writer slower than the training must not queue copies without bound (they held the whole table): the
+    second write-back with ``max_pending_writes=1`` returns only once the first finished."""
+    import threading
+
+    store = EmbeddingStore(tmp_path, np.array([0, 3, 5, 8]), 4, IOCounters(), evict=True, max_pending_writes=1)
+    store.open(_initial)
+    store.begin_epoch()
+    writer_free = threading.Event()
+    store._writer.submit(writer_free.wait)  # the writer thread busy (a slow disk) until the timer frees it
+    threading.Timer(0.3, writer_free.set).start()
+    started = time.perf_counter()
+    store.write_async(0, torch.full((3, 4), 5.0))  # nothing unfinished yet: queued at once
+    assert time.perf_counter() - started < 0.25
+    first = store._pending[0]
+    store.write_async(2, torch.full((3, 4), 6.0))  # one unfinished: waits for it
+    assert first.done() and time.perf_counter() - started >= 0.3
+    store.finish_epoch()
+    store.commit({}, {"epoch": 0})
+    assert torch.equal(store.load_all()[[0, 5]], torch.tensor([[5.0] * 4, [6.0] * 4]))
+    store.close()
+    with pytest.raises(ValueError, match="max_pending_writes"):
+        EmbeddingStore(tmp_path / "other", np.array([0, 3]), 4, IOCounters(), max_pending_writes=0)
+
+
 def test_an_uncommitted_epoch_is_discarded_on_reopen(tmp_path):
     store = _store(tmp_path)
     store.open(_initial)
