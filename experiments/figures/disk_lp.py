@@ -348,7 +348,8 @@ def _buffer_negatives_finding(model: str, effect) -> str:
         return (f"finding: {model} buffer-like negatives help in-memory training (subset - global negatives "
                 f"{effect}): the disk runs' negatives, not only their partition order, set their MRR")
     if effect.defined and effect.high < 0:
-        return f"finding: {model} buffer-like negatives hurt in-memory training (subset - global negatives {effect})"
+        return (f"finding: {model} buffer-like negatives hurt in-memory training (subset - global negatives "
+                f"{effect}): drawing negatives from the buffer costs accuracy against global negatives")
     return f"{model} buffer-like vs global negatives in memory: no difference shown ({effect})"
 
 
@@ -404,8 +405,12 @@ def comet_accuracy(results: Path) -> Finding:
         if "in_memory" in wide:
             pair = wide[["matched", "in_memory"]].dropna()
             effect = difference_interval(list(pair["matched"]), list(pair["in_memory"]))
-            estimates.append(Estimate(f"{model} in-memory subset - global negatives MRR", effect))
-            text += f"; {_buffer_negatives_finding(model, effect)}"
+            pair = wide[["comet", "in_memory"]].dropna()
+            against_global = difference_interval(list(pair["comet"]), list(pair["in_memory"]))
+            estimates += [Estimate(f"{model} in-memory subset - global negatives MRR", effect),
+                          Estimate(f"{model} COMET - in-memory with global negatives MRR", against_global)]
+            text += f", COMET - in-memory with global negatives {against_global}; " \
+                    f"{_buffer_negatives_finding(model, effect)}"
         parts.append(text)
     if not parts:
         return Finding("; ".join(problems) or "no model with matched in-memory, COMET and BETA runs", "",

@@ -102,10 +102,20 @@ def test_comet_claim_is_judged_against_the_matched_baseline_not_the_weaker_globa
     assert "COMET - matched -0.005 [" in finding.measured and "random - matched -0.00567 [" in finding.measured
     assert "finding: shallow+distmult buffer-like negatives help in-memory training (subset - global negatives " \
            "0.029 [" in finding.measured
+    assert "COMET - in-memory with global negatives 0.024 [" in finding.measured
     names = [estimate.name for estimate in finding.estimates]
     assert "shallow+distmult in-memory subset - global negatives MRR" in names
     table.loc[table["configuration"] == MATCHED, "test_mrr"] = [0.300, 0.301, 0.299]  # COMET 0.035 below it
     assert _claim(tmp_path, table).verdict == report.FAILS
+
+
+def test_comet_claim_says_when_buffer_like_negatives_hurt(tmp_path):
+    finding = _claim(tmp_path, runs({"in_memory": [0.25, 0.251, 0.249], MATCHED: [0.227, 0.226, 0.229],
+                                     "comet p32 c8 l8": [0.226, 0.225, 0.226], "beta p32 c8": [0.17, 0.16, 0.17]},
+                                    {}))
+    assert finding.verdict == report.HOLDS
+    assert "finding: shallow+distmult buffer-like negatives hurt in-memory training (subset - global negatives " \
+           "-0.023 [" in finding.measured
 
 
 def test_comet_claim_says_when_buffer_like_negatives_make_no_difference(tmp_path):
