@@ -168,6 +168,13 @@ class NegativeSamplingSpec(_Spec):
     degree_fraction: float = Field(0.5, ge=0.0, le=1.0, description="fraction of negatives drawn by degree")
     label_smoothing: float = Field(0.0, ge=0.0, lt=1.0, description="kvsall: targets (1 - eps) * y + eps / "
                                                                     "num_entities")
+    subset_fraction: float | None = Field(
+        None, gt=0.0, le=1.0, description="chunked, systems that hold every node (in_memory, pipelined): draw the "
+                                          "negatives from a random subset of this fraction of the nodes (uniform "
+                                          "ones; by-degree ones from the training edges inside it), a new subset "
+                                          "every subset_batches batches: the distribution a disk buffer holding "
+                                          "that fraction of the partitions gives; null: from all nodes")
+    subset_batches: int = Field(1, gt=0, description="batches that share one negative subset (subset_fraction)")
 
 
 class TrainingSpec(_Spec):
@@ -335,7 +342,8 @@ _ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "n
                  ("training", "negatives", "mode"): "chunked", ("training", "regularizer"): "l2",
                  ("training", "negatives", "label_smoothing"): 0.0, ("dataset", "feature_normalization"): "none",
                  ("model", "input_dropout"): 0.0, ("evaluation", "restore_best"): False,
-                 ("evaluation", "valid_sample"): None}
+                 ("evaluation", "valid_sample"): None, ("training", "negatives", "subset_fraction"): None,
+                 ("training", "negatives", "subset_batches"): 1}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
 earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
 

@@ -111,6 +111,9 @@ class DiskLinkPrediction(DiskSystem):
         if not spec.model.learnable_embeddings:
             raise ConfigError("model.learnable_embeddings: the disk system's link prediction moves learnable "
                             "embedding partitions; set it to true")
+        if spec.training.negatives.subset_fraction is not None:
+            raise ConfigError("training.negatives.subset_fraction: the disk system's negatives come from the "
+                              "partitions in its buffer already; leave it null")
         if spec.evaluation.graph != "full":
             raise ConfigError("evaluation.graph: the disk system's link prediction evaluates over the whole graph "
                               "and embedding table (full); 'buffer' is for node classification")

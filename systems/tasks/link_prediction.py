@@ -7,7 +7,8 @@ features or a learnable node embedding table (``model.learnable_embeddings``); a
 
 Per batch of training edges (``batch.roots`` are positions into the ``train_edges`` split):
 
-- ``sample``: chunked negatives (:mod:`systems.tasks.negatives`: ``training.negatives``), then the unique nodes of
+- ``sample``: chunked negatives (:mod:`systems.tasks.negatives`: ``training.negatives``; with ``subset_fraction``
+  from the batch's block's random node subset, :meth:`LinkPredictionTask.negative_subset`), then the unique nodes of
   positives and negatives become the roots of the encoder's sample (no hops for ``shallow``); the positives and
   negatives are kept as local row ids in ``batch.extra`` (``src``, ``rel``, ``dst``, ``tail_neg``, ``head_neg``).
   With ``training.negatives: all`` (1vsAll) every entity is a root and a candidate of every positive (empty
@@ -67,12 +68,13 @@ from systems.models.row_kernels import gather_rows
 from systems.sampling.sampler import SampledSubgraph, Sampler, SamplingGraph
 from systems.tasks.task import Task, check_loss
 from systems.tasks.kvsall import QueryAnswers, build_query_answers, kvsall_loss
-from systems.tasks.negatives import NegativeSampler
+from systems.tasks.negatives import NegativeSampler, node_subset
 from systems.tasks.scoring import all_entities_softmax_loss, chunked_softmax_loss, distmult_softmax_loss
 from systems.tasks.node_classification import make_optimizer
 
 _EVAL_SEED_OFFSET = 0x5EED
 _EMBEDDING_SEED_OFFSET = 0xE3B
+_SUBSET_SEED_OFFSET = 0x5B5E7
 _EDGE_COLUMNS = ("source node", "relation", "destination node")
 _DEVICE_KEYS = ("src", "rel", "dst", "tail_neg", "head_neg")
 _KVSALL_KEYS = ("side", "answer_rows", "answer_entities")  # KvsAll batches: queries' sides and true answers
@@ -405,6 +407,7 @@ class LinkPredictionTask(Task):
         self.eval_sampler: Sampler | None = None
         self._filter: TripleFilter | None = None
         self.query_answers: QueryAnswers | None = None
+        self.subset_negatives = False  # set by setup (training.negatives.subset_fraction); never by bind_state
 
     # ------------------------------------------------------------------ setup
     @classmethod
@@ -455,6 +458,10 @@ class LinkPredictionTask(Task):
         self.negative_sampler = None if negatives.mode != "chunked" else NegativeSampler(
             store.num_nodes, self.train_edges[:, 0], self.train_edges[:, 2], negatives.num_chunks,
             negatives.negatives_per_positive, negatives.degree_fraction)
+        if negatives.subset_fraction is not None and negatives.mode != "chunked":
+            raise ConfigError(f"training.negatives.subset_fraction: restricts sampled negatives; mode "
+                              f"{negatives.mode!r} samples none (use mode: chunked or leave it null)")
+        self.subset_negatives = negatives.subset_fraction is not None
         if getattr(encoder, "uses_neighbours", True):
             attach_relations(encoder, store, spec.sampler.direction)
             self.graph = SamplingGraph.from_store(store, spec.sampler.direction)
@@ -538,7 +545,10 @@ class LinkPredictionTask(Task):
         if self.spec.training.negatives.mode == "all":
             self._sample_all_entities(batch, edges, generator)
             return
-        negatives = self.negative_sampler.sample(len(edges), generator)
+        sampler = self.negative_sampler
+        if self.subset_negatives:
+            sampler = sampler.within(self.negative_subset(batch.epoch, batch.index))
+        negatives = sampler.sample(len(edges), generator)
         ids = torch.cat([edges[:, 0], edges[:, 2], negatives.tails.reshape(-1), negatives.heads.reshape(-1)])
         nodes, local = torch.unique(ids, return_inverse=True)
         count, chunks = len(edges), negatives.tails.shape
@@ -549,6 +559,15 @@ class LinkPredictionTask(Task):
             batch.sample = SampledSubgraph(roots=nodes, blocks=(), num_sampled_edges=0)
         batch.extra.update(src=src, rel=edges[:, 1].clone(), dst=dst, tail_neg=tail_neg.view(chunks),
                            head_neg=head_neg.view(chunks), chunk_size=negatives.chunk_size)
+
+    def negative_subset(self, epoch: int, index: int) -> torch.Tensor:
+        """The node subset batch ``index`` of ``epoch`` draws its negatives from
+        (``training.negatives.subset_fraction``): one per block of ``subset_batches`` consecutive batches, from a
+        generator seeded from ``(seed, epoch, block)``, so that it does not depend on which batches ran before."""
+        negatives = self.spec.training.negatives
+        block = index // negatives.subset_batches
+        generator = batch_generator(self.spec.seed + _SUBSET_SEED_OFFSET, epoch, block)
+        return node_subset(self.store.num_nodes, negatives.subset_fraction, generator)
 
     def _sample_all_entities(self, batch: Batch, edges: torch.Tensor, generator: torch.Generator) -> None:
         """1vsAll: every entity is a root (its row is its id); no sampled negatives."""

@@ -9,6 +9,11 @@ Of each set, ``round(K * degree_fraction)`` nodes are drawn by degree: the corru
 random training edge (so with probability proportional to in-degree for tails, out-degree for heads, in the
 training edges); the other ones uniformly from all nodes. Both with replacement, from an explicit generator.
 Training negatives are not filtered (a sampled negative may be a true edge, as in Marius).
+
+A disk system's partition buffer draws them from the nodes it holds and the edges among them
+(``nodes`` of :class:`NegativeSampler`). :meth:`NegativeSampler.within` gives a system that holds every node the
+same distribution over a node subset (:func:`node_subset`): uniform ones from the subset, by-degree ones from the
+training edges with both endpoints in it (``training.negatives.subset_fraction``).
 """
 
 from __future__ import annotations
@@ -79,12 +84,33 @@ class NegativeSampler:
         edges = torch.randint(len(endpoints), (chunks, self.num_by_degree), generator=generator)
         return torch.cat([uniform, endpoints[edges]], dim=1)
 
+    def within(self, subset: torch.Tensor) -> "NegativeSampler":
+        """This sampler restricted to the node ids ``subset`` (distinct): uniform negatives from ``subset``, the
+        by-degree ones from the training edges whose endpoints are both in it (as a partition buffer holding
+        ``subset`` draws them); with no such edge, all of them uniform. Only for a sampler over all nodes."""
+        if self.nodes is not None:
+            raise ValueError("within: the sampler is already restricted to a node subset")
+        heads, tails = self.heads, self.tails
+        if self.num_by_degree:
+            member = torch.zeros(self.num_nodes, dtype=torch.bool)
+            member[subset] = True
+            inside = member[heads] & member[tails]
+            heads, tails = heads[inside], tails[inside]
+        return NegativeSampler(len(subset), heads, tails, self.num_chunks, self.num_negatives,
+                               self.num_by_degree / self.num_negatives, nodes=subset)
+
     def sample(self, num_positives: int, generator: torch.Generator) -> ChunkedNegatives:
         """The negatives of a batch of ``num_positives`` positive edges."""
         chunks, chunk_size = chunking(num_positives, self.num_chunks)
         tails = self._side(self.tails, chunks, generator)
         heads = self._side(self.heads, chunks, generator)
         return ChunkedNegatives(tails, heads, chunk_size)
+
+
+def node_subset(num_nodes: int, fraction: float, generator: torch.Generator) -> torch.Tensor:
+    """``round(fraction * num_nodes)`` (at least 1) distinct node ids drawn uniformly without replacement, sorted."""
+    size = max(1, round(fraction * num_nodes))
+    return torch.randperm(num_nodes, generator=generator)[:size].sort().values
 
 
 def chunked_scores(queries: torch.Tensor, negatives: torch.Tensor, chunk_size: int) -> torch.Tensor:
@@ -104,4 +130,4 @@ def chunked_scores(queries: torch.Tensor, negatives: torch.Tensor, chunk_size: i
     return scores.reshape(chunks * chunk_size, -1)[:count]
 
 
-__all__ = ["ChunkedNegatives", "NegativeSampler", "chunked_scores", "chunking"]
+__all__ = ["ChunkedNegatives", "NegativeSampler", "chunked_scores", "chunking", "node_subset"]

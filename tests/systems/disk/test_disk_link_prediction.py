@@ -294,6 +294,15 @@ def test_link_prediction_refuses_in_buffer_evaluation(tiny, tmp_path):
         disk_system(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
 
 
+def test_link_prediction_refuses_subset_negatives(tiny, tmp_path):
+    """The buffer already restricts the negatives; an in-memory option on top of it is an error, not ignored."""
+    spec = lp_spec(tiny, BETA)
+    negatives = spec.training.negatives.model_copy(update={"subset_fraction": 0.5})
+    spec = spec.model_copy(update={"training": spec.training.model_copy(update={"negatives": negatives})})
+    with pytest.raises(ConfigError, match="training.negatives.subset_fraction: the disk system"):
+        disk_system(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
+
+
 # ---------------------------------------------------------------------------------------------- kill and resume
 def _final(run_dir: Path) -> tuple[dict, list[float]]:
     summary = read_summary(run_dir)

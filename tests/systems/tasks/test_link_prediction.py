@@ -1,4 +1,4 @@
-"""Link prediction: decoders, negatives, loss, sparse Adagrad, evaluation by hand, and training end to end in the
+"""Link prediction: decoders, negatives (also from a node subset, as a partition buffer draws them), loss, sparse Adagrad, evaluation by hand, and training end to end in the
 in-memory and pipelined systems (learnable embeddings, GraphSAGE over DENSE), plus bad input."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from systems.pipelined import PipelinedSystem
 from systems.models.decoders import ComplEx, DistMult, Dot, build_decoder
 from systems.models.embeddings import EmbeddingTable
 from systems.tasks.link_prediction import LinkPredictionTask, link_prediction_loss, validation_sample
-from systems.tasks.negatives import NegativeSampler, chunked_scores, chunking
+from systems.tasks.negatives import NegativeSampler, chunked_scores, chunking, node_subset
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # fixtures one_thread and tiny: tests/systems/conftest.py
 
@@ -188,6 +188,79 @@ def test_degree_fraction_statistics() -> None:
     assert stats.chisquare(by_degree.numpy(), (degree * by_degree.sum()).numpy()).pvalue > 1e-3
     uniform_only = NegativeSampler(5, heads, tails, 2, 10, 0.0).sample(4, torch.Generator().manual_seed(0))
     assert uniform_only.tails.shape == (2, 10)
+
+
+# negatives from a node subset (training.negatives.subset_fraction): a partition buffer's distribution
+# 10 nodes; training edges 0->1, 1->2, 4->5, 5->4, 4->5, 8->9. Inside the subset {1, 4, 5, 7}: 4->5, 5->4, 4->5,
+# so by degree the tails inside are 5, 4, 5 (5 with probability 2/3) and so are the heads the other way round.
+HEADS = torch.tensor([0, 1, 4, 5, 4, 8])
+TAILS = torch.tensor([1, 2, 5, 4, 5, 9])
+SUBSET = torch.tensor([1, 4, 5, 7])
+
+
+def test_node_subset_is_a_sorted_sample_without_replacement_of_the_fraction():
+    subset = node_subset(10, 0.4, torch.Generator().manual_seed(0))
+    assert len(subset) == 4 and len(set(subset.tolist())) == 4 and subset.tolist() == sorted(subset.tolist())
+    assert ((subset >= 0) & (subset < 10)).all()
+    assert torch.equal(subset, node_subset(10, 0.4, torch.Generator().manual_seed(0)))
+    assert len(node_subset(10, 0.01, torch.Generator().manual_seed(0))) == 1  # at least one node
+    # every node is in a subset with probability 0.4
+    generator = torch.Generator().manual_seed(1)
+    counts = torch.bincount(torch.cat([node_subset(10, 0.4, generator) for _ in range(2000)]), minlength=10)
+    assert stats.chisquare(counts.numpy(), [800.0] * 10).pvalue > 1e-3
+
+
+def test_within_draws_uniform_negatives_from_the_subset_and_by_degree_from_the_edges_inside_it():
+    sampler = NegativeSampler(10, HEADS, TAILS, num_chunks=100, negatives_per_positive=8, degree_fraction=0.5)
+    restricted = sampler.within(SUBSET)
+    assert restricted.num_by_degree == 4 and restricted.heads.tolist() == [4, 5, 4]
+    negatives = restricted.sample(1000, torch.Generator().manual_seed(0))
+    assert negatives.tails.shape == (100, 8)
+    uniform = negatives.tails[:, :4].reshape(-1)
+    assert set(uniform.tolist()) <= {1, 4, 5, 7}
+    counts = torch.bincount(uniform, minlength=10)[SUBSET]
+    assert stats.chisquare(counts.numpy(), [100.0] * 4).pvalue > 1e-3  # 400 draws, 1/4 each
+    by_degree = negatives.tails[:, 4:].reshape(-1)
+    assert set(by_degree.tolist()) <= {4, 5}
+    assert stats.binomtest(int((by_degree == 5).sum()), 400, 2 / 3).pvalue > 1e-3
+    heads = negatives.heads[:, 4:].reshape(-1)
+    assert stats.binomtest(int((heads == 4).sum()), 400, 2 / 3).pvalue > 1e-3
+
+
+def test_within_a_subset_without_edges_draws_every_negative_uniformly():
+    sampler = NegativeSampler(10, HEADS, TAILS, num_chunks=2, negatives_per_positive=8, degree_fraction=0.5)
+    restricted = sampler.within(torch.tensor([3, 6]))
+    assert restricted.num_by_degree == 0
+    negatives = restricted.sample(10, torch.Generator().manual_seed(0))
+    assert set(negatives.tails.reshape(-1).tolist()) | set(negatives.heads.reshape(-1).tolist()) <= {3, 6}
+    with pytest.raises(ValueError, match="already restricted"):
+        restricted.within(torch.tensor([3]))
+
+
+def test_in_memory_batches_of_a_block_share_one_subset_of_the_fraction(tiny, tmp_path):
+    spec = make_spec(training={"batch_size": 16, "negatives": {"subset_fraction": 0.25, "subset_batches": 3,
+                                                               "degree_fraction": 0.0}})
+    system = SYSTEMS.get("in_memory")(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
+    system.setup()
+    task = system.task
+    batches = task.plan_epoch(0)[:6]
+    subsets = [task.negative_subset(0, batch.index) for batch in batches]
+    assert all(len(s) == round(0.25 * tiny.num_nodes) for s in subsets)
+    assert torch.equal(subsets[0], subsets[2]) and not torch.equal(subsets[2], subsets[3])
+    assert torch.equal(subsets[3], subsets[5])
+    assert not torch.equal(task.negative_subset(1, 0), subsets[0])  # a new draw every epoch
+    for batch, subset in zip(batches, subsets):
+        task.sample(batch)
+        nodes = batch.sample.roots
+        negatives = torch.cat([batch.extra["tail_neg"].reshape(-1), batch.extra["head_neg"].reshape(-1)])
+        assert set(nodes[negatives].tolist()) <= set(subset.tolist())
+
+
+def test_subset_negatives_need_sampled_negatives(tiny, tmp_path):
+    spec = make_spec(training={"negatives": {"mode": "all", "subset_fraction": 0.5}})
+    system = SYSTEMS.get("in_memory")(spec, tiny, torch.device("cpu"), Recorder(tmp_path, spec))
+    with pytest.raises(ConfigError, match="training.negatives.subset_fraction: .*mode 'all'"):
+        system.setup()
 
 
 def test_chunked_scores_match_brute_force() -> None:
