@@ -7,6 +7,7 @@ configuration trains with (a measured subprocess, the suite's filtered ranking o
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import subprocess
@@ -160,9 +161,12 @@ _FILTERS: dict[tuple[str, ...], Any] = {}
 def validation_curve(context: Context, run_dir: Path, inverse: bool) -> tuple[list[float], list[float]]:
     """The validation filtered MRR of every epoch's snapshot a driver exported (``run_dir/epochs/<k>``: the
     embeddings after ``k`` epochs, k = 1, 2, ...), ranked by the suite's evaluation, and the seconds each ranking
-    took; the snapshots are removed once ranked (the final embeddings stay in ``run_dir``)."""
+    took; the snapshots are removed once ranked (the final embeddings stay in ``run_dir``). A peer that exports
+    no snapshots gives an empty curve (:func:`peer_result` then ranks its final embeddings alone)."""
     import shutil
 
+    if not (run_dir / "epochs").is_dir():
+        return [], []
     folders = sorted((run_dir / "epochs").iterdir(), key=lambda path: int(path.name))
     mrr, seconds = [], []
     for folder in folders:
@@ -180,6 +184,11 @@ def peer_result(context: Context, run_dir: Path, wall: float, foreign: float, in
     driver = json.loads((run_dir / "result.json").read_text())
     metrics = exported(context, run_dir, inverse)
     valid_mrr, eval_s = validation_curve(context, run_dir, inverse)
+    if not valid_mrr:  # no snapshot per epoch: the final embeddings' point only, the earlier epochs unknown
+        started = time.perf_counter()
+        final = exported(context, run_dir, inverse, "valid")["filtered_mrr"]
+        valid_mrr = [math.nan] * (len(driver["epoch_time_s"]) - 1) + [final]
+        eval_s = [0.0] * (len(driver["epoch_time_s"]) - 1) + [time.perf_counter() - started]
     if len(valid_mrr) != len(driver["epoch_time_s"]):
         raise RuntimeError(f"{run_dir}: {len(valid_mrr)} epoch snapshots for {len(driver['epoch_time_s'])} epochs")
     return {"epoch_time_s": driver["epoch_time_s"], "wall_s": wall, "foreign_cores": foreign,

@@ -212,7 +212,7 @@ def test_link_prediction_two_ranks_match_one_rank_variants(tmp_path: Path, cache
     _compare_link_prediction(tmp_path, cache_dir, **options)
 
 
-@pytest.mark.parametrize("negatives", ["all", "kvsall"])
+@pytest.mark.parametrize("negatives", ["all", pytest.param("kvsall", marks=pytest.mark.slow)])  # one path per rank
 def test_all_entity_link_prediction_two_ranks_match_one_rank(tmp_path: Path, cache_dir: Path, negatives: str):
     """1vsAll and KvsAll: each rank keeps every entity as a candidate and its share of the examples (queries)."""
     _compare_link_prediction(tmp_path, cache_dir, negatives=negatives)
