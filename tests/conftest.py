@@ -25,7 +25,8 @@ def shared_datasets() -> Path:
 
 
 # ---------------------------------------------------------------------------------------------- parallel runs
-# `make test` runs the tests on two pytest-xdist workers (``-n 2 --dist loadfile --no-loadscope-reorder``). A
+# `make test` runs the tests on three pytest-xdist workers on two cores (``-n 3 --dist loadfile
+# --no-loadscope-reorder``; the Makefile says why). A
 # module's tests run on one worker, so its module-scoped fixtures (a trained run, a Ray cluster, a prepared store)
 # are built once; SPLIT names the exceptions. Modules start longest first (LONGEST_FIRST, then in collection
 # order), so that no long one is left to run alone at the end. (The scheduler reads node ids only: pytest 9 ignores
