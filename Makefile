@@ -50,8 +50,8 @@ $(PBG_VENV)/.installed: $(VENV)/.installed
 # GNNSUITE_REQUIRE_ENGINES: the executor tests fail (not skip) when ray or submitit is missing; the run ends with
 # an "executor tests" section naming the executors that ran. The tests run on $(TEST_WORKERS) pytest-xdist
 # workers, a module's tests on one worker (tests/conftest.py says how they are shared out): three on two cores,
-# because many tests wait on processes they start, kill or time (measured: 7 min 12 s with three, ~7 min 40 s
-# with two, at the same commit's test set).
+# because many tests wait on processes they start, kill or time (measured here: 7 min 12 s with three workers;
+# 8 min 7 s with two, with about 60 s of tests more, since moved to -m slow).
 TEST_WORKERS ?= 3
 test: setup
 	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; else echo "$(WHEELS) not found: peer tests will be skipped"; fi
