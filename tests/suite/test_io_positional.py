@@ -134,6 +134,7 @@ def test_offsets_beyond_2_gib_on_a_sparse_file(tmp_path):
         os.close(fd)
 
 
+@pytest.mark.slow  # writes and reads 2 GiB (15 s): the positional-read tests above cover the loop on small files
 def test_single_transfer_larger_than_2_gib(tmp_path, monkeypatch):
     """One pread_into and one pwrite_all of 2 GiB + 12345 bytes each, on sparse files: stamped blocks around the
     1 GiB and 2 GiB marks, holes elsewhere, so the test takes seconds (the default test run holds it). Each transfer

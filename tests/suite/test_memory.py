@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from suite.errors import MemoryLimitError
+from suite.errors import ConfigError, MemoryLimitError
+from suite.executors import parse_memory
 from suite.memory import (Available, MemoryEstimate, available_memory, cgroup_headroom_bytes, check_memory, describe,
                           mem_available_bytes)
 from tests.support.paths import REPO_ROOT
@@ -136,5 +137,5 @@ def test_memory_limit_below_the_estimate_stops_before_the_run_folder(tiny_spec, 
     assert not out.exists()
     dry = _cli("run", str(tiny_spec), "--dry-run", "--memory-limit", str(peak - 50 * MiB))
     assert dry.returncode == 2 and "does NOT fit" in dry.stdout
-    bad = _cli("run", str(tiny_spec), "--memory-limit", "lots")
-    assert bad.returncode == 2 and "--memory-limit: expected a size like 8G" in bad.stderr
+    with pytest.raises(ConfigError, match="--memory-limit: expected a size like 8G"):  # the option's parser
+        parse_memory("lots", "--memory-limit")

@@ -34,6 +34,7 @@ def test_preset_lands_both_accuracies_near_its_targets(preset, tmp_path):
     assert result.graphsage[0] == pytest.approx(targets.graphsage, abs=TOLERANCE)
 
 
+@pytest.mark.slow  # generates the full-size arxiv-like graph (10 s)
 def test_reduced_size_keeps_the_preset_but_the_node_count():
     arxiv = PRESETS.get("arxiv-like")
     overrides = calibration.reduced_overrides("arxiv-like", 10_000)
