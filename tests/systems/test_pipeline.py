@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
 
@@ -124,15 +125,22 @@ def test_an_exception_in_the_admitting_stage_also_stops_the_run():
     assert not pipeline_threads()
 
 
+@pytest.mark.timeout(120)
 def test_ctrl_c_stops_cleanly():
-    timer = threading.Timer(0.3, _thread.interrupt_main)
-    timer.start()
-    started = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
-        Pipeline([Stage("load", sleeper(0.02), workers=2), Stage("compute", sleeper(0.02))], 4).run(
-            make_batches(10_000))
-    assert time.perf_counter() - started < 5.0
-    assert not pipeline_threads()
+    # Python's own SIGINT handler, whatever an earlier test's library left in this worker: interrupt_main does
+    # nothing while SIGINT is ignored, and the run would go on for minutes
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer = threading.Timer(0.3, _thread.interrupt_main)
+        timer.start()
+        started = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            Pipeline([Stage("load", sleeper(0.02), workers=2), Stage("compute", sleeper(0.02))], 4).run(
+                make_batches(10_000))
+        assert time.perf_counter() - started < 5.0
+        assert not pipeline_threads()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_invalid_pipelines_are_rejected():
