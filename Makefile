@@ -14,6 +14,7 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
 	# The CPU build of torch first (pinned), so that nothing pulls a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
 	# The scale-out engines (Ray, submitit) too: the executor tests run for real, never skipped, in `make test`.
