@@ -125,23 +125,32 @@ class Calibration:
     compute_threads: float = 1.0
 
 
-def warm_epoch_batches(run_dir: str | Path) -> list[dict[str, Any]]:
-    """The ``batch`` records of a run's last recorded epoch (DataError if the run has none)."""
+def _batch_records(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The ``batch`` records of a run in run order (epoch, index); DataError if it has none."""
     records = [r for r in read_records(run_dir) if r.get("kind") == "batch"]
     if not records:
         raise DataError(f"{run_dir}: no 'batch' records (only pipelined runs with record_batches record them)")
-    last = max(r["epoch"] for r in records)
-    return [r for r in records if r["epoch"] == last]
+    return sorted(records, key=lambda r: (r["epoch"], r["index"]))
+
+
+def _last_epoch(batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    last = batches[-1]["epoch"]
+    return [b for b in batches if b["epoch"] == last]
+
+
+def _past_warmup(batches: list[dict[str, Any]], warmup_batches: int) -> list[dict[str, Any]]:
+    return batches[warmup_batches:] if len(batches) > warmup_batches else batches
+
+
+def warm_epoch_batches(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The ``batch`` records of the run's last (warm) epoch; DataError if the run has none."""
+    return _last_epoch(_batch_records(run_dir))
 
 
 def calibration_batches(run_dir: str | Path, warmup_batches: int = WARMUP_BATCHES) -> list[dict[str, Any]]:
     """The ``batch`` records of every epoch of a run, in run order, but its first ``warmup_batches`` (all of them
     if that would leave none); DataError if the run has none."""
-    records = [r for r in read_records(run_dir) if r.get("kind") == "batch"]
-    if not records:
-        raise DataError(f"{run_dir}: no 'batch' records (only pipelined runs with record_batches record them)")
-    ordered = sorted(records, key=lambda r: (r["epoch"], r["index"]))
-    return ordered[warmup_batches:] if len(ordered) > warmup_batches else ordered
+    return _past_warmup(_batch_records(run_dir), warmup_batches)
 
 
 def handoff_gaps(batches: list[dict[str, Any]], stages: tuple[str, ...] = STAGES) -> dict[str, tuple[float, ...]]:
@@ -168,10 +177,11 @@ def calibrate(run_dir: str | Path, contention: Contention | None = None,
     from suite.config import read_yaml
 
     spec = spec_from_dict(read_yaml(config), source=str(config))
-    batches = calibration_batches(run_dir, warmup_batches)
+    recorded = _batch_records(run_dir)  # read once: the warm epoch's count and the calibration's batches
+    batches = _past_warmup(recorded, warmup_batches)
     services = {stage: tuple(float(b[f"{stage}_end"] - b[f"{stage}_start"]) for b in batches)
                 for stage in STAGES if f"{stage}_start" in batches[0]}
-    warm_count = len(warm_epoch_batches(run_dir))
+    warm_count = len(_last_epoch(recorded))
     machine = summary.get("machine") or {}
     cpu_cores = float(machine.get("cpu_cores") or 1)
     threads = float((summary.get("threads") or {}).get("compute") or machine.get("torch_threads") or cpu_cores)

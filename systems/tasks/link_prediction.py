@@ -408,6 +408,7 @@ class LinkPredictionTask(Task):
         self._filter: TripleFilter | None = None
         self.query_answers: QueryAnswers | None = None
         self.subset_negatives = False  # set by setup (training.negatives.subset_fraction); never by bind_state
+        self._subset_sampler: tuple[tuple[int, int], NegativeSampler] | None = None  # the last block's, reused
 
     # ------------------------------------------------------------------ setup
     @classmethod
@@ -545,9 +546,7 @@ class LinkPredictionTask(Task):
         if self.spec.training.negatives.mode == "all":
             self._sample_all_entities(batch, edges, generator)
             return
-        sampler = self.negative_sampler
-        if self.subset_negatives:
-            sampler = sampler.within(self.negative_subset(batch.epoch, batch.index))
+        sampler = self._subset_negative_sampler(batch) if self.subset_negatives else self.negative_sampler
         negatives = sampler.sample(len(edges), generator)
         ids = torch.cat([edges[:, 0], edges[:, 2], negatives.tails.reshape(-1), negatives.heads.reshape(-1)])
         nodes, local = torch.unique(ids, return_inverse=True)
@@ -559,6 +558,17 @@ class LinkPredictionTask(Task):
             batch.sample = SampledSubgraph(roots=nodes, blocks=(), num_sampled_edges=0)
         batch.extra.update(src=src, rel=edges[:, 1].clone(), dst=dst, tail_neg=tail_neg.view(chunks),
                            head_neg=head_neg.view(chunks), chunk_size=negatives.chunk_size)
+
+    def _subset_negative_sampler(self, batch: Batch) -> NegativeSampler:
+        """The negative sampler restricted to the subset of ``batch``'s block, built once per block (the subset
+        and its edges cost O(nodes + edges), the same for every batch of the block)."""
+        key = (batch.epoch, batch.index // self.spec.training.negatives.subset_batches)
+        cached = self._subset_sampler  # one read: loader threads may replace it meanwhile (then rebuilt, equal)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        sampler = self.negative_sampler.within(self.negative_subset(batch.epoch, batch.index))
+        self._subset_sampler = (key, sampler)
+        return sampler
 
     def negative_subset(self, epoch: int, index: int) -> torch.Tensor:
         """The node subset batch ``index`` of ``epoch`` draws its negatives from
