@@ -105,6 +105,9 @@ class ModelSpec(_Spec):
     input_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout on the input features of the first "
                                                                   "layer (Kipf & Welling's GCN drops them too); "
                                                                   "'dropout' acts between layers")
+    gcn_normalization: Literal["row", "symmetric"] = Field(
+        "row", description="gcn: 'row' averages a node with its neighbours (D^-1 (A + I)); 'symmetric' is Kipf & "
+                           "Welling's D^-1/2 (A + I) D^-1/2 with the degrees of the graph sampled from")
     decoder: str | None = Field(None, description="link prediction: registered edge decoder 'distmult', 'complex', "
                                                   "'dot', 'transe' (L1), 'transe_l2'; None for node "
                                                   "classification")
@@ -343,7 +346,7 @@ _ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "n
                  ("training", "negatives", "label_smoothing"): 0.0, ("dataset", "feature_normalization"): "none",
                  ("model", "input_dropout"): 0.0, ("evaluation", "restore_best"): False,
                  ("evaluation", "valid_sample"): None, ("training", "negatives", "subset_fraction"): None,
-                 ("training", "negatives", "subset_batches"): 1}
+                 ("training", "negatives", "subset_batches"): 1, ("model", "gcn_normalization"): "row"}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
 earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
 

@@ -17,7 +17,12 @@ Every file write, fsync, rename and read of the suite passes through the seam in
 
 Only the k-th operation fails; the ones after it succeed (so cleanup runs as it would on a disk that filled up
 for a moment). With ``GNNSUITE_FAULT_REPORT=<file>`` the process writes, at exit, ``{"counts": {kind: n, ...,
-"total": n}, "injected": {"op", "k", "path", "error"} or null}`` to that file (plain IO, outside the seam).
+"total": n}, "injected": {"op", "k", "path", "error"} or null, "sites": [...]}`` to that file (plain IO, outside the
+seam). A *site* is where in the code an operation of one kind is asked for: the kind and the two innermost frames
+of the suite's code outside the seam (``suite/data/npy.py:append:75 < suite/data/csr.py:write_csrs:211``, so that the
+same helper called from two places is two sites); each site lists the number of its first and last operation (``k``
+over all kinds) and how many it had, so that a sweep can fail every site at least once without failing every
+operation.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import dataclasses
 import errno
 import json
 import os
+import re
+import sys
 import threading
 
 ENV = "GNNSUITE_FAULT"
@@ -71,6 +78,7 @@ class _State:
         self.counts = dict.fromkeys(KINDS, 0)
         self.selected = 0
         self.injected: dict[str, object] | None = None
+        self.sites: dict[tuple[str, str], list[int]] = {}
         self.lock = threading.Lock()
 
 
@@ -92,8 +100,12 @@ def check(op: str, path: str | os.PathLike | None, nbytes: int = 0) -> int | Non
     state = _STATE
     if state is None:
         return None
+    caller = _caller()
     with state.lock:
         state.counts[op] += 1
+        total = sum(state.counts.values())
+        site = state.sites.setdefault((op, caller), [total, total, 0])
+        site[1], site[2] = total, site[2] + 1
         plan = state.plan
         if plan.k is None or state.injected is not None or (plan.op != "any" and plan.op != op):
             return None
@@ -105,6 +117,33 @@ def check(op: str, path: str | os.PathLike | None, nbytes: int = 0) -> int | Non
         return nbytes // 2
     code = errno.EIO if plan.error == "short" or op == "read" else ERRORS[plan.error]
     raise OSError(code, os.strerror(code), str(path))
+
+
+_SEAM_FILES = (os.path.join("suite", "io.py"), os.path.join("suite", "faults.py"))
+_PACKAGE_PATH = re.compile(r"[\\/](suite|systems|simulators|experiments|tests)[\\/](?!.*[\\/](suite|systems|simulators|experiments|tests)[\\/])")
+
+
+def _caller(depth: int = 2) -> str:
+    """The ``depth`` innermost frames of the suite's own code outside the seam (``path:function:line`` each, joined
+    by `` < ``): where the operation was asked for and by whom (standard-library frames such as ``contextlib``'s
+    are skipped)."""
+    frame, found = sys._getframe(2), []
+    while frame is not None and len(found) < depth:
+        name = frame.f_code.co_filename
+        inside = _PACKAGE_PATH.search(name)
+        if inside and not name.endswith(_SEAM_FILES):
+            found.append(f"{name[inside.start() + 1:]}:{frame.f_code.co_name}:{frame.f_lineno}")
+        frame = frame.f_back
+    return " < ".join(found) or "?"
+
+
+def sites() -> list[dict[str, object]]:
+    """The sites met so far (see the module docstring), in the order of their first operation."""
+    if _STATE is None:
+        return []
+    with _STATE.lock:
+        return [{"op": op, "caller": caller, "first": first, "last": last, "n": n}
+                for (op, caller), (first, last, n) in sorted(_STATE.sites.items(), key=lambda item: item[1])]
 
 
 def short_write_error(path: str | os.PathLike, written: int, nbytes: int) -> OSError:
@@ -126,7 +165,7 @@ def _write_report() -> None:
     if _STATE is None or not target:
         return
     with open(f"{target}.{os.getpid()}.tmp", "w") as handle:
-        json.dump({"counts": counts(), "injected": _STATE.injected, "pid": os.getpid()}, handle)
+        json.dump({"counts": counts(), "injected": _STATE.injected, "sites": sites(), "pid": os.getpid()}, handle)
     os.replace(f"{target}.{os.getpid()}.tmp", target)
 
 

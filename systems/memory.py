@@ -176,6 +176,14 @@ def largest_split(spec: RunSpec, store: GraphStore) -> int:
                 if shape(store, f"{split}_edges")] or [0])
 
 
+def batch_roots(batch_size: int, store: GraphStore, splits: Sequence[str]) -> int:
+    """Roots of the largest node-classification batch: ``batch_size``, or fewer when no split among ``splits``
+    has that many nodes (Shchur et al.'s splits train on 20 nodes a class: a batch of 1,024 holds 100 on Coauthor
+    Physics)."""
+    sizes = [shape(store, f"{split}_nodes")[0] for split in splits if shape(store, f"{split}_nodes")]
+    return min(batch_size, max(sizes)) if sizes else batch_size
+
+
 def num_classes(store: GraphStore) -> int:
     """Output width of node classification."""
     return int(store.num_classes or 1)
@@ -197,12 +205,13 @@ def _node_classification(spec: RunSpec, store: GraphStore, runtime: int, batches
         "labels": n * LONG,
     }
     degree = degrees(store, direction) if uses_graph(spec) else None
-    train = sample_bytes(spec, spec.training.batch_size, spec.model.fanouts, degree, d, num_classes(store), True)
+    train = sample_bytes(spec, batch_roots(spec.training.batch_size, store, ["train"]), spec.model.fanouts, degree,
+                         d, num_classes(store), True)
     if batches_in_flight > 1:
         train["batches in flight (inputs)"] = (batches_in_flight - 1) * train["batch inputs"] // 2
     phases = {"train": train}
     if spec.evaluation.splits:
-        phases["evaluate"] = sample_bytes(spec, spec.evaluation.batch_size,
+        phases["evaluate"] = sample_bytes(spec, batch_roots(spec.evaluation.batch_size, store, spec.evaluation.splits),
                                           spec.evaluation.fanouts or spec.model.fanouts, degree, d,
                                           num_classes(store), False)
     return MemoryEstimate(resident, phases, suggest=lambda budget: _use_disk(spec, store, runtime, budget))
@@ -352,8 +361,8 @@ def _disk(spec: RunSpec, store: GraphStore, runtime_bytes: int, degree: np.ndarr
     if link:
         train = _link_batch(spec, c * max_rows, in_buffer, dim, True)
     else:
-        train = sample_bytes(spec, spec.training.batch_size, spec.model.fanouts, in_buffer, store.feature_dim,
-                             num_classes(store), True)
+        train = sample_bytes(spec, batch_roots(spec.training.batch_size, store, ["train"]), spec.model.fanouts,
+                             in_buffer, store.feature_dim, num_classes(store), True)
     phases = {"train": train}
     if spec.evaluation.splits:
         phases["evaluate"] = _disk_evaluation(spec, store, degree, link)
@@ -380,14 +389,13 @@ def _disk_evaluation(spec: RunSpec, store: GraphStore, degree: np.ndarray | None
     options = validate_system_options(spec)
     graph = degree if whole_graph or degree is None else buffer_degrees(degree, options.buffer_capacity,
                                                                          options.num_partitions)
-    parts.update(sample_bytes(spec, spec.evaluation.batch_size, fanouts, graph, store.feature_dim,
-                              num_classes(store), False))
+    roots = batch_roots(spec.evaluation.batch_size, store, spec.evaluation.splits)
+    parts.update(sample_bytes(spec, roots, fanouts, graph, store.feature_dim, num_classes(store), False))
     if spec.evaluation.graph == "full":
         evaluated = sum(shape(store, f"{split}_nodes")[0] for split in spec.evaluation.splits
                         if shape(store, f"{split}_nodes"))
-        sizes = (hop_sizes(spec.evaluation.batch_size, fanouts, degree) if degree is not None
-                 else [(spec.evaluation.batch_size, 0.0)])
-        touched = distinct(evaluated / spec.evaluation.batch_size * sizes[-1][0], n) if evaluated else 0.0
+        sizes = hop_sizes(roots, fanouts, degree) if degree is not None else [(roots, 0.0)]
+        touched = distinct(evaluated / roots * sizes[-1][0], n) if evaluated else 0.0
         parts["feature pages read on demand"] = int(file_bytes(store, ["features"]) * touched / max(1, n))
     return parts
 
@@ -432,4 +440,4 @@ def pyg_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> Memory
 
 
 __all__ = ["AUTOGRAD_FACTOR", "FIRST_USE_BYTES", "buffer_degrees", "disk_estimate", "distinct", "layer_bytes",
-           "hop_sizes", "in_memory_estimate", "pipelined_estimate", "pyg_estimate", "sample_bytes"]
+           "batch_roots", "hop_sizes", "in_memory_estimate", "pipelined_estimate", "pyg_estimate", "sample_bytes"]

@@ -3,6 +3,7 @@
 Usage::
 
     python experiments/measure/memory_estimate.py [--out /tmp/memest] [--only NAME ...] [--csv FILE]
+    python experiments/measure/memory_estimate.py --from-runs DIR [DIR ...] [--csv FILE]
 
 Each case (a small version of an experiment grid: in-memory, pipelined, disk node classification, disk link
 prediction, at two sizes) runs once, in a fresh process (``gnnsuite run``): the runner estimates the peak before
@@ -10,7 +11,8 @@ training (``summary.json``: ``memory_estimate.peak_bytes``, the runtime included
 imports) and records the measured peak (``peak_rss_bytes``, ``ru_maxrss``). Printed per case: both, the relative
 error ``(estimate - measured) / measured``, and the same error on the part above the runtime (what the data and
 the batches add), which a large runtime would otherwise hide; then the median and worst relative errors over the
-cases that are not calibration cases (the tiny ones, from which the first-use constants come).
+cases that are not calibration cases (the tiny ones, from which the first-use constants come). ``--from-runs``
+runs nothing and tabulates the same for every completed run of experiment grids (each run records both).
 """
 
 from __future__ import annotations
@@ -92,14 +94,32 @@ def run_case(name: str, spec: dict, out: Path, cwd: Path) -> dict:
     if done.returncode != 0:
         return {"case": name, "error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
     summary_path = next(out.glob(f"memest-{name}-s0-*/summary.json"))
-    summary = json.loads(summary_path.read_text())
+    return estimate_row(json.loads(summary_path.read_text()), name, name in CALIBRATION)
+
+
+def estimate_row(summary: dict, case: str, calibration: bool = False) -> dict:
+    """One run's estimate against its measured peak: both in MiB, the relative error ``(estimate - measured) /
+    measured`` and the same error on the part above the runtime (what the process held after its imports)."""
     estimate, measured = summary["memory_estimate"]["peak_bytes"], summary["peak_rss_bytes"]
     runtime = summary["memory_estimate"].get("runtime_bytes", 0)
-    return {"case": name, "calibration": name in CALIBRATION, "system": summary["system"], "task": summary["task"],
+    return {"case": case, "calibration": calibration, "system": summary["system"], "task": summary["task"],
             "num_nodes": summary["dataset_info"]["num_nodes"], "estimate_mib": estimate / 2**20,
             "measured_mib": measured / 2**20, "peak_phase": summary["memory_estimate"]["peak_phase"],
             "relative_error": (estimate - measured) / measured,
             "above_runtime_error": ((estimate - measured) / (measured - runtime)) if measured > runtime else None}
+
+
+def rows_from_runs(folders: list[Path]) -> list[dict]:
+    """The estimate rows of every completed run under the folders (an experiment grid's ``--out``), one per
+    ``summary.json`` that records both an estimate and a measured peak; the case is the run folder's name."""
+    rows = []
+    for folder in folders:
+        for path in sorted(folder.glob("**/summary.json")):
+            summary = json.loads(path.read_text())
+            if (summary.get("status", "completed") == "completed" and summary.get("memory_estimate")
+                    and summary.get("peak_rss_bytes")):
+                rows.append(estimate_row(summary, path.parent.name))
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,10 +128,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "memory_estimate_runs")
     parser.add_argument("--only", nargs="*", help="case names (default: all)")
     parser.add_argument("--csv", type=Path, help="also write the table here")
+    parser.add_argument("--from-runs", type=Path, nargs="+", metavar="DIR",
+                        help="run nothing: tabulate the completed runs under these folders (experiment grids' --out)")
     args = parser.parse_args(argv)
     cwd = Path(__file__).resolve().parents[2]
-    rows = [run_case(name, spec, args.out, cwd) for name, spec in CASES.items()
-            if not args.only or name in args.only]
+    if args.from_runs:
+        rows = rows_from_runs(args.from_runs)
+    else:
+        rows = [run_case(name, spec, args.out, cwd) for name, spec in CASES.items()
+                if not args.only or name in args.only]
+    if not rows:
+        print("no completed run with a memory estimate", file=sys.stderr)
+        return 2
     table = pd.DataFrame(rows)
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False))

@@ -102,11 +102,20 @@ def set_input_dropout(model: nn.Module, spec: ModelSpec) -> nn.Module:
     return model
 
 
+def check_normalization(model: nn.Module, spec: ModelSpec) -> nn.Module:
+    """``model``, or ConfigError naming ``model.gcn_normalization`` when it asks for a normalization by degree that
+    no module of ``model`` applies (only GCN layers normalize by degree)."""
+    if spec.gcn_normalization != "row" and not any(getattr(m, "uses_degrees", False) for m in model.modules()):
+        raise ConfigError(f"model.gcn_normalization: only the gcn encoder normalizes by degree; the encoder "
+                          f"{spec.encoder!r} would ignore {spec.gcn_normalization!r}")
+    return model
+
+
 def build_model(spec: ModelSpec, in_dim: int, out_dim: int) -> nn.Module:
     """Build the registered model ``spec.encoder`` (raises ConfigError naming the known ones if unknown), with
-    its input dropout (:func:`set_input_dropout`)."""
-    return set_input_dropout(MODELS.get(spec.encoder)(spec, in_dim, out_dim), spec)
+    its input dropout (:func:`set_input_dropout`) and its normalization checked (:func:`check_normalization`)."""
+    return set_input_dropout(check_normalization(MODELS.get(spec.encoder)(spec, in_dim, out_dim), spec), spec)
 
 
-__all__ = ["BlockStack", "ModelBuilder", "build_model", "check_layers", "layer_dims", "root_rows",
+__all__ = ["BlockStack", "ModelBuilder", "build_model", "check_layers", "check_normalization", "layer_dims", "root_rows",
            "set_input_dropout"]

@@ -39,7 +39,7 @@ from torch.nn import functional as F
 from suite.config import ModelSpec
 from suite.errors import ConfigError, DataError
 from suite.registry import MODELS
-from systems.models.encoder import BlockStack, check_layers, layer_dims, set_input_dropout
+from systems.models.encoder import BlockStack, check_layers, check_normalization, layer_dims, set_input_dropout
 from systems.sampling.sampler import LayerBlock, SamplingGraph
 
 _AGGREGATIONS = {"mean": "mean", "sum": "add", "max": "max"}
@@ -222,8 +222,10 @@ def build_encoder(spec: ModelSpec, in_dim: int, out_dim: int, store) -> nn.Modul
     twice the store's relation count."""
     builder = MODELS.get(spec.encoder)
     if getattr(builder, "needs_relations", False):
-        return set_input_dropout(builder(spec, in_dim, out_dim, num_relations=2 * store.num_relations), spec)
-    return set_input_dropout(builder(spec, in_dim, out_dim), spec)
+        model = builder(spec, in_dim, out_dim, num_relations=2 * store.num_relations)
+    else:
+        model = builder(spec, in_dim, out_dim)
+    return set_input_dropout(check_normalization(model, spec), spec)
 
 
 def relation_modules(model: nn.Module | None) -> list[nn.Module]:

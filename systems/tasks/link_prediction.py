@@ -63,6 +63,7 @@ from suite.registry import DECODERS, SAMPLERS
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.models.decoders import Decoder, DistMult, build_decoder
 from systems.models.embeddings import EmbeddingTable
+from systems.models.gcn import attach_degrees
 from systems.models.rgcn import RelationLookup, attach_lookup, attach_relations, build_encoder
 from systems.models.row_kernels import gather_rows
 from systems.sampling.sampler import SampledSubgraph, Sampler, SamplingGraph
@@ -466,6 +467,7 @@ class LinkPredictionTask(Task):
         if getattr(encoder, "uses_neighbours", True):
             attach_relations(encoder, store, spec.sampler.direction)
             self.graph = SamplingGraph.from_store(store, spec.sampler.direction)
+            attach_degrees(encoder, self.graph)
             sampler_cls = SAMPLERS.get(spec.sampler.name)
             self.train_sampler = sampler_cls(self.graph, spec.model.fanouts, replace=spec.sampler.replace)
             self.eval_sampler = sampler_cls(self.graph, spec.evaluation.fanouts or spec.model.fanouts,
@@ -508,6 +510,7 @@ class LinkPredictionTask(Task):
                                                 negatives.num_chunks, negatives.negatives_per_positive,
                                                 negatives.degree_fraction, nodes=view.nodes)
         attach_lookup(self.model, view.relation_lookup)
+        attach_degrees(self.model, view.graph)
         self.train_sampler = (SAMPLERS.get(spec.sampler.name)(view.graph, spec.model.fanouts,
                                                               replace=spec.sampler.replace)
                               if view.graph is not None else None)
@@ -525,6 +528,7 @@ class LinkPredictionTask(Task):
             self.eval_sampler = None
             return
         attach_relations(self.model.encoder, self.store, spec.sampler.direction)
+        attach_degrees(self.model.encoder, graph)
         self.eval_sampler = SAMPLERS.get(spec.sampler.name)(graph, spec.evaluation.fanouts or spec.model.fanouts,
                                                             replace=spec.sampler.replace)
 

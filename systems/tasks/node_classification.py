@@ -36,6 +36,7 @@ from suite.data.feature_normalization import normalize_features
 from suite.errors import ConfigError, DataError
 from suite.metrics import accuracy
 from suite.registry import SAMPLERS
+from systems.models.gcn import attach_degrees
 from systems.models.rgcn import RelationLookup, attach_lookup, attach_relations, build_encoder
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.sampling.sampler import RootsOnly, Sampler, SamplingGraph
@@ -123,6 +124,7 @@ class NodeClassificationTask(Task):
         torch.manual_seed(spec.seed)
         self.build_model(self.features.shape[1], self.store.num_classes or int(self.labels.max()) + 1)
         attach_relations(self.model, self.store, spec.sampler.direction)
+        attach_degrees(self.model, self.graph)
         self.train_sampler = self._make_sampler(spec.model.fanouts)
         self.eval_sampler = self._make_sampler(spec.evaluation.fanouts or spec.model.fanouts)
 
@@ -155,6 +157,7 @@ class NodeClassificationTask(Task):
         consumes no randomness."""
         self.graph, self.features, self.labels = view.graph, view.features, view.labels
         attach_lookup(self.model, view.relation_lookup)
+        attach_degrees(self.model, view.graph)
         if evaluation:
             self.eval_sampler = self._make_sampler(self.spec.evaluation.fanouts or self.spec.model.fanouts)
         else:

@@ -8,9 +8,11 @@ run folder); and the same command without the fault completes with the reference
 absorbs (exit 0) must not change its result either.
 
 The default test samples four k of `datasets generate` (first, last, seeded others); ``-m slow`` sweeps every
-command with a seeded sample of about 30 k including the first and last (``GNNSUITE_FAULT_SWEEP_SIZE``: another number; ``GNNSUITE_FAULT_SWEEP=all``:
-every k). ``GNNSUITE_FAULT_SWEEP_REPORT=<file>``
-writes the counts (operations per command, injected, clean errors, absorbed, other) as JSON.
+command at every *site* (each place in the code that asks for one kind of operation, :func:`suite.faults.sites`: its
+first operation fails), plus the first and last operation and a seeded sample of 10 others
+(``GNNSUITE_FAULT_SWEEP_SIZE``: another number; ``GNNSUITE_FAULT_SWEEP=all``: every k).
+``GNNSUITE_FAULT_SWEEP_REPORT=<file>`` writes the counts (operations and sites per command, injected, clean errors,
+absorbed, other) as JSON.
 """
 
 from __future__ import annotations
@@ -166,14 +168,16 @@ def _looks_complete_but_is_not(work: Path, reference_result: object, case: Case)
     return problems
 
 
-def _sample(total: int, size: int, seed: int) -> list[int]:
+def _sample(total: int, size: int, seed: int, sites: list[dict] = ()) -> list[int]:
+    """The k to fail: the first and the last operation, the first operation of every site, and ``size - 2`` others
+    drawn with ``seed`` (every k with ``GNNSUITE_FAULT_SWEEP=all`` or when there are no more than ``size``)."""
     if os.environ.get("GNNSUITE_FAULT_SWEEP") == "all" or total <= size:
         return list(range(1, total + 1))
-    middle = random.Random(seed).sample(range(2, total), size - 2)
-    return sorted({1, total, *middle})
+    middle = random.Random(seed).sample(range(2, total), max(size - 2, 0))
+    return sorted({1, total, *middle, *(site["first"] for site in sites)})
 
 
-def _sweep(case: Case, reference: tuple[Path, Path], tmp_path: Path, size: int) -> dict:
+def _sweep(case: Case, reference: tuple[Path, Path], tmp_path: Path, size: int, site_sweep: bool = False) -> dict:
     store, run = reference
     clean = tmp_path / "clean"
     clean.mkdir()
@@ -182,11 +186,13 @@ def _sweep(case: Case, reference: tuple[Path, Path], tmp_path: Path, size: int) 
     report = tmp_path / "report.json"
     done = gnnsuite(case.argv(clean), _fault_env("count", report))
     assert done.returncode == 0, done.stderr
-    counts = json.loads(report.read_text())["counts"]
+    counted = json.loads(report.read_text())
+    counts, sites = counted["counts"], counted["sites"] if site_sweep else []
     expected = case.result(clean)
     assert case.intact(clean) == intact or case.name == "generate"
-    tally = {"operations": counts, "swept": 0, "injected": 0, "clean_errors": 0, "absorbed": 0, "other": []}
-    for index, k in enumerate(_sample(counts["total"], size, seed=len(case.name))):
+    tally = {"operations": counts, "sites": len(counted["sites"]), "swept": 0, "injected": 0, "clean_errors": 0,
+             "absorbed": 0, "other": []}
+    for index, k in enumerate(_sample(counts["total"], size, seed=len(case.name), sites=sites)):
         kind = KINDS[index % len(KINDS)]
         work = tmp_path / f"k{k}-{kind}"
         work.mkdir()
@@ -268,7 +274,8 @@ def test_sampled_faults_give_one_line_and_lose_nothing(case, reference, tmp_path
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_fault_sweep(case, reference, tmp_path):
-    tally = _sweep(case, reference, tmp_path, size=int(os.environ.get("GNNSUITE_FAULT_SWEEP_SIZE", "30")))
+    tally = _sweep(case, reference, tmp_path, size=int(os.environ.get("GNNSUITE_FAULT_SWEEP_SIZE", "10")),
+                   site_sweep=True)
     _record(case, tally)
     assert not tally["other"], json.dumps(tally["other"], indent=1)
 
@@ -282,6 +289,44 @@ def test_fault_plans_parse_and_bad_ones_name_the_variable():
     for bad in ("k=0", "k=x", "k=3,error=EPERM", "k=3,op=seek", "17"):
         with pytest.raises(ValueError, match="GNNSUITE_FAULT"):
             parse_plan(bad)
+
+
+def test_count_mode_reports_each_site_with_its_first_and_last_operation(tmp_path):
+    """Two call sites of one helper are two sites; a site's operations keep its first and last k."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "tests" / "writer.py"
+    script.parent.mkdir()
+    script.write_text(
+        "import sys\n"
+        "from suite import io\n"
+        "def write(path):\n"
+        "    io.atomic_write_bytes(path, b'x')\n"
+        "out = sys.argv[1]\n"
+        "for i in range(3):\n"
+        "    write(f'{out}/a{i}')\n"
+        "write(f'{out}/b')\n")
+    report = tmp_path / "report.json"
+    env = {**child_env(), "GNNSUITE_FAULT": "count", "GNNSUITE_FAULT_REPORT": str(report),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    counted = json.loads(report.read_text())
+    per_write = counted["counts"]["total"] // 4
+    assert counted["counts"]["total"] == 4 * per_write
+    by_caller = {}
+    for site in counted["sites"]:
+        by_caller.setdefault(site["caller"], []).append(site)
+    # the seam's helper is called by write() (line 4), which is called from two places: the loop (7) and line 8
+    assert set(by_caller) == {"tests/writer.py:write:4 < tests/writer.py:<module>:7",
+                              "tests/writer.py:write:4 < tests/writer.py:<module>:8"}
+    loop, last = (by_caller[f"tests/writer.py:write:4 < tests/writer.py:<module>:{line}"] for line in (7, 8))
+    assert len(loop) == len(last) == per_write                  # one site per kind of operation of each caller
+    assert all(site["n"] == 3 for site in loop) and all(site["n"] == 1 for site in last)
+    assert sorted(site["first"] for site in loop) == list(range(1, per_write + 1))
+    assert sorted(site["last"] for site in loop) == list(range(2 * per_write + 1, 3 * per_write + 1))
+    assert sorted(site["first"] for site in last) == list(range(3 * per_write + 1, 4 * per_write + 1))
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full (a device that is always full)")

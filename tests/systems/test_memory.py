@@ -11,7 +11,7 @@ import pytest
 from suite.config import spec_from_dict
 from suite.memory import RUNTIME, MemoryEstimate, estimate_memory
 from systems.memory import (AUTOGRAD_FACTOR, FILTER_BYTES_PER_TRIPLE, FIRST_USE_BYTES, disk_estimate, distinct,
-                            hop_sizes, in_memory_estimate, pipelined_estimate)
+                            batch_roots, hop_sizes, in_memory_estimate, pipelined_estimate)
 from tests.support.graphs import write_tiny_store
 
 
@@ -78,11 +78,21 @@ def test_in_memory_estimate_by_hand(tiny_store):
 
 
 def test_evaluation_holds_one_layer_without_gradients(tiny_store):
-    spec = _spec(tiny_store, evaluation={"splits": ["valid"], "batch_size": 2})
+    spec = _spec(tiny_store, training={"batch_size": 1}, evaluation={"splits": ["valid"], "batch_size": 1})
     estimate = in_memory_estimate(spec, tiny_store, runtime_bytes=0)
     evaluate, train = estimate.phases["evaluate"], estimate.phases["train"]
     assert evaluate["batch inputs"] * AUTOGRAD_FACTOR == pytest.approx(train["batch inputs"], abs=1)
     assert evaluate["activations"] * AUTOGRAD_FACTOR == train["activations"]  # one layer: the sum is the max
+
+
+def test_a_batch_holds_no_more_roots_than_its_split_has_nodes(tiny_store):
+    # 2 training nodes and 1 validation node: batches of 1,000 are batches of 2 and 1
+    big = in_memory_estimate(_spec(tiny_store, training={"batch_size": 1000},
+                                   evaluation={"splits": ["valid"], "batch_size": 1000}), tiny_store, 0)
+    exact = in_memory_estimate(_spec(tiny_store, training={"batch_size": 2},
+                                     evaluation={"splits": ["valid"], "batch_size": 1}), tiny_store, 0)
+    assert big.phases == exact.phases
+    assert batch_roots(1000, tiny_store, ["valid", "test"]) == 1 and batch_roots(1, tiny_store, ["train"]) == 1
 
 
 def test_registered_by_name_and_read_through_the_harness(tiny_store):

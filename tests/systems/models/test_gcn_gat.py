@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 from torch.nn import functional as F
-from torch_geometric.nn import GATConv
+from torch_geometric.nn import GATConv, GCNConv
 
 from suite.config import ModelSpec
 from suite.errors import ConfigError
 from suite.registry import MODELS
 from systems.models.encoder import build_model
 from systems.models.gat import GAT
-from systems.models.gcn import GCN
+from systems.models.gcn import GCN, attach_degrees
 from systems.models.graphsage import GraphSAGE
 from systems.models.gat import HIDDEN_HEADS, block_edges_with_self_loops
 from systems.sampling.naive import NaiveSampler
@@ -38,6 +38,19 @@ def full_graph_gcn(model: GCN, x: torch.Tensor, edge_index: torch.Tensor) -> tor
     adjacency.index_put_((edge_index[1], edge_index[0]), torch.ones(edge_index.shape[1]), accumulate=True)
     propagate = adjacency + torch.eye(NUM_NODES)
     propagate = propagate / propagate.sum(dim=1, keepdim=True)
+    for layer, conv in enumerate(model.convs):
+        x = propagate @ x @ conv.lin.weight.T + conv.bias
+        if layer < len(model.convs) - 1:
+            x = F.relu(x)
+    return x
+
+
+def full_graph_gcn_symmetric(model: GCN, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+    """``W D^-1/2 (A + I) D^-1/2 x + b`` per layer, ``D = diag(in-degree + 1)`` (Kipf & Welling's GCN)."""
+    adjacency = torch.zeros(NUM_NODES, NUM_NODES)
+    adjacency.index_put_((edge_index[1], edge_index[0]), torch.ones(edge_index.shape[1]), accumulate=True)
+    scale = (adjacency.sum(dim=1) + 1).rsqrt()
+    propagate = scale[:, None] * (adjacency + torch.eye(NUM_NODES)) * scale[None, :]
     for layer, conv in enumerate(model.convs):
         x = propagate @ x @ conv.lin.weight.T + conv.bias
         if layer < len(model.convs) - 1:
@@ -80,9 +93,10 @@ def test_registered():
 
 @pytest.mark.parametrize(
     ("encoder", "options", "full_graph"),
-    [("gcn", {}, full_graph_gcn), ("gat", {}, full_graph_gat),
+    [("gcn", {}, full_graph_gcn), ("gcn", {"gcn_normalization": "symmetric"}, full_graph_gcn_symmetric),
+     ("gat", {}, full_graph_gat),
      *(("graphsage", {"aggregation": aggregation}, full_graph_sage) for aggregation in ("mean", "max", "sum"))],
-    ids=["gcn", "gat", "graphsage-mean", "graphsage-max", "graphsage-sum"],
+    ids=["gcn", "gcn-symmetric", "gat", "graphsage-mean", "graphsage-max", "graphsage-sum"],
 )
 @pytest.mark.parametrize("num_layers", [1, 2, 3])
 @pytest.mark.parametrize("seed", [0, 1])
@@ -92,12 +106,41 @@ def test_on_all_neighbour_blocks_equals_full_graph(encoder, options, full_graph,
     x = torch.randn(NUM_NODES, IN_DIM, generator=torch.Generator().manual_seed(seed))
     spec, model = make_model(encoder, num_layers, seed=seed, **options)
     roots = torch.tensor([3, 7, 0, 19, 25])
-    sample = NaiveSampler(in_graph(edge_index, NUM_NODES), spec.fanouts).sample(roots, torch.Generator())
+    graph = in_graph(edge_index, NUM_NODES)
+    attach_degrees(model, graph)
+    sample = NaiveSampler(graph, spec.fanouts).sample(roots, torch.Generator())
     with torch.no_grad():
         blocks_out = model(x[sample.input_nodes], sample)
         full_out = full_graph(model, x, edge_index)[roots]
     assert blocks_out.shape == (len(roots), OUT_DIM)
     torch.testing.assert_close(blocks_out, full_out, atol=1e-5, rtol=1e-5)
+
+
+def test_symmetric_gcn_layer_equals_pyg_gcnconv_on_an_undirected_graph():
+    """Without self-loops in the graph, the symmetric layer is PyG's GCNConv (self-loops added, D^-1/2 A D^-1/2)."""
+    edge_index = random_edges(3, self_loops=False)
+    edge_index = torch.unique(torch.cat([edge_index, edge_index.flip(0)], dim=1), dim=1)  # undirected, no repeats
+    x = torch.randn(NUM_NODES, IN_DIM, generator=torch.Generator().manual_seed(3))
+    spec, model = make_model("gcn", 1, seed=3, gcn_normalization="symmetric")
+    graph = in_graph(edge_index, NUM_NODES)
+    attach_degrees(model, graph)
+    conv = GCNConv(IN_DIM, OUT_DIM)
+    with torch.no_grad():
+        conv.lin.weight.copy_(model.convs[0].lin.weight)
+        conv.bias.copy_(model.convs[0].bias)
+        roots = torch.arange(NUM_NODES)
+        sample = NaiveSampler(graph, spec.fanouts).sample(roots, torch.Generator())
+        torch.testing.assert_close(model(x[sample.input_nodes], sample), conv(x, edge_index), atol=1e-5, rtol=1e-5)
+
+
+def test_symmetric_gcn_needs_degrees_and_other_encoders_refuse_it():
+    spec, model = make_model("gcn", 1, gcn_normalization="symmetric")
+    sample = NaiveSampler(in_graph(random_edges(), NUM_NODES), spec.fanouts).sample(torch.tensor([1]),
+                                                                                    torch.Generator())
+    with pytest.raises(RuntimeError, match="degrees"):
+        model(torch.randn(len(sample.input_nodes), IN_DIM), sample)
+    with pytest.raises(ConfigError, match="model.gcn_normalization"):
+        make_model("graphsage", 1, gcn_normalization="symmetric")
 
 
 @pytest.mark.parametrize("encoder", ENCODERS)
