@@ -84,8 +84,35 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def status_kib(key: str, status: str | os.PathLike = "/proc/self/status") -> int | None:
+    """A ``kB`` field of ``/proc/self/status`` (``VmRSS``, ``VmHWM`` ...), or None where there is none."""
+    try:
+        for line in Path(status).read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def reset_peak_rss() -> bool:
+    """Reset the kernel's peak resident set of this process (``VmHWM``) to its current size, so that
+    :func:`peak_rss_bytes` measures from now on (Linux's ``/proc/self/clear_refs``); False where that is not
+    possible. A grid that runs several runs in one process resets it at the start of each run."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far (Linux reports ru_maxrss in KiB)."""
+    """Peak resident set size of this process since its start or the last :func:`reset_peak_rss` (``VmHWM``;
+    where there is no ``/proc``, ``ru_maxrss``: since the start, which Linux reports in KiB)."""
+    hwm = status_kib("VmHWM")
+    if hwm is not None:
+        return hwm * 1024
     scale = 1 if sys.platform == "darwin" else 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
 

@@ -21,7 +21,7 @@ from suite.errors import ConfigError, DivergedError
 from suite.memory import RUNTIME, MemoryEstimate
 from suite.data import GraphStore
 from suite.metrics import GpuUtilizationSampler
-from suite.provenance import io_counters, machine_info, peak_rss_bytes, versions
+from suite.provenance import io_counters, machine_info, peak_rss_bytes, reset_peak_rss, versions
 from suite.recorder import Recorder, completed_run, read_summary
 from suite.run_contract import RunOutcome, System, main_metric
 from suite.load import LoadMonitor, MachineLoad
@@ -152,6 +152,8 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
         finally:
             ranks.shutdown_rank()
     # ---------------------------------------------------------------------------------------------------------
+    # the run's own peak, also when a grid runs several runs in one process
+    peak_since = "run start" if reset_peak_rss() else "process start"
     store = open_dataset(spec.dataset, progress=progress)
     check_inputs(spec, store)
     device = resolve_device(spec.system.device)
@@ -164,6 +166,7 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
     summary_extra = ({"memory_estimate": {"peak_bytes": memory.peak_bytes, "peak_phase": memory.peak_phase,
                                          "runtime_bytes": memory.resident.get(RUNTIME, 0)}}
                      if memory is not None else {})
+    summary_extra["peak_rss_since"] = peak_since
     return _run(spec, out, store, device, system_class, Recorder(out, spec, open=False, log_to=tuple(log_to)),
                 progress, placement, resume=not overwrite, summary_extra=summary_extra)
 

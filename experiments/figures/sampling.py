@@ -106,6 +106,7 @@ from experiments.style import (COLORS, MARIUSGNN, caption, color_of, display_lab
 from experiments.report import (Estimate, Finding, INCONCLUSIVE, NOT_TESTABLE, claim, load_exclusions, split_under_load,
                                 table_interval)
 from suite.load import LoadMonitor, load_columns
+from suite.provenance import reset_peak_rss, status_kib
 from suite.stats import Interval, above, bootstrap_interval, combine, ratio_interval, slope_interval
 
 if TYPE_CHECKING:
@@ -329,26 +330,6 @@ def available_samplers(names: Sequence[str]) -> tuple[dict[str, SamplerAdapter],
 
 
 # ---------------------------------------------------------------------------------------------- memory
-def _status_kib(key: str) -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def _reset_peak_rss() -> bool:
-    """Reset the kernel's peak resident set (``VmHWM``) of this process; False where that is not possible."""
-    try:
-        with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def _available_bytes() -> int:
     import psutil
 
@@ -379,8 +360,8 @@ def _call(sample: Callable, roots: torch.Tensor, seed: int, adapter: SamplerAdap
           measured: Measured | None) -> None:
     """One batch; timed and counted into ``measured`` unless it is a warm-up (None)."""
     gc.collect()
-    base = _status_kib("VmRSS")
-    tracked = base is not None and _reset_peak_rss()
+    base = status_kib("VmRSS")
+    tracked = base is not None and reset_peak_rss()
     started = time.perf_counter()
     result = sample(roots, seed)
     elapsed = time.perf_counter() - started
@@ -389,7 +370,7 @@ def _call(sample: Callable, roots: torch.Tensor, seed: int, adapter: SamplerAdap
     measured.times.append(elapsed)
     measured.stats.append(adapter.stats(result))
     if tracked:
-        extra = (_status_kib("VmHWM") - base) * 1024
+        extra = (status_kib("VmHWM") - base) * 1024
         measured.peak_extra = max(measured.peak_extra or 0, extra)
     del result
 

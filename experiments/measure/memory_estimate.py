@@ -109,17 +109,34 @@ def estimate_row(summary: dict, case: str, calibration: bool = False) -> dict:
             "above_runtime_error": ((estimate - measured) / (measured - runtime)) if measured > runtime else None}
 
 
-def rows_from_runs(folders: list[Path]) -> list[dict]:
+def rows_from_runs(folders: list[Path], recompute: bool = False) -> list[dict]:
     """The estimate rows of every completed run under the folders (an experiment grid's ``--out``), one per
-    ``summary.json`` that records both an estimate and a measured peak; the case is the run folder's name."""
+    ``summary.json`` that records both an estimate and a measured peak; the case is the run folder's name.
+    ``recompute``: the estimate of the current code for the run's ``config.yaml`` and store (the runtime as the
+    run recorded it) instead of the one the run recorded (run from the folder the grid ran in, so that relative
+    dataset roots resolve)."""
     rows = []
     for folder in folders:
         for path in sorted(folder.glob("**/summary.json")):
             summary = json.loads(path.read_text())
             if (summary.get("status", "completed") == "completed" and summary.get("memory_estimate")
                     and summary.get("peak_rss_bytes")):
+                if recompute:
+                    summary = {**summary, "memory_estimate": current_estimate(path.parent, summary)}
                 rows.append(estimate_row(summary, path.parent.name))
     return rows
+
+
+def current_estimate(run_dir: Path, summary: dict) -> dict:
+    """The current code's estimate for the run in ``run_dir`` (its ``config.yaml``), with the runtime it recorded."""
+    from suite.config import load_spec
+    from suite.datasets import open_dataset
+    from suite.memory import estimate_memory
+
+    runtime = summary["memory_estimate"].get("runtime_bytes", 0)
+    spec = load_spec(run_dir / "config.yaml")
+    estimate = estimate_memory(spec, open_dataset(spec.dataset), runtime_bytes=runtime)
+    return {"peak_bytes": estimate.peak_bytes, "peak_phase": estimate.peak_phase, "runtime_bytes": runtime}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,10 +147,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", type=Path, help="also write the table here")
     parser.add_argument("--from-runs", type=Path, nargs="+", metavar="DIR",
                         help="run nothing: tabulate the completed runs under these folders (experiment grids' --out)")
+    parser.add_argument("--recompute", action="store_true",
+                        help="with --from-runs: the current code's estimate of each run, not the one it recorded")
     args = parser.parse_args(argv)
     cwd = Path(__file__).resolve().parents[2]
     if args.from_runs:
-        rows = rows_from_runs(args.from_runs)
+        rows = rows_from_runs(args.from_runs, recompute=args.recompute)
     else:
         rows = [run_case(name, spec, args.out, cwd) for name, spec in CASES.items()
                 if not args.only or name in args.only]

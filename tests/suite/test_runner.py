@@ -196,3 +196,22 @@ def test_time_to_target_is_the_training_time_before_the_first_validation_at_the_
                                          "train_s": pytest.approx(summary["epoch_time_s"][0])}
     never = run_spec(_spec(tmp_path, "evaluation.target_metric=1.01"), tmp_path / "runs")
     assert never["time_to_target"]["reached"] is False and never["time_to_target"]["train_s"] is None
+
+
+def test_peak_rss_is_the_runs_own_when_one_process_runs_several(tmp_path):
+    """A grid running runs one after another in one process records each run's own peak, not the process's."""
+    import gc
+
+    import torch
+
+    from suite.provenance import reset_peak_rss, status_kib
+
+    if not reset_peak_rss() or status_kib("VmRSS") is None:
+        pytest.skip("no /proc/self/clear_refs or /proc/self/status here")
+    block = torch.ones(100_000_000)  # 400 MB, touched
+    held = status_kib("VmRSS") * 1024
+    del block
+    gc.collect()
+    summary = run_spec(_spec(tmp_path, "training.epochs=1"), tmp_path / "runs")
+    assert summary["peak_rss_since"] == "run start"
+    assert summary["peak_rss_bytes"] < held - 200_000_000  # the freed block is not the run's peak
