@@ -316,11 +316,11 @@ def _print_run(summary: dict) -> None:
 
 
 def _cmd_grid(args: argparse.Namespace) -> int:
-    from suite.grid import expand_grid, failures, run_grid
+    from suite.grid import expand_grid, failures, run_grid, select_specs
 
     from suite.executors import ExecutorOptions, parse_memory
 
-    specs = expand_grid(Path(args.grid), args.set)
+    specs = select_specs(expand_grid(Path(args.grid), args.set), args.where)
     options = ExecutorOptions(address=args.address, cpus_per_run=args.cpus_per_run, gpus_per_run=args.gpus_per_run,
                               memory_per_run=parse_memory(args.memory_per_run), retries=args.retries,
                               slurm_partition=args.slurm_partition, slurm_account=args.slurm_account,
@@ -382,6 +382,8 @@ def _runs_parser(commands: argparse._SubParsersAction) -> None:
     grid.add_argument("grid", help="grid YAML file")
     grid.add_argument("--out", default="out/runs", help="results folder (default out/runs)")
     grid.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
+    grid.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                      help="run only the points whose field equals the value (repeatable: all must hold)")
     grid.add_argument("--jobs", type=int, default=None,
                       help="runs at once (local: a process pool when > 1, default 1; ray/slurm: tasks in flight, "
                            "default: as the cluster's resources allow)")

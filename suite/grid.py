@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from suite.config import RunSpec, apply_overrides, read_yaml, spec_from_dict
+from suite.config import RunSpec, apply_overrides, parse_override, read_yaml, spec_from_dict
 from suite.errors import ConfigError
 from suite.execution import EXECUTORS, Executor, failed_summary, local_executor, run_one  # noqa: F401  (API)
 from suite.recorder import COMPLETED, completed_run, read_summary
@@ -215,6 +215,45 @@ def expand_grid(grid: str | os.PathLike | Mapping[str, Any] | Grid,
             raise ConfigError(f"{err} (grid point {point.label()})") from None
         specs.setdefault(spec.run_id, spec)
     return list(specs.values())
+
+
+def select_specs(specs: Sequence[RunSpec], conditions: Sequence[str]) -> list[RunSpec]:
+    """The specs whose fields equal every ``a.b=value`` condition (the value read as YAML, as ``--set`` reads it),
+    in order: a part of a grid (``gnnsuite grid --where dataset.name=coauthor-physics``).
+
+    Raises:
+        ConfigError: a condition that is not ``a.b=value`` or names a field the specs do not have.
+    """
+    parsed = []
+    for text in conditions:
+        try:
+            path, value = parse_override(text)
+        except ConfigError as err:
+            raise ConfigError(str(err).replace("--set", "--where", 1)) from None
+        parsed.append((path, _plain(value), text))
+    kept = []
+    for spec in specs:
+        data = spec.model_dump(mode="json")
+        matches = True
+        for path, value, text in parsed:
+            node: Any = data
+            for part in path:
+                if not isinstance(node, Mapping) or part not in node:
+                    raise ConfigError(f"--where {text}: no field {'.'.join(path)!r} in the grid's specs")
+                node = node[part]
+            matches = matches and _plain(node) == value
+        if matches:
+            kept.append(spec)
+    return kept
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with tuples as lists (a spec's fanouts are a tuple, YAML's a list)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
 
 
 def run_grid(specs: Iterable[RunSpec], out: str | os.PathLike, *, jobs: int | None = 1, overwrite: bool = False,

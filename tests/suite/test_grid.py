@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from suite.errors import ConfigError
-from suite.grid import EXECUTORS, expand_grid, failures, load_grid, run_grid
+from suite.grid import EXECUTORS, expand_grid, failures, load_grid, run_grid, select_specs
 from suite.recorder import is_complete, read_records, read_summary
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +57,20 @@ def test_two_zip_groups_multiply():
     grid = {"base": _base(), "zip": [{"seed": [0, 1, 2]},
                                      {"training.learning_rate": [0.1, 0.2], "training.batch_size": [10, 20]}]}
     assert len(expand_grid(grid)) == 6
+
+
+def test_where_keeps_the_points_whose_fields_equal_every_value():
+    grid = {"base": _base(), "axes": {"model.encoder": ["graphsage", "mlp"], "seed": [0, 1, 2],
+                                      "model.fanouts": [[5, 5], [10, 10]]}}
+    specs = expand_grid(grid)
+    kept = select_specs(specs, ["model.encoder=mlp", "seed=1"])
+    assert [(s.model.encoder, s.seed) for s in kept] == [("mlp", 1), ("mlp", 1)]
+    assert [s.model.fanouts for s in select_specs(specs, ["model.fanouts=[10, 10]", "seed=0"])] == [(10, 10)] * 2
+    assert select_specs(specs, []) == specs and select_specs(specs, ["seed=7"]) == []
+    with pytest.raises(ConfigError, match=r"--where model\.nonsense=1: no field 'model.nonsense'"):
+        select_specs(specs, ["model.nonsense=1"])
+    with pytest.raises(ConfigError, match="--where"):
+        select_specs(specs, ["seed"])
 
 
 def test_grid_without_axes_is_its_base():
