@@ -307,6 +307,79 @@ def pipelined_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> 
     return variant(spec, store, runtime_bytes, batches_in_flight=in_flight)
 
 
+CACHE_POLICY_STATE = {"none": (0, 0), "static_degree": (0, 0), "lru": (0, LONG), "s3fifo": (LONG, 2 * LONG + 1),
+                      "belady": (LONG, 0)}
+"""Bytes a feature-cache policy keeps ``(per node of the table, per cache slot)`` (systems/feature_cache/policies.py:
+S3-FIFO's ghost stamps per node and ring, frequency and row per slot; LRU's last use per slot; Belady's next use
+per node); an unknown policy counts as the largest."""
+
+READ_AMPLIFICATION = 2
+"""Bytes an O_DIRECT batch read holds per byte of the rows it misses: extents are aligned to 4 KiB blocks and merged
+across gaps (``merge_gap_bytes``), so a batch reads more than its rows (about twice on papers-like-s's 512-byte
+rows, systems/feature_cache/direct_io.py), bounded by the table."""
+
+
+def feature_cache_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> MemoryEstimate:
+    """The feature-cache system: the graph and labels in memory, the feature rows on disk; the cache's slots and
+    maps, its policy's state, the batches sampled ahead (ids and blocks; Belady's window) and the batches in flight
+    with their gathered rows, and the read buffers of the batch being read (:data:`READ_AMPLIFICATION`)."""
+    options = validate_system_options(spec)
+    n, d = store.num_nodes, store.feature_dim
+    direction = spec.sampler.direction
+    dtype = store.metadata.get("dtypes", {}).get("features")
+    row_bytes = d * np.dtype(dtype).itemsize if dtype else file_bytes(store, ["features"]) / max(1, n)
+    capacity = options.cache_rows(n, max(1, int(row_bytes)))
+    per_node, per_slot = CACHE_POLICY_STATE.get(options.policy, max(CACHE_POLICY_STATE.values()))
+    edges = sum(shape(store, k)[0] for k in csr_keys(direction)[1::2]) or store.num_edges
+    resident = {
+        RUNTIME: runtime_bytes,
+        "first use (kernels, arenas)": first_use("in_memory", "node_classification"),
+        "store pages (memory-mapped)": file_bytes(store, ["labels", "train_nodes", "valid_nodes", "test_nodes",
+                                                          *csr_keys(direction)]),
+        "graph (CSR copy)": (n + 1) * LONG + edges * LONG,
+        "labels": n * LONG,
+        "cache slots (feature rows)": int(capacity * row_bytes),
+        "cache maps (row <-> slot)": (n + capacity) * LONG,
+        "cache policy state": n * per_node + capacity * per_slot,
+    }
+    degree = degrees(store, direction) if uses_graph(spec) else None
+    roots = batch_roots(spec.training.batch_size, store, ["train"])
+    train = sample_bytes(spec, roots, spec.model.fanouts, degree, d, num_classes(store), True)
+    sizes = hop_sizes(roots, spec.model.fanouts, degree) if degree is not None else [(float(roots), 0.0)]
+    rows, sampled_edges = sizes[-1][0], sum(edges for _, edges in sizes)
+    ids = rows * LONG + sampled_edges * 2 * LONG
+    ahead = options.lookahead_batches if options.policy == "belady" else 1
+    in_flight = options.prefetch_depth if options.prefetch else 1
+    miss = 1.0 - capacity / max(1, n)
+    train["batches sampled ahead (ids, blocks)"] = int(ahead * ids)
+    train["batches in flight (gathered rows)"] = int((in_flight - 1) * rows * d * FLOAT)
+    table = file_bytes(store, ["features"])
+    # one load worker reads one batch at a time: one batch's aligned read buffers
+    train["read buffers (missed rows' extents)"] = int(min(table, rows * miss * row_bytes * READ_AMPLIFICATION))
+    phases = {"train": train}
+    if spec.evaluation.splits:
+        eval_roots = batch_roots(spec.evaluation.batch_size, store, spec.evaluation.splits)
+        phases["evaluate"] = sample_bytes(spec, eval_roots, spec.evaluation.fanouts or spec.model.fanouts, degree, d,
+                                          num_classes(store), False)
+        eval_rows = (hop_sizes(eval_roots, spec.evaluation.fanouts or spec.model.fanouts, degree)[-1][0]
+                     if degree is not None else eval_roots)
+        phases["evaluate"]["read buffers (missed rows' extents)"] = int(
+            min(table, eval_rows * miss * row_bytes * READ_AMPLIFICATION))
+    return MemoryEstimate(resident, phases, suggest=lambda budget: _smaller_cache(spec, store, runtime_bytes,
+                                                                                  budget))
+
+
+def _smaller_cache(spec: RunSpec, store: GraphStore, runtime: int, budget: int) -> str:
+    """The refusal's hint for the feature-cache system: the largest cache fraction (in steps of 0.05) that fits."""
+    for step in range(19, -1, -1):
+        fraction = step / 20
+        trial = spec.model_copy(update={"system": spec.system.model_copy(update={
+            "options": {**dict(spec.system.options), "cache_bytes": None, "cache_fraction": fraction}})})
+        if feature_cache_estimate(trial, store, runtime).peak_bytes <= budget:
+            return f"use a smaller cache (system.options.cache_fraction: {fraction:g})"
+    return "even an empty cache would not fit: the graph and the batches alone exceed the budget"
+
+
 def _use_disk(spec: RunSpec, store: GraphStore, runtime: int, budget: int) -> str:
     """The refusal's hint for a system that holds the whole store: the disk system, with a buffer that fits."""
     if spec.training.task == "link_prediction" and not spec.model.learnable_embeddings:
@@ -440,4 +513,4 @@ def pyg_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> Memory
 
 
 __all__ = ["AUTOGRAD_FACTOR", "FIRST_USE_BYTES", "buffer_degrees", "disk_estimate", "distinct", "layer_bytes",
-           "batch_roots", "hop_sizes", "in_memory_estimate", "pipelined_estimate", "pyg_estimate", "sample_bytes"]
+           "batch_roots", "feature_cache_estimate", "hop_sizes", "in_memory_estimate", "pipelined_estimate", "pyg_estimate", "sample_bytes"]

@@ -24,6 +24,7 @@ MEMORY_ESTIMATES = {
     "pipelined": "systems.memory:pipelined_estimate",
     "pyg": "systems.memory:pyg_estimate",
     "disk": "systems.memory:disk_estimate",
+    "feature_cache": "systems.memory:feature_cache_estimate",
 }
 
 # Wrappers ``variant(system_class) -> system_class`` the runner applies by name (suite.registry.SYSTEM_VARIANTS).

@@ -5,9 +5,9 @@ Usage::
     python experiments/measure/memory_estimate.py [--out /tmp/memest] [--only NAME ...] [--csv FILE]
     python experiments/measure/memory_estimate.py --from-runs DIR [DIR ...] [--csv FILE]
 
-Each case (a small version of an experiment grid: in-memory, pipelined, disk node classification, disk link
-prediction, at two sizes) runs once, in a fresh process (``gnnsuite run``): the runner estimates the peak before
-training (``summary.json``: ``memory_estimate.peak_bytes``, the runtime included: what the process held after its
+Each case (a small version of an experiment grid: in-memory, pipelined, disk and feature-cache node
+classification, disk link prediction, at two sizes) runs once, in a fresh process (``gnnsuite run``): the runner
+estimates the peak before training (``summary.json``: ``memory_estimate.peak_bytes``, the runtime included: what the process held after its
 imports) and records the measured peak (``peak_rss_bytes``, ``ru_maxrss``). Printed per case: both, the relative
 error ``(estimate - measured) / measured``, and the same error on the part above the runtime (what the data and
 the batches add), which a large runtime would otherwise hide; then the median and worst relative errors over the
@@ -72,6 +72,10 @@ CASES: dict[str, dict] = {
     "disk-nc-arxiv-p8c2": {**NC, "dataset": ARXIV, "system": disk(8, 2, policy="dispersed")},
     "disk-nc-arxiv-p8c4": {**NC, "dataset": ARXIV, "system": disk(8, 4, policy="dispersed")},
     "disk-nc-arxiv85k-p8c2": {**NC, "dataset": HALF_ARXIV, "system": disk(8, 2, policy="dispersed")},
+    "feature_cache-nc-arxiv85k": {**NC, "dataset": HALF_ARXIV, "system": {
+        "name": "feature_cache", "device": "cpu", "options": {"policy": "s3fifo", "cache_fraction": 0.25}}},
+    "feature_cache-nc-arxiv": {**NC, "dataset": ARXIV, "system": {
+        "name": "feature_cache", "device": "cpu", "options": {"policy": "belady", "cache_fraction": 0.1}}},
     "in_memory-lp-100k": {**LP, "dataset": lp_graph(100_000), "system": {"name": "in_memory", "device": "cpu"}},
     "disk-lp-20k-p8c2": {**LP, "dataset": lp_graph(20_000), "system": disk(8, 2, policy="beta")},
     "disk-lp-100k-p8c2": {**LP, "dataset": lp_graph(100_000), "system": disk(8, 2, policy="beta")},

@@ -111,11 +111,28 @@ def check_normalization(model: nn.Module, spec: ModelSpec) -> nn.Module:
     return model
 
 
+def attach_degrees(model: nn.Module | None, graph) -> None:
+    """Give every module of ``model`` that normalizes by degree (``uses_degrees``) the degrees of ``graph`` (a
+    :class:`~systems.sampling.sampler.SamplingGraph`: its rows' neighbour counts, on the model's device; None
+    detaches them)."""
+    if model is None:
+        return
+    users = [module for module in model.modules() if getattr(module, "uses_degrees", False)]
+    if not users:
+        return
+    degree = None
+    if graph is not None:
+        device = next(model.parameters()).device
+        degree = (graph.indptr[1:] - graph.indptr[:-1]).to(device)
+    for module in users:
+        module.node_degree = degree
+
+
 def build_model(spec: ModelSpec, in_dim: int, out_dim: int) -> nn.Module:
     """Build the registered model ``spec.encoder`` (raises ConfigError naming the known ones if unknown), with
     its input dropout (:func:`set_input_dropout`) and its normalization checked (:func:`check_normalization`)."""
     return set_input_dropout(check_normalization(MODELS.get(spec.encoder)(spec, in_dim, out_dim), spec), spec)
 
 
-__all__ = ["BlockStack", "ModelBuilder", "build_model", "check_layers", "check_normalization", "layer_dims", "root_rows",
+__all__ = ["BlockStack", "ModelBuilder", "attach_degrees", "build_model", "check_layers", "check_normalization", "layer_dims", "root_rows",
            "set_input_dropout"]

@@ -113,7 +113,7 @@ class GCN(BlockStack):
         num_layers: number of layers (= number of blocks a sample must hold).
         dropout: dropout probability between layers.
         normalization: ``row`` or ``symmetric`` (see the module docstring); a symmetric GCN reads the degrees the
-            task attaches (``node_degree``, :func:`attach_degrees`) and fails without them.
+            task attaches (``node_degree``, :func:`systems.models.encoder.attach_degrees`) and fails without them.
     """
 
     def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int, dropout: float = 0.5,
@@ -145,21 +145,4 @@ def build_gcn(spec: ModelSpec, in_dim: int, out_dim: int) -> GCN:
     return GCN(in_dim, spec.hidden_dim, out_dim, spec.num_layers, spec.dropout, spec.gcn_normalization)
 
 
-def attach_degrees(model: nn.Module | None, graph) -> None:
-    """Give every module of ``model`` that normalizes by degree (``uses_degrees``) the degrees of ``graph`` (a
-    :class:`~systems.sampling.sampler.SamplingGraph`: its rows' neighbour counts, on the model's device; None
-    detaches them)."""
-    if model is None:
-        return
-    users = [module for module in model.modules() if getattr(module, "uses_degrees", False)]
-    if not users:
-        return
-    degree = None
-    if graph is not None:
-        device = next(model.parameters()).device
-        degree = (graph.indptr[1:] - graph.indptr[:-1]).to(device)
-    for module in users:
-        module.node_degree = degree
-
-
-__all__ = ["GCN", "GCNLayer", "attach_degrees", "build_gcn", "mean_with_self", "symmetric_mean"]
+__all__ = ["GCN", "GCNLayer", "build_gcn", "mean_with_self", "symmetric_mean"]

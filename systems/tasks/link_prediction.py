@@ -63,7 +63,7 @@ from suite.registry import DECODERS, SAMPLERS
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.models.decoders import Decoder, DistMult, build_decoder
 from systems.models.embeddings import EmbeddingTable
-from systems.models.gcn import attach_degrees
+from systems.models.encoder import attach_degrees
 from systems.models.rgcn import RelationLookup, attach_lookup, attach_relations, build_encoder
 from systems.models.row_kernels import gather_rows
 from systems.sampling.sampler import SampledSubgraph, Sampler, SamplingGraph

@@ -36,7 +36,7 @@ from suite.data.feature_normalization import normalize_features
 from suite.errors import ConfigError, DataError
 from suite.metrics import accuracy
 from suite.registry import SAMPLERS
-from systems.models.gcn import attach_degrees
+from systems.models.encoder import attach_degrees
 from systems.models.rgcn import RelationLookup, attach_lookup, attach_relations, build_encoder
 from systems.batch import Batch, batch_generator, plan_epoch
 from systems.sampling.sampler import RootsOnly, Sampler, SamplingGraph

@@ -10,8 +10,8 @@ import pytest
 
 from suite.config import spec_from_dict
 from suite.memory import RUNTIME, MemoryEstimate, estimate_memory
-from systems.memory import (AUTOGRAD_FACTOR, FILTER_BYTES_PER_TRIPLE, FIRST_USE_BYTES, disk_estimate, distinct,
-                            batch_roots, hop_sizes, in_memory_estimate, pipelined_estimate)
+from systems.memory import (AUTOGRAD_FACTOR, FILTER_BYTES_PER_TRIPLE, FIRST_USE_BYTES, batch_roots, disk_estimate,
+                            distinct, feature_cache_estimate, hop_sizes, in_memory_estimate, pipelined_estimate)
 from tests.support.graphs import write_tiny_store
 
 
@@ -158,3 +158,27 @@ def test_link_prediction_counts_embeddings_and_ranking(tiny_store):
         update={"negatives": 3})}), tiny_store, 0).phases["evaluate"]
     assert sampled["sampled candidates' rows"] == 1 * 3 * 4 * 4  # 1 query x 3 candidates x 4 wide
     assert isinstance(estimate, MemoryEstimate)
+
+
+def test_feature_cache_counts_its_slots_and_suggests_a_cache_that_fits(tiny_store):
+    def estimate(fraction, policy="s3fifo"):
+        spec = _spec(tiny_store, system={"name": "feature_cache",
+                                         "options": {"cache_fraction": fraction, "policy": policy}})
+        return feature_cache_estimate(spec, tiny_store, runtime_bytes=0)
+
+    row_bytes = 3 * 4  # 3 float32 features
+    assert estimate(0.5).resident["cache slots (feature rows)"] == 2 * row_bytes  # 2 of 4 rows
+    assert estimate(0.0).resident["cache slots (feature rows)"] == 0
+    # S3-FIFO keeps a ghost stamp per node and 17 bytes per slot; Belady a next use per node; LRU 8 bytes per slot
+    assert estimate(0.5).resident["cache policy state"] == 4 * 8 + 2 * 17
+    assert estimate(0.5, "belady").resident["cache policy state"] == 4 * 8
+    assert estimate(0.5, "lru").resident["cache policy state"] == 2 * 8
+    assert "features (float32 copy)" not in estimate(0.5).resident  # the rows stay on disk
+    full, empty = estimate(1.0), estimate(0.0)
+    budget = (full.peak_bytes + empty.peak_bytes) // 2
+    hint = full.suggest(budget)
+    assert "cache_fraction" in hint
+    fraction = float(hint.split("cache_fraction: ")[1].rstrip(")"))
+    assert 0 <= fraction < 1 and estimate(fraction).peak_bytes <= budget
+    assert "not fit" in full.suggest(empty.peak_bytes - 1)
+    assert estimate_memory(_spec(tiny_store, system={"name": "feature_cache"}), tiny_store, 0).peak_bytes > 0

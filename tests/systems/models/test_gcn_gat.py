@@ -11,9 +11,9 @@ from torch_geometric.nn import GATConv, GCNConv
 from suite.config import ModelSpec
 from suite.errors import ConfigError
 from suite.registry import MODELS
-from systems.models.encoder import build_model
+from systems.models.encoder import attach_degrees, build_model
 from systems.models.gat import GAT
-from systems.models.gcn import GCN, attach_degrees
+from systems.models.gcn import GCN
 from systems.models.graphsage import GraphSAGE
 from systems.models.gat import HIDDEN_HEADS, block_edges_with_self_loops
 from systems.sampling.naive import NaiveSampler
