@@ -33,6 +33,13 @@ MiB = 1 << 20
 RUNTIME = "runtime (interpreter, libraries)"
 """The part every estimate starts from: what the process holds before the run (``runtime_bytes``)."""
 
+FIRST_USE = "first use (kernels, arenas)"
+"""The part an estimate counts for what a process adds on its first run (compiled kernels, allocator arenas,
+modules imported on first use); a process that has run before holds it in its runtime already, so
+:func:`estimate_memory` leaves it out there (:func:`note_run_started`)."""
+
+_RUNS_STARTED = 0
+
 MEMORY_ESTIMATES: Registry = Registry("memory estimate", plugin_table="memory_estimates")
 """``system name -> estimate(spec, store, runtime_bytes) -> MemoryEstimate`` (the ``memory_estimates`` table)."""
 
@@ -80,15 +87,39 @@ def format_bytes(value: float) -> str:
     return f"{int(value)} B"
 
 
-def estimate_memory(spec: RunSpec, store: GraphStore, runtime_bytes: int | None = None) -> MemoryEstimate:
+def estimate_memory(spec: RunSpec, store: GraphStore, runtime_bytes: int | None = None,
+                    warm: bool | None = None) -> MemoryEstimate:
     """The registered estimate of ``spec.system.name`` for ``spec`` on ``store``; ``runtime_bytes`` defaults to
-    the resident memory of this process now (:func:`current_rss_bytes`).
+    the resident memory of this process now (:func:`current_rss_bytes`). ``warm`` (default: whether a run has
+    trained in this process, :func:`process_is_warm`) leaves out the :data:`FIRST_USE` part, which the runtime of
+    such a process holds already.
 
     Raises:
         ConfigError: no estimate is registered for the system.
     """
-    estimate = MEMORY_ESTIMATES.get(spec.system.name)
-    return estimate(spec, store, current_rss_bytes() if runtime_bytes is None else runtime_bytes)
+    estimate = MEMORY_ESTIMATES.get(spec.system.name)(spec, store,
+                                                      current_rss_bytes() if runtime_bytes is None else runtime_bytes)
+    if warm is None:
+        warm = process_is_warm()
+    return without_first_use(estimate) if warm else estimate
+
+
+def note_run_started() -> None:
+    """Record that a run trains in this process (a grid running several runs in one process: the later ones'
+    runtime holds the first use already)."""
+    global _RUNS_STARTED
+    _RUNS_STARTED += 1
+
+
+def process_is_warm() -> bool:
+    """Whether a run has trained in this process before (:func:`note_run_started`)."""
+    return _RUNS_STARTED > 0
+
+
+def without_first_use(estimate: MemoryEstimate) -> MemoryEstimate:
+    """``estimate`` without its :data:`FIRST_USE` part."""
+    return MemoryEstimate({k: v for k, v in estimate.resident.items() if k != FIRST_USE}, estimate.phases,
+                          estimate.suggest)
 
 
 # ---------------------------------------------------------------------------------------------- what is available

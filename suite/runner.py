@@ -18,7 +18,7 @@ import torch
 
 from suite.config import RunSpec
 from suite.errors import ConfigError, DivergedError
-from suite.memory import RUNTIME, MemoryEstimate
+from suite.memory import RUNTIME, MemoryEstimate, note_run_started, process_is_warm
 from suite.data import GraphStore
 from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, reset_peak_rss, versions
@@ -164,7 +164,8 @@ def run_spec(spec: RunSpec, out: str | os.PathLike, *, overwrite: bool = False,
 
         check_trackers(tuple(log_to))
     summary_extra = ({"memory_estimate": {"peak_bytes": memory.peak_bytes, "peak_phase": memory.peak_phase,
-                                         "runtime_bytes": memory.resident.get(RUNTIME, 0)}}
+                                         "runtime_bytes": memory.resident.get(RUNTIME, 0),
+                                         "warm_process": process_is_warm()}}
                      if memory is not None else {})
     summary_extra["peak_rss_since"] = peak_since
     return _run(spec, out, store, device, system_class, Recorder(out, spec, open=False, log_to=tuple(log_to)),
@@ -258,6 +259,7 @@ def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch
     io_before = io_counters()
     torch.manual_seed(spec.seed)
     system: System = system_class(spec, store, device, recorder)
+    note_run_started()
     system.resume = resume
     recorder.open()  # the run folder's lock: a second writer of this run stops here, before changing anything
     if not resume:

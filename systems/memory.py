@@ -35,7 +35,7 @@ import numpy as np
 
 from suite.config import RunSpec, validate_system_options
 from suite.data import GraphStore
-from suite.memory import RUNTIME, MemoryEstimate, format_bytes
+from suite.memory import FIRST_USE, RUNTIME, MemoryEstimate, format_bytes
 
 FLOAT, LONG = 4, 8
 MiB = 1 << 20
@@ -198,7 +198,7 @@ def _node_classification(spec: RunSpec, store: GraphStore, runtime: int, batches
     edges = sum(shape(store, k)[0] for k in csr_keys(direction)[1::2]) or graph
     resident = {
         RUNTIME: runtime,
-        "first use (kernels, arenas)": first_use(spec.system.name, "node_classification"),
+        FIRST_USE: first_use(spec.system.name, "node_classification"),
         "store pages (memory-mapped)": file_bytes(store, keys),
         "features (float32 copy)": n * d * FLOAT,
         "graph (CSR copy)": (n + 1) * LONG + edges * LONG,
@@ -227,7 +227,7 @@ def _link_prediction(spec: RunSpec, store: GraphStore, runtime: int, batches_in_
     in_dim = dim if spec.model.learnable_embeddings else store.feature_dim
     resident = {
         RUNTIME: runtime,
-        "first use (kernels, arenas)": first_use(spec.system.name, "link_prediction"),
+        FIRST_USE: first_use(spec.system.name, "link_prediction"),
         "store pages (memory-mapped)": file_bytes(store, split_keys + (csr_keys(direction) if graph else [])
                                                   + ([] if spec.model.learnable_embeddings else ["features"])),
         "edge splits (int64 copies)": known * 3 * LONG,
@@ -333,7 +333,7 @@ def feature_cache_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int)
     edges = sum(shape(store, k)[0] for k in csr_keys(direction)[1::2]) or store.num_edges
     resident = {
         RUNTIME: runtime_bytes,
-        "first use (kernels, arenas)": first_use("in_memory", "node_classification"),
+        FIRST_USE: first_use("in_memory", "node_classification"),
         "store pages (memory-mapped)": file_bytes(store, ["labels", "train_nodes", "valid_nodes", "test_nodes",
                                                           *csr_keys(direction)]),
         "graph (CSR copy)": (n + 1) * LONG + edges * LONG,
@@ -416,7 +416,7 @@ def _disk(spec: RunSpec, store: GraphStore, runtime_bytes: int, degree: np.ndarr
     dim = spec.model.embedding_dim
     resident = {
         RUNTIME: runtime_bytes,
-        "first use (kernels, arenas)": first_use("disk", spec.training.task),
+        FIRST_USE: first_use("disk", spec.training.task),
         "per-node maps (row, partition, label)": n * LONG * (1 if link else 3),
     }
     if link:

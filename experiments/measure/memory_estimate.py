@@ -113,16 +113,22 @@ def estimate_row(summary: dict, case: str, calibration: bool = False) -> dict:
             "above_runtime_error": ((estimate - measured) / (measured - runtime)) if measured > runtime else None}
 
 
-def rows_from_runs(folders: list[Path], recompute: bool = False) -> list[dict]:
+def rows_from_runs(folders: list[Path], recompute: bool = False, one_process: bool = False) -> list[dict]:
     """The estimate rows of every completed run under the folders (an experiment grid's ``--out``), one per
     ``summary.json`` that records both an estimate and a measured peak; the case is the run folder's name.
     ``recompute``: the estimate of the current code for the run's ``config.yaml`` and store (the runtime as the
     run recorded it) instead of the one the run recorded (run from the folder the grid ran in, so that relative
-    dataset roots resolve)."""
+    dataset roots resolve). ``one_process``: each folder's runs ran one after another in one process (``gnnsuite
+    grid`` without ``--jobs``), recorded before runs said so (``memory_estimate.warm_process``): every run but the
+    first started is taken as warm."""
     rows = []
     for folder in folders:
-        for path in sorted(folder.glob("**/summary.json")):
-            summary = json.loads(path.read_text())
+        summaries = [(path, json.loads(path.read_text())) for path in sorted(folder.glob("**/summary.json"))]
+        first = min((s.get("started_at", "") for _, s in summaries), default="")
+        for path, summary in summaries:
+            if one_process and summary.get("memory_estimate"):
+                warm = summary["memory_estimate"].get("warm_process", summary.get("started_at", "") != first)
+                summary["memory_estimate"] = {**summary["memory_estimate"], "warm_process": warm}
             if (summary.get("status", "completed") == "completed" and summary.get("memory_estimate")
                     and summary.get("peak_rss_bytes")):
                 if recompute:
@@ -139,7 +145,8 @@ def current_estimate(run_dir: Path, summary: dict) -> dict:
 
     runtime = summary["memory_estimate"].get("runtime_bytes", 0)
     spec = load_spec(run_dir / "config.yaml")
-    estimate = estimate_memory(spec, open_dataset(spec.dataset), runtime_bytes=runtime)
+    warm = bool(summary["memory_estimate"].get("warm_process", False))
+    estimate = estimate_memory(spec, open_dataset(spec.dataset), runtime_bytes=runtime, warm=warm)
     return {"peak_bytes": estimate.peak_bytes, "peak_phase": estimate.peak_phase, "runtime_bytes": runtime}
 
 
@@ -153,10 +160,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="run nothing: tabulate the completed runs under these folders (experiment grids' --out)")
     parser.add_argument("--recompute", action="store_true",
                         help="with --from-runs: the current code's estimate of each run, not the one it recorded")
+    parser.add_argument("--one-process", action="store_true",
+                        help="with --recompute: each folder's runs ran in one process (all but the first warm)")
     args = parser.parse_args(argv)
     cwd = Path(__file__).resolve().parents[2]
     if args.from_runs:
-        rows = rows_from_runs(args.from_runs, recompute=args.recompute)
+        rows = rows_from_runs(args.from_runs, recompute=args.recompute, one_process=args.one_process)
     else:
         rows = [run_case(name, spec, args.out, cwd) for name, spec in CASES.items()
                 if not args.only or name in args.only]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from suite.config import spec_from_dict
-from suite.memory import RUNTIME, MemoryEstimate, estimate_memory
+from suite.memory import FIRST_USE, RUNTIME, MemoryEstimate, estimate_memory
 from systems.memory import (AUTOGRAD_FACTOR, FILTER_BYTES_PER_TRIPLE, FIRST_USE_BYTES, batch_roots, disk_estimate,
                             distinct, feature_cache_estimate, hop_sizes, in_memory_estimate, pipelined_estimate)
 from tests.support.graphs import write_tiny_store
@@ -97,7 +97,7 @@ def test_a_batch_holds_no_more_roots_than_its_split_has_nodes(tiny_store):
 
 def test_registered_by_name_and_read_through_the_harness(tiny_store):
     spec = _spec(tiny_store)
-    assert estimate_memory(spec, tiny_store, runtime_bytes=7) == in_memory_estimate(spec, tiny_store, 7)
+    assert estimate_memory(spec, tiny_store, runtime_bytes=7, warm=False) == in_memory_estimate(spec, tiny_store, 7)
 
 
 def test_pipelined_counts_the_batches_in_flight(tiny_store):
@@ -182,3 +182,11 @@ def test_feature_cache_counts_its_slots_and_suggests_a_cache_that_fits(tiny_stor
     assert 0 <= fraction < 1 and estimate(fraction).peak_bytes <= budget
     assert "not fit" in full.suggest(empty.peak_bytes - 1)
     assert estimate_memory(_spec(tiny_store, system={"name": "feature_cache"}), tiny_store, 0).peak_bytes > 0
+
+
+def test_a_warm_process_holds_the_first_use_in_its_runtime(tiny_store):
+    spec = _spec(tiny_store)
+    cold = estimate_memory(spec, tiny_store, runtime_bytes=100, warm=False)
+    warm = estimate_memory(spec, tiny_store, runtime_bytes=100, warm=True)
+    assert FIRST_USE in cold.resident and FIRST_USE not in warm.resident
+    assert cold.peak_bytes - warm.peak_bytes == FIRST_USE_BYTES[("in_memory", "node_classification")]
