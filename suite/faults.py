@@ -120,7 +120,8 @@ def check(op: str, path: str | os.PathLike | None, nbytes: int = 0) -> int | Non
 
 
 _SEAM_FILES = (os.path.join("suite", "io.py"), os.path.join("suite", "faults.py"))
-_PACKAGE_PATH = re.compile(r"[\\/](suite|systems|simulators|experiments|tests)[\\/](?!.*[\\/](suite|systems|simulators|experiments|tests)[\\/])")
+_PACKAGES = r"(suite|systems|simulators|experiments|tests)"
+_PACKAGE_PATH = re.compile(rf"[\\/]{_PACKAGES}[\\/](?!.*[\\/]{_PACKAGES}[\\/])")  # the innermost package folder
 
 
 def _caller(depth: int = 2) -> str:

@@ -7,8 +7,8 @@ Usage::
 
 Each case (a small version of an experiment grid: in-memory, pipelined, disk and feature-cache node
 classification, disk link prediction, at two sizes) runs once, in a fresh process (``gnnsuite run``): the runner
-estimates the peak before training (``summary.json``: ``memory_estimate.peak_bytes``, the runtime included: what the process held after its
-imports) and records the measured peak (``peak_rss_bytes``, ``ru_maxrss``). Printed per case: both, the relative
+estimates the peak before training (``summary.json``: ``memory_estimate.peak_bytes``, the runtime included: what the
+process held after its imports) and records the measured peak (``peak_rss_bytes``: the run's ``VmHWM``). Printed per case: both, the relative
 error ``(estimate - measured) / measured``, and the same error on the part above the runtime (what the data and
 the batches add), which a large runtime would otherwise hide; then the median and worst relative errors over the
 cases that are not calibration cases (the tiny ones, from which the first-use constants come). ``--from-runs``
