@@ -8,7 +8,10 @@ cgroup limit; here the sizes follow from the memory left (:class:`MemoryBudget`)
 function of the bytes spare and a per-element cost of each pass, measured on the passes' numpy code:
 
 - a streamed edge (a chunk of the CSR spill, of the scatter pass, of the bucket count): its ids, the relabelled
-  copy, the spill record, the bucket of each edge and the scatter's order: :data:`BYTES_PER_STREAMED_EDGE`;
+  copy, the spill record, the bucket of each edge and the scatter's order, while the source already reads the next
+  chunk: :data:`BYTES_PER_STREAMED_EDGE` (113 B measured with tracemalloc in the bucket scatter of a 2M-node store,
+  plus 48 B of the next chunk; it was 64, and partitioning a 976 MiB feature table under a 768 MiB cgroup limit was
+  OOM-killed in that pass);
 - a sorted edge (one scratch file sorted in memory: the CSR sort and the partition's bucket sort, int64 rows,
   sort keys, the order and the sorted copy): :data:`BYTES_PER_SORTED_EDGE`;
 - a byte of edge-list text (the block, arrow's columns, the ids looked up and the new ones numbered, the
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 from suite.errors import MemoryLimitError
 
 MiB = 1 << 20
-BYTES_PER_STREAMED_EDGE = 64
+BYTES_PER_STREAMED_EDGE = 160
 BYTES_PER_SORTED_EDGE = 128
 BYTES_PER_CHUNK_BYTE = 16
 SAFETY = 0.5
@@ -63,7 +66,7 @@ def fit_sizes(spare_bytes: int, ceiling: OutOfCoreSizes, what: str) -> OutOfCore
 
     Each size is ``SAFETY * spare_bytes`` divided by its pass's bytes per element (the passes run one after
     another, so each may use the whole share), capped by ``ceiling``. E.g. 256 MiB spare: 128 MiB planned, so
-    2M streamed edges (64 B each), 1M sorted edges (128 B each) and 8 MiB blocks (16 B a byte).
+    838,860 streamed edges (160 B each), 1M sorted edges (128 B each) and 8 MiB blocks (16 B a byte).
 
     Raises:
         MemoryLimitError: naming ``what``, when even the smallest sizes (:data:`MIN_CHUNK_EDGES`,

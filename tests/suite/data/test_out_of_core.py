@@ -21,10 +21,10 @@ LARGE = OutOfCoreSizes(chunk_edges=1 << 30, max_bucket_edges=1 << 30, chunk_byte
 
 
 def test_sizes_are_half_the_spare_memory_over_each_pass_cost():
-    # 256 MiB spare: 128 MiB planned; 64 B a streamed edge, 128 B a sorted edge, 16 B a byte of text
+    # 256 MiB spare: 128 MiB planned; 160 B a streamed edge, 128 B a sorted edge, 16 B a byte of text
     assert SAFETY == 0.5
-    assert fit_sizes(256 * MiB, LARGE, "import") == OutOfCoreSizes(2 * MiB, 1 * MiB, 8 * MiB)
-    assert fit_sizes(64 * MiB, LARGE, "import") == OutOfCoreSizes(512 << 10, 256 << 10, 2 * MiB)
+    assert fit_sizes(256 * MiB, LARGE, "import") == OutOfCoreSizes(128 * MiB // 160, 1 * MiB, 8 * MiB)
+    assert fit_sizes(64 * MiB, LARGE, "import") == OutOfCoreSizes(32 * MiB // 160, 256 << 10, 2 * MiB)
 
 
 def test_sizes_never_exceed_the_ceiling():
