@@ -115,7 +115,9 @@ def check(op: str, path: str | os.PathLike | None, nbytes: int = 0) -> int | Non
         state.injected = {"op": op, "k": plan.k, "path": str(path), "error": plan.error}
     if plan.error == "short" and op == "write" and nbytes > 1:
         return nbytes // 2
-    code = errno.EIO if plan.error == "short" or op == "read" else ERRORS[plan.error]
+    # a short write that cannot put part of its bytes in (a library's write, a one-byte write) still fails as a full
+    # disk does (ENOSPC); other operations under "short", and reads, fail with EIO
+    code = errno.EIO if op == "read" or (plan.error == "short" and op != "write") else ERRORS[plan.error]
     raise OSError(code, os.strerror(code), str(path))
 
 

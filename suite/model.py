@@ -354,6 +354,14 @@ class _StreamWriter:
 
     def __enter__(self) -> "_StreamWriter":
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._open()
+        except BaseException:  # __exit__ does not run when __enter__ fails: remove the temporary file here
+            self.tmp.unlink(missing_ok=True)
+            raise
+        return self
+
+    def _open(self) -> None:
         if self.kind == "npy":
             from suite.data.npy import NpyAppender
 
@@ -368,7 +376,6 @@ class _StreamWriter:
         else:
             self.handle = open_write(self.tmp, "w")
             write_to(self.handle, ",".join([self.id_name, *self.names]) + "\n", self.tmp)
-        return self
 
     def write(self, batch: np.ndarray) -> None:
         batch = np.asarray(batch, dtype=np.float32).reshape(len(batch), self.width)
