@@ -134,5 +134,6 @@ def build_model(spec: ModelSpec, in_dim: int, out_dim: int) -> nn.Module:
     return set_input_dropout(check_normalization(MODELS.get(spec.encoder)(spec, in_dim, out_dim), spec), spec)
 
 
-__all__ = ["BlockStack", "ModelBuilder", "attach_degrees", "build_model", "check_layers", "check_normalization", "layer_dims", "root_rows",
+__all__ = ["BlockStack", "ModelBuilder", "attach_degrees", "build_model", "check_layers", "check_normalization",
+           "layer_dims", "root_rows",
            "set_input_dropout"]
