@@ -55,7 +55,10 @@ $(PBG_VENV)/.installed: $(VENV)/.installed
 TEST_WORKERS ?= 3
 test: setup
 	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; else echo "$(WHEELS) not found: peer tests will be skipped"; fi
-	$(BIN)/lint-imports  # the layer contracts of pyproject.toml (tests/test_architecture.py checks them too)
+	# numba's kernels compiled once into their caches (tests/support/warm_kernels.py) beside the layer contracts of
+	# pyproject.toml (lint-imports; tests/test_architecture.py checks them too): on a fresh clone, the test workers
+	# and their processes would otherwise each compile them.
+	$(BIN)/python -m tests.support.warm_kernels & warm=$$!; $(BIN)/lint-imports && wait $$warm
 	GNNSUITE_REQUIRE_ENGINES=ray,submitit $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-all: setup

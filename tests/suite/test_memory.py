@@ -97,6 +97,17 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+def _cli_in_process(capsys, *args: str) -> subprocess.CompletedProcess:
+    """``gnnsuite ARGS`` through the CLI's ``main`` in this process (a dry run starts nothing), as a completed
+    process."""
+    from suite.cli import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(["gnnsuite", *args], code, captured.out, captured.err)
+
+
 @pytest.fixture(scope="module")
 def tiny_spec(tmp_path_factory):
     """A run spec on the tiny synthetic store (generated once into a module cache)."""
@@ -108,16 +119,17 @@ def tiny_spec(tmp_path_factory):
     return spec
 
 
-def test_dry_run_prints_the_estimate_and_writes_nothing(tiny_spec, tmp_path):
+def test_dry_run_prints_the_estimate_and_writes_nothing(tiny_spec, tmp_path, capsys):
     out = tmp_path / "runs"
-    shown = _cli("run", str(tiny_spec), "--out", str(out), "--dry-run")
+    shown = _cli_in_process(capsys, "run", str(tiny_spec), "--out", str(out), "--dry-run")
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     assert "dry run (nothing trained or written)" in text and "system in_memory on tiny: 300 nodes" in text
     for part in ("estimated peak memory:", "runtime (interpreter, libraries)", "features (float32 copy)",
                  "during train", "during evaluate", "available:"):
         assert part in text, text
-    as_json = json.loads(_cli("run", str(tiny_spec), "--out", str(out), "--dry-run", "--json").stdout)
+    as_json = json.loads(_cli_in_process(capsys, "run", str(tiny_spec), "--out", str(out), "--dry-run",
+                                         "--json").stdout)
     estimate = as_json["memory_estimate"]
     assert estimate["peak_bytes"] == sum(estimate["resident"].values()) + sum(
         estimate["phases"][estimate["peak_phase"]].values())
@@ -125,17 +137,20 @@ def test_dry_run_prints_the_estimate_and_writes_nothing(tiny_spec, tmp_path):
     assert not out.exists()
 
 
-def test_memory_limit_below_the_estimate_stops_before_the_run_folder(tiny_spec, tmp_path):
+def test_memory_limit_below_the_estimate_stops_before_the_run_folder(tiny_spec, tmp_path, capsys):
     out = tmp_path / "runs"
-    peak = json.loads(_cli("run", str(tiny_spec), "--dry-run", "--json").stdout)["memory_estimate"]["peak_bytes"]
-    refused = _cli("run", str(tiny_spec), "--out", str(out), "--memory-limit", str(peak - 50 * MiB))
+    limit = 100 * MiB  # below any run's estimate: the interpreter with torch alone holds more
+    peak = json.loads(_cli_in_process(capsys, "run", str(tiny_spec), "--dry-run", "--json").stdout)[
+        "memory_estimate"]["peak_bytes"]
+    assert peak > 2 * limit
+    refused = _cli("run", str(tiny_spec), "--out", str(out), "--memory-limit", str(limit))  # a real process
     assert refused.returncode == 2, refused.stderr
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gnnsuite: error: "), refused.stderr
     assert "spec.yaml: system in_memory: estimated peak memory" in lines[0]
     assert "available (--memory-limit); " in lines[0]
     assert not out.exists()
-    dry = _cli("run", str(tiny_spec), "--dry-run", "--memory-limit", str(peak - 50 * MiB))
+    dry = _cli_in_process(capsys, "run", str(tiny_spec), "--dry-run", "--memory-limit", str(limit))
     assert dry.returncode == 2 and "does NOT fit" in dry.stdout
     with pytest.raises(ConfigError, match="--memory-limit: expected a size like 8G"):  # the option's parser
         parse_memory("lots", "--memory-limit")

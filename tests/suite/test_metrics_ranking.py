@@ -94,3 +94,35 @@ def test_filtered_out_negatives_never_outrank() -> None:
     negative = torch.tensor([[1.0, -math.inf, 0.0]])
     assert sampled_target_ranks(positive, negative).tolist() == [2.5]
     assert math.isclose(ogb_ranking_metrics(positive, negative)["mrr"], 1 / 2.5, rel_tol=1e-6)  # float32 in OGB
+
+
+# ---------------------------------------------------------------------------------------------- OGB's evaluators
+# The suite computes OGB's metrics itself (importing the evaluators costs seconds a process); they must agree.
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sampled_ranking_metrics_equal_ogbs_link_evaluator(seed: int) -> None:
+    from suite.data.loaders.ogb import import_ogb
+
+    generator = torch.Generator().manual_seed(seed)
+    positive = torch.randint(0, 6, (200,), generator=generator).double() / 3  # ties, and not exact in float32
+    negative = torch.randint(0, 6, (200, 37), generator=generator).double() / 3
+    negative[torch.rand(negative.shape, generator=generator) < 0.1] = -math.inf  # filtered-out candidates
+    lists = import_ogb().linkproppred.Evaluator(name="ogbl-wikikg2").eval(
+        {"y_pred_pos": positive.float(), "y_pred_neg": negative.float()})
+    expected = {key.removesuffix("_list"): float(value.to(torch.float64).mean()) for key, value in lists.items()}
+    assert ogb_ranking_metrics(positive, negative, prefix="v_") == {f"v_{k}": v for k, v in expected.items()}
+
+
+@pytest.mark.parametrize("classes", [2, 7])
+def test_accuracy_equals_ogbs_node_evaluator(classes: int) -> None:
+    from suite.data.loaders.ogb import import_ogb
+    from suite.metrics import accuracy
+
+    generator = torch.Generator().manual_seed(classes)
+    logits = torch.randn(301, classes, generator=generator)
+    labels = torch.randint(0, classes, (301,), generator=generator)
+    expected = import_ogb().nodeproppred.Evaluator(name="ogbn-arxiv").eval(
+        {"y_true": labels.view(-1, 1), "y_pred": logits.argmax(-1).view(-1, 1)})["acc"]
+    assert accuracy(logits, labels) == expected  # exactly: the same count over the same total
+    assert accuracy(logits.argmax(-1), labels) == expected
+    assert math.isnan(accuracy(torch.empty(0, classes), torch.empty(0, dtype=torch.long)))
+    assert accuracy(torch.tensor([1, 0, 1]), torch.tensor([1, 1, 1])) == 2 / 3  # by hand
