@@ -146,7 +146,9 @@ class EmbeddingStore:
         try:
             check_read(path)
             manifest = json.loads(path.read_text())
-        except (OSError, ValueError) as err:
+        except OSError as err:  # the cause as every IO error names it: "input/output error (EIO)"
+            raise DataError(f"{path}: unreadable manifest: {describe_os_error(err)}") from None
+        except ValueError as err:
             raise DataError(f"{path}: unreadable manifest ({err})") from None
         if manifest.get("format") != FORMAT or len(manifest.get("checksums", [])) != self.num_partitions \
                 or manifest.get("rows") != self.num_rows or manifest.get("width") != self.width:

@@ -149,6 +149,20 @@ def _initial(partition: int) -> torch.Tensor:
     return torch.full((sizes[partition], 4), float(partition))
 
 
+def test_an_unreadable_manifest_is_one_error_naming_the_file_and_its_cause(tmp_path):
+    """An IO error reading the manifest names the cause as every IO error does (the fault sweep found "(EIO)"
+    missing: the OSError's text was wrapped in parentheses instead)."""
+    from suite.errors import DataError
+
+    (tmp_path / MANIFEST).mkdir()  # reading a folder: EISDIR, an OSError as a failing disk's EIO is
+    with pytest.raises(DataError, match=rf"{MANIFEST}: unreadable manifest: is a directory \(EISDIR\)$"):
+        _store(tmp_path).open(_initial)
+    (tmp_path / MANIFEST).rmdir()
+    (tmp_path / MANIFEST).write_text("{not json")
+    with pytest.raises(DataError, match=rf"{MANIFEST}: unreadable manifest \("):
+        _store(tmp_path).open(_initial)
+
+
 def test_generations_commit_atomically_and_reads_see_write_backs(tmp_path):
     store = _store(tmp_path)
     assert store.open(_initial) is False
