@@ -51,7 +51,8 @@ $(PBG_VENV)/.installed: $(VENV)/.installed
 # an "executor tests" section naming the executors that ran. The tests run on $(TEST_WORKERS) pytest-xdist
 # workers, a module's tests on one worker (tests/conftest.py says how they are shared out): three on two cores,
 # because many tests wait on processes they start, kill or time (measured here: 7 min 12 s with three workers;
-# 8 min 7 s with two, with about 60 s of tests more, since moved to -m slow).
+# 8 min 7 s with two, with about 60 s of tests more, since moved to -m slow; later, on a slower machine, from a
+# fresh clone: pytest 8 min 16 s with three, 9 min 36 s with four).
 TEST_WORKERS ?= 3
 test: setup
 	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; else echo "$(WHEELS) not found: peer tests will be skipped"; fi
