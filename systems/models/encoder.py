@@ -135,5 +135,4 @@ def build_model(spec: ModelSpec, in_dim: int, out_dim: int) -> nn.Module:
 
 
 __all__ = ["BlockStack", "ModelBuilder", "attach_degrees", "build_model", "check_layers", "check_normalization",
-           "layer_dims", "root_rows",
-           "set_input_dropout"]
+           "layer_dims", "root_rows", "set_input_dropout"]
