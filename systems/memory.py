@@ -122,11 +122,13 @@ def hop_sizes(roots: float, fanouts: Sequence[int], degree: np.ndarray) -> list[
 
 
 def layer_bytes(sizes: list[tuple[float, float]], in_dim: int, hidden_dim: int, out_dim: int,
-                heads: int = 1) -> list[float]:
+                heads: int = 1, sparse: bool = False) -> list[float]:
     """Forward activations of every layer of a message-passing encoder over one sample (``sizes`` from
-    :func:`hop_sizes`), outermost first: the messages (one row of the layer's input width per edge and head), the
-    aggregates, three output-wide tensors per destination (the two linear maps and the activation) and the
-    sample's ``edge_index`` (two ids per edge); the layer's input rows are not counted."""
+    :func:`hop_sizes`), outermost first: the messages (one row of the layer's input width per edge and head; with
+    ``sparse``, an aggregation computed as a sparse-dense product, the sparse adjacency instead: its two ids and
+    count per edge, built and coalesced), the aggregates, three output-wide tensors per destination (the two linear
+    maps and the activation) and the sample's ``edge_index`` (two ids per edge); the layer's input rows are not
+    counted."""
     layers = len(sizes) - 1
     per_layer = []
     for layer in range(layers):
@@ -134,9 +136,18 @@ def layer_bytes(sizes: list[tuple[float, float]], in_dim: int, hidden_dim: int, 
         dst_nodes, edges = sizes[hop - 1][0], sizes[hop][1]
         width_in = in_dim if layer == 0 else hidden_dim
         width_out = out_dim if layer == layers - 1 else hidden_dim
-        per_layer.append(FLOAT * (edges * width_in * heads + dst_nodes * width_in + 3 * dst_nodes * width_out)
+        per_edge = 2 * (2 * LONG + FLOAT) if sparse else FLOAT * width_in * heads
+        per_layer.append(edges * per_edge + FLOAT * (dst_nodes * width_in + 3 * dst_nodes * width_out)
                          + 2 * LONG * edges)
     return per_layer
+
+
+def aggregates_sparsely(spec: RunSpec) -> bool:
+    """Whether the run's encoder aggregates as a sparse-dense product, with no row per edge: the suite's GraphSAGE
+    with a mean or sum aggregation (:mod:`systems.models.graphsage`); PyG's own model (the ``pyg`` system) gathers
+    a row per edge."""
+    return (spec.model.encoder == "graphsage" and spec.model.aggregation in ("mean", "sum")
+            and spec.system.name != "pyg")
 
 
 def sample_bytes(spec: RunSpec, roots: float, fanouts: Sequence[int], degree: np.ndarray | None, in_dim: int,
@@ -156,7 +167,7 @@ def sample_bytes(spec: RunSpec, roots: float, fanouts: Sequence[int], degree: np
     if len(sizes) == 1:
         layers = [roots * (spec.model.hidden_dim + out_dim) * FLOAT]
     else:
-        layers = layer_bytes(sizes, in_dim, spec.model.hidden_dim, out_dim, heads)
+        layers = layer_bytes(sizes, in_dim, spec.model.hidden_dim, out_dim, heads, aggregates_sparsely(spec))
     if training:
         return {"batch inputs": int(inputs * AUTOGRAD_FACTOR), "activations": int(sum(layers) * AUTOGRAD_FACTOR)}
     hidden_inputs = [sizes[len(sizes) - 1 - layer][0] * spec.model.hidden_dim * FLOAT * (layer > 0)
@@ -518,6 +529,6 @@ def pyg_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> Memory
     return in_memory_estimate(spec, store, runtime_bytes)
 
 
-__all__ = ["AUTOGRAD_FACTOR", "FIRST_USE_BYTES", "batch_roots", "buffer_degrees", "disk_estimate", "distinct",
+__all__ = ["AUTOGRAD_FACTOR", "FIRST_USE_BYTES", "aggregates_sparsely", "batch_roots", "buffer_degrees", "disk_estimate", "distinct",
            "feature_cache_estimate", "hop_sizes", "in_memory_estimate", "layer_bytes", "pipelined_estimate",
            "pyg_estimate", "sample_bytes"]

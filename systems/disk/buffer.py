@@ -14,7 +14,8 @@ read the next state's partitions ahead) and the map from a global node id to its
 (``frame * max_rows + row``, or -1 when its partition is not resident).
 
 :class:`RowsOnDemand` reads arbitrary rows of such a file instead (a full-graph evaluation's feature rows, batch by
-batch): through a memory map without read-around, so the kernel reads only the pages that hold them.
+batch): in file order, as extents that read short gaps through (:func:`row_extents`), or through a memory map
+without read-around when the rows are scattered thinly.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ from suite.errors import DataError
 from suite.io import IOCounters, evict_page_cache, preadv_into
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+
+ROW_SET_GAP_BYTES = 256 << 10
+"""A gap between wanted rows of at most this many bytes is read through (one extent) rather than split: a read
+costs more than the bytes it would skip (the default of the disk system's ``coalesce_bytes``)."""
+ROW_SET_EXTENT_BYTES = 32 << 20
+"""The longest single read of a row set (an extent's buffer)."""
+ROW_SET_MAX_EXTENTS = 4096
+"""A row set of more extents than this is read through a memory map instead (a read per extent would cost more
+than the page faults)."""
 
 
 def _read_npy_header(fd: int, path: Path) -> tuple[tuple[int, ...], bool, np.dtype, int]:
@@ -98,9 +108,36 @@ class PartitionArray:
         return nbytes
 
     def read_row_set(self, rows: np.ndarray) -> tuple[torch.Tensor, int]:
-        """The rows ``rows`` (distinct, any order) as one ``(len(rows), ...)`` tensor, read through a memory map of
-        the file with ``MADV_RANDOM`` (the kernel reads the pages holding them, no read-around), then dropped from
-        the page cache when ``evict``; returns it and the bytes of the rows (counted)."""
+        """The rows ``rows`` (distinct, any order) as one ``(len(rows), ...)`` tensor, and the bytes read for them.
+
+        The rows are read in file order as extents (:func:`row_extents`: runs of wanted rows, a gap of at most
+        :data:`ROW_SET_GAP_BYTES` read through, at most :data:`ROW_SET_EXTENT_BYTES` a read), each with one
+        positional read and dropped from the page cache afterwards when ``evict``; the bytes counted are the
+        extents' (the gaps included). A set that makes more than :data:`ROW_SET_MAX_EXTENTS` extents (rows
+        scattered thinly over the file) is read through a memory map without read-around instead: the kernel reads
+        the pages that hold them, the bytes counted are the rows'."""
+        rows = np.asarray(rows, dtype=np.int64)
+        order = np.argsort(rows, kind="stable")
+        ordered = rows[order]
+        starts, stops = row_extents(ordered, self.row_bytes, ROW_SET_GAP_BYTES, ROW_SET_EXTENT_BYTES)
+        if len(starts) > ROW_SET_MAX_EXTENTS:
+            return self._read_row_set_mapped(rows)
+        out = torch.empty((len(rows), *self.shape[1:]), dtype=torch.from_numpy(np.empty(0, self.dtype)).dtype)
+        if len(rows) == 0:
+            return out, 0
+        first_wanted = np.searchsorted(ordered, starts)
+        last_wanted = np.searchsorted(ordered, stops)
+        largest = int((stops - starts).max())
+        extent = torch.empty((largest, *self.shape[1:]), dtype=out.dtype)
+        nbytes = 0
+        for start, stop, a, b in zip(starts.tolist(), stops.tolist(), first_wanted.tolist(), last_wanted.tolist()):
+            nbytes += self.read_rows(start, stop, extent)
+            out[torch.from_numpy(order[a:b])] = extent[torch.from_numpy(ordered[a:b] - start)]
+        return out, nbytes
+
+    def _read_row_set_mapped(self, rows: np.ndarray) -> tuple[torch.Tensor, int]:
+        """:meth:`read_row_set` through a memory map of the file with ``MADV_RANDOM`` (the kernel reads the pages
+        holding the rows, no read-around), then dropped from the page cache when ``evict``."""
         started = time.perf_counter()
         elements = self.shape[0] * (self.row_bytes // self.dtype.itemsize)
         if len(rows) == 0 or elements == 0:
@@ -278,4 +315,25 @@ def partition_runs(partitions: np.ndarray) -> list[slice]:
     return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-__all__ = ["FeatureBuffer", "PartitionArray", "RowsOnDemand", "partition_runs"]
+def row_extents(rows: np.ndarray, row_bytes: int, gap_bytes: int, extent_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, stops)``: the row ranges, in file order, that cover ``rows`` (ascending, distinct) when a gap of
+    at most ``gap_bytes`` between two wanted rows is read through and no range exceeds ``extent_bytes`` (nor one
+    row). E.g. rows ``[0, 1, 5, 40]`` of 1 KiB rows with 8 KiB gaps read through -> ``[0, 40]``, ``[6, 41]``."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(rows) == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    max_rows = max(1, extent_bytes // max(1, row_bytes))
+    gap_rows = gap_bytes // max(1, row_bytes)
+    split = np.diff(rows) - 1 > gap_rows
+    # within a run of rows read through, split wherever a range would outgrow max_rows
+    run_id = np.concatenate([[0], np.cumsum(split)])
+    run_first = rows[np.concatenate([[0], np.flatnonzero(split) + 1])][run_id]
+    piece = (rows - run_first) // max_rows
+    new = np.concatenate([[True], (run_id[1:] != run_id[:-1]) | (piece[1:] != piece[:-1])])
+    first = np.flatnonzero(new)
+    last = np.concatenate([first[1:], [len(rows)]]) - 1
+    return rows[first], rows[last] + 1
+
+
+__all__ = ["FeatureBuffer", "PartitionArray", "ROW_SET_EXTENT_BYTES", "ROW_SET_GAP_BYTES", "ROW_SET_MAX_EXTENTS",
+           "RowsOnDemand", "partition_runs", "row_extents"]

@@ -1,4 +1,12 @@
-"""GraphSAGE over layer-wise sampled blocks, on PyG's :class:`~torch_geometric.nn.SAGEConv`."""
+"""GraphSAGE over layer-wise sampled blocks, on PyG's :class:`~torch_geometric.nn.SAGEConv`.
+
+A mean or sum aggregation is linear, so it runs as one sparse-dense product of the block's adjacency (destinations
+x input rows, a repeated edge counted as often as it occurs) with the input rows: PyG's edge-list path gathers one
+input row per edge first (``edges x width`` floats: 8 GiB for a 4,096-node batch of Coauthor Physics, 8,415
+features, fanouts 10, 5), the product reads the rows in place (18 s -> 1 s a layer here). The layer's weights,
+root weight and normalization stay PyG's own (:class:`BlockSAGEConv` changes only how the aggregation is computed).
+A max aggregation (not linear) and feature types sparse products do not take use the edge list.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +18,32 @@ from torch_geometric.nn import SAGEConv
 from suite.config import ModelSpec
 from systems.models.encoder import BlockStack, check_layers, layer_dims
 from systems.sampling.sampler import LayerBlock
+
+
+LINEAR_AGGREGATIONS = ("mean", "sum")
+SPARSE_PRODUCT_TYPES = (torch.float32, torch.float64)
+
+
+def block_adjacency(block: LayerBlock, num_inputs: int, dtype: torch.dtype) -> torch.Tensor:
+    """The block's adjacency as a coalesced sparse COO matrix ``[num_dst, num_inputs]``: entry ``(v, u)`` is how
+    many sampled edges ``u -> v`` the block has (indices checked against the shape as it is built)."""
+    src, dst = block.edge_index
+    counts = torch.ones(src.numel(), dtype=dtype, device=src.device)
+    return torch.sparse_coo_tensor(torch.stack([dst, src]), counts, (block.num_dst, num_inputs),
+                                   check_invariants=True).coalesce()
+
+
+class BlockSAGEConv(SAGEConv):
+    """PyG's ``SAGEConv`` whose aggregation over a sparse adjacency (:func:`block_adjacency`) counts repeated edges
+    as the edge-list path does: sum = adjacency @ rows; mean = that over each destination's number of edges."""
+
+    def message_and_aggregate(self, adj_t: torch.Tensor, x) -> torch.Tensor:  # type: ignore[override]
+        rows = x[0] if isinstance(x, tuple) else x
+        total = torch.sparse.mm(adj_t, rows)
+        if self.aggr == "sum":
+            return total
+        edges = torch.sparse.mm(adj_t, torch.ones(rows.shape[0], 1, dtype=rows.dtype, device=rows.device))
+        return total / edges.clamp(min=1)
 
 
 class GraphSAGE(BlockStack):
@@ -28,12 +62,15 @@ class GraphSAGE(BlockStack):
                  dropout: float = 0.5):
         super().__init__(dropout, F.relu)
         self.convs = nn.ModuleList(
-            SAGEConv(width_in, width_out, aggr=aggregation)
+            BlockSAGEConv(width_in, width_out, aggr=aggregation)
             for width_in, width_out in layer_dims(in_dim, hidden_dim, out_dim, num_layers)
         )
 
     def apply_layer(self, conv: nn.Module, x: torch.Tensor, block: LayerBlock) -> torch.Tensor:
-        """``SAGEConv`` on the bipartite block (all input rows -> destination rows)."""
+        """``SAGEConv`` on the bipartite block (all input rows -> destination rows): a linear aggregation as a
+        sparse-dense product, a max over the edge list."""
+        if conv.aggr in LINEAR_AGGREGATIONS and x.dtype in SPARSE_PRODUCT_TYPES:
+            return conv((x, block.dst_rows(x)), block_adjacency(block, x.shape[0], x.dtype))
         return conv((x, block.dst_rows(x)), block.edge_index, size=(x.shape[0], block.num_dst))
 
 
@@ -43,4 +80,4 @@ def build_graphsage(spec: ModelSpec, in_dim: int, out_dim: int) -> GraphSAGE:
     return GraphSAGE(in_dim, spec.hidden_dim, out_dim, spec.num_layers, spec.aggregation, spec.dropout)
 
 
-__all__ = ["GraphSAGE", "build_graphsage"]
+__all__ = ["BlockSAGEConv", "GraphSAGE", "block_adjacency", "build_graphsage"]

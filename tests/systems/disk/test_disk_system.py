@@ -343,20 +343,51 @@ def test_full_graph_evaluation_predicts_what_the_in_memory_task_predicts(store, 
     assert outcome.io_read_bytes == trained + evaluation["io_read_bytes"]
 
 
-def test_rows_on_demand_reads_each_distinct_row_once(tmp_path):
+def test_rows_on_demand_reads_each_distinct_row_once(tmp_path, monkeypatch):
     from suite.io import IOCounters
+    from systems.disk import buffer
     from systems.disk.buffer import PartitionArray, RowsOnDemand
 
     table = np.arange(40, dtype=np.float32).reshape(10, 4)
     np.save(tmp_path / "rows.npy", table)
-    counters = IOCounters()
-    rows = RowsOnDemand(PartitionArray(tmp_path / "rows.npy", counters))
+    for max_extents, read_bytes in ((buffer.ROW_SET_MAX_EXTENTS, 8 * 16),  # rows 0..7: one extent, gaps read through
+                                    (0, 3 * 16)):  # through the memory map: the 3 distinct rows
+        monkeypatch.setattr(buffer, "ROW_SET_MAX_EXTENTS", max_extents)
+        counters = IOCounters()
+        rows = RowsOnDemand(PartitionArray(tmp_path / "rows.npy", counters))
+        try:
+            got = rows.index_select(0, torch.tensor([7, 2, 7, 0]))
+        finally:
+            rows.source.close()
+        assert torch.equal(got, torch.from_numpy(table[[7, 2, 7, 0]]))
+        assert rows.bytes_read == read_bytes == counters.snapshot()["bytes_read"] and rows.reads == 1
+
+
+def test_a_row_set_is_read_as_extents_in_file_order(tmp_path, monkeypatch):
+    from suite.io import IOCounters
+    from systems.disk import buffer
+    from systems.disk.buffer import PartitionArray, row_extents
+
+    # 1 KiB rows; gaps of at most 8 KiB (8 rows) read through; at most 16 KiB (16 rows) a read
+    starts, stops = row_extents(np.array([0, 1, 5, 40]), 1024, 8 << 10, 16 << 10)
+    assert starts.tolist() == [0, 40] and stops.tolist() == [6, 41]
+    starts, stops = row_extents(np.arange(0, 40, 2), 1024, 8 << 10, 16 << 10)
+    assert starts.tolist() == [0, 16, 32] and stops.tolist() == [15, 31, 39]
+    assert [a.tolist() for a in row_extents(np.array([3]), 1 << 30, 0, 1)] == [[3], [4]]
+    assert [len(a) for a in row_extents(np.array([], dtype=np.int64), 8, 0, 8)] == [0, 0]
+
+    table = np.arange(64 * 256, dtype=np.float32).reshape(64, 256)  # 1 KiB rows
+    np.save(tmp_path / "wide.npy", table)
+    monkeypatch.setattr(buffer, "ROW_SET_GAP_BYTES", 8 << 10)
+    monkeypatch.setattr(buffer, "ROW_SET_EXTENT_BYTES", 16 << 10)
+    source = PartitionArray(tmp_path / "wide.npy", IOCounters())
     try:
-        got = rows.index_select(0, torch.tensor([7, 2, 7, 0]))
+        wanted = np.array([40, 5, 0, 1, 63, 30])  # any order: rows come back in it
+        rows, nbytes = source.read_row_set(wanted)
     finally:
-        rows.source.close()
-    assert torch.equal(got, torch.from_numpy(table[[7, 2, 7, 0]]))
-    assert rows.bytes_read == 3 * 16 == counters.snapshot()["bytes_read"] and rows.reads == 1
+        source.close()
+    assert torch.equal(rows, torch.from_numpy(table[wanted]))
+    assert nbytes == (6 + 1 + 1 + 1) * 1024  # [0, 6), [30, 31), [40, 41), [63, 64): the gaps > 8 rows skipped
 
 
 def test_the_timeline_reads_as_a_table(few_labels, tmp_path):
