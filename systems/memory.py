@@ -529,6 +529,6 @@ def pyg_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> Memory
     return in_memory_estimate(spec, store, runtime_bytes)
 
 
-__all__ = ["AUTOGRAD_FACTOR", "FIRST_USE_BYTES", "aggregates_sparsely", "batch_roots", "buffer_degrees", "disk_estimate", "distinct",
-           "feature_cache_estimate", "hop_sizes", "in_memory_estimate", "layer_bytes", "pipelined_estimate",
-           "pyg_estimate", "sample_bytes"]
+__all__ = ["AUTOGRAD_FACTOR", "FIRST_USE_BYTES", "aggregates_sparsely", "batch_roots", "buffer_degrees",
+           "disk_estimate", "distinct", "feature_cache_estimate", "hop_sizes", "in_memory_estimate", "layer_bytes",
+           "pipelined_estimate", "pyg_estimate", "sample_bytes"]

@@ -42,8 +42,8 @@ costs more than the bytes it would skip (the default of the disk system's ``coal
 ROW_SET_EXTENT_BYTES = 32 << 20
 """The longest single read of a row set (an extent's buffer)."""
 ROW_SET_MAX_EXTENTS = 4096
-"""A row set of more extents than this is read through a memory map instead (a read per extent would cost more
-than the page faults)."""
+"""A row set of more extents than this (rows scattered thinly over the file) is read through a memory map instead
+of one positional read, and one Python call, per extent."""
 
 
 def _read_npy_header(fd: int, path: Path) -> tuple[tuple[int, ...], bool, np.dtype, int]:

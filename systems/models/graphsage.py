@@ -3,9 +3,9 @@
 A mean or sum aggregation is linear, so it runs as one sparse-dense product of the block's adjacency (destinations
 x input rows, a repeated edge counted as often as it occurs) with the input rows: PyG's edge-list path gathers one
 input row per edge first (``edges x width`` floats: 8 GiB for a 4,096-node batch of Coauthor Physics, 8,415
-features, fanouts 10, 5), the product reads the rows in place (18 s -> 1 s a layer here). The layer's weights,
-root weight and normalization stay PyG's own (:class:`BlockSAGEConv` changes only how the aggregation is computed).
-A max aggregation (not linear) and feature types sparse products do not take use the edge list.
+features, fanouts 10, 5), the product reads the rows in place (one such layer: 18 s -> 1 s here). The layer's
+weights, root weight and normalization stay PyG's own (:class:`BlockSAGEConv` changes only how the aggregation is
+computed). A max aggregation (not linear), and features other than float32 / float64, take the edge-list path.
 """
 
 from __future__ import annotations
