@@ -158,3 +158,17 @@ def test_link_prediction_benchmark_variants_compute_the_same():
     before = bench.per_edge_bases(layer.conv, layer.x, x_dst, layer.edge_index, layer.edge_type)
     after = layer.conv((layer.x, x_dst), layer.edge_index, layer.edge_type)
     torch.testing.assert_close(after, before)
+
+
+def test_graphsage_benchmark_runs_and_both_variants_compute_the_same_layer():
+    from benchmarks import bench_models as bench
+
+    assert bench.GraphSAGELayer.params == [["edge_list", "sparse_product"], [128, 8415]]
+    tiny = {"num_src": 12, "num_dst": 5, "fanout": 3, "out_dim": 2}
+    for variant in bench.GraphSAGELayer.params[0]:
+        run_benchmark(bench.GraphSAGELayer, None, (variant, 4), tiny)
+    layer = bench.GraphSAGELayer()
+    for name, value in tiny.items():
+        setattr(layer, name, value)
+    layer.setup("edge_list", 4)
+    torch.testing.assert_close(layer.forward("sparse_product"), layer.forward("edge_list"))
