@@ -36,6 +36,7 @@ import numpy as np
 from suite.config import RunSpec, validate_system_options
 from suite.data import GraphStore
 from suite.memory import FIRST_USE, RUNTIME, MemoryEstimate, format_bytes
+from systems.models.sparse_aggregation import uses_sparse_product
 
 FLOAT, LONG = 4, 8
 MiB = 1 << 20
@@ -122,10 +123,11 @@ def hop_sizes(roots: float, fanouts: Sequence[int], degree: np.ndarray) -> list[
 
 
 def layer_bytes(sizes: list[tuple[float, float]], in_dim: int, hidden_dim: int, out_dim: int,
-                heads: int = 1, sparse: bool = False) -> list[float]:
+                heads: int = 1, aggregation: str | None = None) -> list[float]:
     """Forward activations of every layer of a message-passing encoder over one sample (``sizes`` from
-    :func:`hop_sizes`), outermost first: the messages (one row of the layer's input width per edge and head; with
-    ``sparse``, an aggregation computed as a sparse-dense product, the sparse adjacency instead: its two ids and
+    :func:`hop_sizes`), outermost first: the messages (one row of the layer's input width per edge and head; where
+    the suite's GraphSAGE, ``aggregation`` given, computes the layer's aggregation as a sparse-dense product,
+    :func:`systems.models.sparse_aggregation.uses_sparse_product`, the sparse adjacency instead: its two ids and
     count per edge, built and coalesced), the aggregates, three output-wide tensors per destination (the two linear
     maps and the activation) and the sample's ``edge_index`` (two ids per edge); the layer's input rows are not
     counted."""
@@ -136,18 +138,18 @@ def layer_bytes(sizes: list[tuple[float, float]], in_dim: int, hidden_dim: int, 
         dst_nodes, edges = sizes[hop - 1][0], sizes[hop][1]
         width_in = in_dim if layer == 0 else hidden_dim
         width_out = out_dim if layer == layers - 1 else hidden_dim
+        sparse = aggregation is not None and uses_sparse_product(aggregation, width_in)
         per_edge = 2 * (2 * LONG + FLOAT) if sparse else FLOAT * width_in * heads
         per_layer.append(edges * per_edge + FLOAT * (dst_nodes * width_in + 3 * dst_nodes * width_out)
                          + 2 * LONG * edges)
     return per_layer
 
 
-def aggregates_sparsely(spec: RunSpec) -> bool:
-    """Whether the run's encoder aggregates as a sparse-dense product, with no row per edge: the suite's GraphSAGE
-    with a mean or sum aggregation (:mod:`systems.models.graphsage`); PyG's own model (the ``pyg`` system) gathers
-    a row per edge."""
-    return (spec.model.encoder == "graphsage" and spec.model.aggregation in ("mean", "sum")
-            and spec.system.name != "pyg")
+def sparse_aggregation(spec: RunSpec) -> str | None:
+    """The aggregation of the suite's GraphSAGE, which aggregates wide rows as a sparse-dense product
+    (:mod:`systems.models.sparse_aggregation`); None for every other encoder, and for PyG's own model (the ``pyg``
+    system), which gather a row per edge."""
+    return spec.model.aggregation if spec.model.encoder == "graphsage" and spec.system.name != "pyg" else None
 
 
 def sample_bytes(spec: RunSpec, roots: float, fanouts: Sequence[int], degree: np.ndarray | None, in_dim: int,
@@ -167,7 +169,7 @@ def sample_bytes(spec: RunSpec, roots: float, fanouts: Sequence[int], degree: np
     if len(sizes) == 1:
         layers = [roots * (spec.model.hidden_dim + out_dim) * FLOAT]
     else:
-        layers = layer_bytes(sizes, in_dim, spec.model.hidden_dim, out_dim, heads, aggregates_sparsely(spec))
+        layers = layer_bytes(sizes, in_dim, spec.model.hidden_dim, out_dim, heads, sparse_aggregation(spec))
     if training:
         return {"batch inputs": int(inputs * AUTOGRAD_FACTOR), "activations": int(sum(layers) * AUTOGRAD_FACTOR)}
     hidden_inputs = [sizes[len(sizes) - 1 - layer][0] * spec.model.hidden_dim * FLOAT * (layer > 0)
@@ -529,6 +531,6 @@ def pyg_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> Memory
     return in_memory_estimate(spec, store, runtime_bytes)
 
 
-__all__ = ["AUTOGRAD_FACTOR", "FIRST_USE_BYTES", "aggregates_sparsely", "batch_roots", "buffer_degrees",
+__all__ = ["AUTOGRAD_FACTOR", "FIRST_USE_BYTES", "batch_roots", "buffer_degrees",
            "disk_estimate", "distinct", "feature_cache_estimate", "hop_sizes", "in_memory_estimate", "layer_bytes",
-           "pipelined_estimate", "pyg_estimate", "sample_bytes"]
+           "pipelined_estimate", "pyg_estimate", "sample_bytes", "sparse_aggregation"]

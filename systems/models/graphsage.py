@@ -1,11 +1,8 @@
 """GraphSAGE over layer-wise sampled blocks, on PyG's :class:`~torch_geometric.nn.SAGEConv`.
 
-A mean or sum aggregation is linear, so it runs as one sparse-dense product of the block's adjacency (destinations
-x input rows, a repeated edge counted as often as it occurs) with the input rows: PyG's edge-list path gathers one
-input row per edge first (``edges x width`` floats: 8 GiB for a 4,096-node batch of Coauthor Physics, 8,415
-features, fanouts 10, 5), the product reads the rows in place (one such layer: 18 s -> 1 s here). The layer's
-weights, root weight and normalization stay PyG's own (:class:`BlockSAGEConv` changes only how the aggregation is
-computed). A max aggregation (not linear), and features other than float32 / float64, take the edge-list path.
+A mean or sum aggregation over wide input rows runs as a sparse-dense product of the block's adjacency with the
+rows (:mod:`systems.models.sparse_aggregation` says when, and why); the layer's weights, root weight and
+normalization stay PyG's own (:class:`BlockSAGEConv` changes only how that aggregation is computed).
 """
 
 from __future__ import annotations
@@ -17,20 +14,8 @@ from torch_geometric.nn import SAGEConv
 
 from suite.config import ModelSpec
 from systems.models.encoder import BlockStack, check_layers, layer_dims
+from systems.models.sparse_aggregation import block_adjacency, uses_sparse_product
 from systems.sampling.sampler import LayerBlock
-
-
-LINEAR_AGGREGATIONS = ("mean", "sum")
-SPARSE_PRODUCT_TYPES = (torch.float32, torch.float64)
-
-
-def block_adjacency(block: LayerBlock, num_inputs: int, dtype: torch.dtype) -> torch.Tensor:
-    """The block's adjacency as a coalesced sparse COO matrix ``[num_dst, num_inputs]``: entry ``(v, u)`` is how
-    many sampled edges ``u -> v`` the block has (indices checked against the shape as it is built)."""
-    src, dst = block.edge_index
-    counts = torch.ones(src.numel(), dtype=dtype, device=src.device)
-    return torch.sparse_coo_tensor(torch.stack([dst, src]), counts, (block.num_dst, num_inputs),
-                                   check_invariants=True).coalesce()
 
 
 class BlockSAGEConv(SAGEConv):
@@ -67,9 +52,10 @@ class GraphSAGE(BlockStack):
         )
 
     def apply_layer(self, conv: nn.Module, x: torch.Tensor, block: LayerBlock) -> torch.Tensor:
-        """``SAGEConv`` on the bipartite block (all input rows -> destination rows): a linear aggregation as a
-        sparse-dense product, a max over the edge list."""
-        if conv.aggr in LINEAR_AGGREGATIONS and x.dtype in SPARSE_PRODUCT_TYPES:
+        """``SAGEConv`` on the bipartite block (all input rows -> destination rows): a linear aggregation of wide
+        rows as a sparse-dense product (:func:`~systems.models.sparse_aggregation.uses_sparse_product`), any other
+        over the edge list."""
+        if uses_sparse_product(conv.aggr, x.shape[1], x.dtype):
             return conv((x, block.dst_rows(x)), block_adjacency(block, x.shape[0], x.dtype))
         return conv((x, block.dst_rows(x)), block.edge_index, size=(x.shape[0], block.num_dst))
 
@@ -80,4 +66,4 @@ def build_graphsage(spec: ModelSpec, in_dim: int, out_dim: int) -> GraphSAGE:
     return GraphSAGE(in_dim, spec.hidden_dim, out_dim, spec.num_layers, spec.aggregation, spec.dropout)
 
 
-__all__ = ["BlockSAGEConv", "GraphSAGE", "block_adjacency", "build_graphsage"]
+__all__ = ["BlockSAGEConv", "GraphSAGE", "build_graphsage"]

@@ -67,10 +67,9 @@ def test_in_memory_estimate_by_hand(tiny_store):
         files[key]["bytes"] for key in ("features", "labels", "train_nodes", "valid_nodes", "test_nodes",
                                         "in_indptr", "in_indices"))
     nodes = 2 + (2 * -math.expm1(-0.4) - math.expm1(-1.2)) / 2  # the sample's input rows (test_hop_sizes_by_hand)
-    # one layer: 2 draws (GraphSAGE's mean as a sparse product: an adjacency entry of two int64 ids and a float32
-    # count per draw, built and coalesced), 2 destinations (aggregates of width 3, three outputs of width 2
+    # one layer: 2 draws (messages of width 3), 2 destinations (aggregates of width 3, three outputs of width 2
     # classes), edge_index 2 x 2 int64; training doubles it, and the input rows
-    layer = 2 * 2 * (2 * 8 + 4) + 4 * (2 * 3 + 3 * 2 * 2) + 2 * 8 * 2
+    layer = 4 * (2 * 3 + 2 * 3 + 3 * 2 * 2) + 2 * 8 * 2
     train = estimate.phases["train"]
     assert train == {"batch inputs": int(nodes * 3 * 4 * AUTOGRAD_FACTOR), "activations": int(layer * AUTOGRAD_FACTOR)}
     assert set(estimate.phases) == {"train"}  # no evaluation: evaluation.splits is empty
@@ -78,15 +77,24 @@ def test_in_memory_estimate_by_hand(tiny_store):
     assert estimate.peak_phase == "train"
 
 
-def test_messages_of_the_input_width_where_the_aggregation_gathers_a_row_per_edge(tiny_store):
-    """A max aggregation (not linear) and PyG's own model gather one input row per sampled edge."""
-    nodes = 2 + (2 * -math.expm1(-0.4) - math.expm1(-1.2)) / 2
-    layer = 4 * (2 * 3 + 2 * 3 + 3 * 2 * 2) + 2 * 8 * 2  # 2 draws of messages of width 3
-    for spec in (_spec(tiny_store, model={"aggregation": "max"}),
-                 _spec(tiny_store, system={"name": "pyg", "device": "cpu"})):
-        train = in_memory_estimate(spec, tiny_store, runtime_bytes=0).phases["train"]
-        assert train == {"batch inputs": int(nodes * 3 * 4 * AUTOGRAD_FACTOR),
-                         "activations": int(layer * AUTOGRAD_FACTOR)}, spec.model
+def test_wide_rows_of_the_suites_graphsage_count_the_sparse_adjacency_not_a_row_per_edge(tiny_store):
+    """From SPARSE_MIN_WIDTH features on, the suite's GraphSAGE aggregates a mean or sum as a sparse product: an
+    adjacency entry per draw (two int64 ids and a float32 count, built and coalesced) instead of a gathered row."""
+    from systems.memory import layer_bytes, sparse_aggregation
+    from systems.models.sparse_aggregation import SPARSE_MIN_WIDTH
+
+    sizes = [(2.0, 0.0), (5.0, 4.0)]  # 2 destinations, 4 draws
+    rest = 4 * (2 * SPARSE_MIN_WIDTH + 3 * 2 * 2) + 2 * 8 * 4  # aggregates, outputs (2 classes), edge_index
+    assert layer_bytes(sizes, SPARSE_MIN_WIDTH, 8, 2, aggregation="mean") == [4 * 2 * (2 * 8 + 4) + rest]
+    gathered = [4 * 4 * SPARSE_MIN_WIDTH + rest]  # a row of the input width per draw
+    assert layer_bytes(sizes, SPARSE_MIN_WIDTH, 8, 2, aggregation="max") == gathered
+    assert layer_bytes(sizes, SPARSE_MIN_WIDTH, 8, 2, aggregation=None) == gathered
+    narrow = SPARSE_MIN_WIDTH - 1
+    assert layer_bytes(sizes, narrow, 8, 2, aggregation="sum") == [
+        4 * 4 * narrow + 4 * (2 * narrow + 3 * 2 * 2) + 2 * 8 * 4]
+    assert sparse_aggregation(_spec(tiny_store)) == "mean"
+    assert sparse_aggregation(_spec(tiny_store, model={"encoder": "gcn"})) is None
+    assert sparse_aggregation(_spec(tiny_store, system={"name": "pyg", "device": "cpu"})) is None  # PyG's own model
 
 
 def test_evaluation_holds_one_layer_without_gradients(tiny_store):

@@ -116,6 +116,30 @@ def test_on_all_neighbour_blocks_equals_full_graph(encoder, options, full_graph,
     torch.testing.assert_close(blocks_out, full_out, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("aggregation", ["mean", "sum"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_graphsage_on_wide_rows_as_a_sparse_product_equals_full_graph_and_its_gradients(aggregation, seed):
+    """Input rows of SPARSE_MIN_WIDTH features: the first layer aggregates as a sparse-dense product (repeated
+    edges and self-loops counted as PyG's edge list counts them); outputs and weight gradients equal the full-graph
+    SAGEConv's."""
+    from systems.models.sparse_aggregation import SPARSE_MIN_WIDTH, uses_sparse_product
+
+    assert uses_sparse_product(aggregation, SPARSE_MIN_WIDTH) and not uses_sparse_product("max", SPARSE_MIN_WIDTH)
+    edge_index = random_edges(seed)
+    x = torch.randn(NUM_NODES, SPARSE_MIN_WIDTH, generator=torch.Generator().manual_seed(seed))
+    torch.manual_seed(seed)
+    model = GraphSAGE(SPARSE_MIN_WIDTH, 16, OUT_DIM, num_layers=2, aggregation=aggregation, dropout=0.0)
+    roots = torch.tensor([3, 7, 0, 19, 25])
+    sample = NaiveSampler(in_graph(edge_index, NUM_NODES), (-1, -1)).sample(roots, torch.Generator())
+    blocks_out = model(x[sample.input_nodes], sample)
+    blocks_grads = torch.autograd.grad(blocks_out.square().sum(), list(model.parameters()))
+    full_out = full_graph_sage(model, x, edge_index)[roots]
+    full_grads = torch.autograd.grad(full_out.square().sum(), list(model.parameters()))
+    torch.testing.assert_close(blocks_out, full_out, atol=1e-4, rtol=1e-4)
+    for got, expected in zip(blocks_grads, full_grads):
+        torch.testing.assert_close(got, expected, atol=1e-3, rtol=1e-4)
+
+
 def test_symmetric_gcn_layer_equals_pyg_gcnconv_on_an_undirected_graph():
     """Without self-loops in the graph, the symmetric layer is PyG's GCNConv (self-loops added, D^-1/2 A D^-1/2)."""
     edge_index = random_edges(3, self_loops=False)
