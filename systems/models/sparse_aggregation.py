@@ -6,8 +6,8 @@ gathered row per edge (``edges x width`` floats: 8 GiB for a 4,096-node evaluati
 features, fanouts 10, 5). Building and coalescing the adjacency costs about what the gather saves at narrow rows,
 so the product is used from :data:`SPARSE_MIN_WIDTH` features on (``benchmarks/bench_models.py``, 2 busy cores: at
 128 features the product was as fast as the edge list or up to 3.5 times slower, from 1,024 on it was faster in
-every repeat; at 8,415 about twice as fast on the benchmark's small block, 18 times on an evaluation-sized one). No PyG import here: the memory estimate asks
-:func:`uses_sparse_product` too.
+every repeat; at 8,415 about twice as fast on the benchmark's small block, 18 times on an evaluation-sized one).
+No PyG import here: the memory estimate asks :func:`uses_sparse_product` too.
 """
 
 from __future__ import annotations
