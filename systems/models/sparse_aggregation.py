@@ -4,9 +4,10 @@ A mean or sum aggregation is linear, so it can be computed as one product of the
 input rows, a repeated edge counted as often as it occurs) with the input rows, without the edge-list path's
 gathered row per edge (``edges x width`` floats: 8 GiB for a 4,096-node evaluation batch of Coauthor Physics, 8,415
 features, fanouts 10, 5). Building and coalescing the adjacency costs about what the gather saves at narrow rows,
-so the product is used from :data:`SPARSE_MIN_WIDTH` features on (``benchmarks/bench_models.py``, 2 busy cores: at
-128 features the product was as fast as the edge list or up to 3.5 times slower, from 1,024 on it was faster in
-every repeat; at 8,415 about twice as fast on the benchmark's small block, 18 times on an evaluation-sized one).
+so the product is used from :data:`SPARSE_MIN_WIDTH` features on (``benchmarks/bench_models.py``'s block, 2 busy
+cores, medians of 5: at 128 features the product was as fast as the edge list or up to 3.5 times slower, at 256 and
+512 faster to train and slower to evaluate, at 1,024 and 2,048 faster at both, 1.7-3.4 times; at 8,415 about twice as
+fast on that block and 18 times on an evaluation-sized one).
 No PyG import here: the memory estimate asks :func:`uses_sparse_product` too.
 """
 
