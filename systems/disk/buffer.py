@@ -315,25 +315,34 @@ def partition_runs(partitions: np.ndarray) -> list[slice]:
     return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+def coalesced_extents(starts: np.ndarray, stops: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(extent_starts, extent_stops)``: the ranges ``[starts[t], stops[t])`` (ascending, disjoint) merged where
+    they touch or the gap between them is at most ``gap``."""
+    if not len(starts):
+        return starts, stops
+    breaks = np.flatnonzero(starts[1:] - stops[:-1] > gap) + 1
+    first = np.concatenate([[0], breaks])
+    last = np.concatenate([breaks - 1, [len(starts) - 1]])
+    return starts[first], stops[last]
+
+
 def row_extents(rows: np.ndarray, row_bytes: int, gap_bytes: int, extent_bytes: int) -> tuple[np.ndarray, np.ndarray]:
     """``(starts, stops)``: the row ranges, in file order, that cover ``rows`` (ascending, distinct) when a gap of
-    at most ``gap_bytes`` between two wanted rows is read through and no range exceeds ``extent_bytes`` (nor one
-    row). E.g. rows ``[0, 1, 5, 40]`` of 1 KiB rows with 8 KiB gaps read through -> ``[0, 40]``, ``[6, 41]``."""
+    at most ``gap_bytes`` between two wanted rows is read through (:func:`coalesced_extents`) and no range exceeds
+    ``extent_bytes`` (nor one row). E.g. rows ``[0, 1, 5, 40]`` of 1 KiB rows with 8 KiB gaps read through ->
+    ``[0, 40]``, ``[6, 41]``."""
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     max_rows = max(1, extent_bytes // max(1, row_bytes))
-    gap_rows = gap_bytes // max(1, row_bytes)
-    split = np.diff(rows) - 1 > gap_rows
-    # within a run of rows read through, split wherever a range would outgrow max_rows
-    run_id = np.concatenate([[0], np.cumsum(split)])
-    run_first = rows[np.concatenate([[0], np.flatnonzero(split) + 1])][run_id]
-    piece = (rows - run_first) // max_rows
-    new = np.concatenate([[True], (run_id[1:] != run_id[:-1]) | (piece[1:] != piece[:-1])])
-    first = np.flatnonzero(new)
+    merged_starts, _ = coalesced_extents(rows, rows + 1, gap_bytes // max(1, row_bytes))
+    # within a merged range, split wherever a read would outgrow max_rows
+    run_start = merged_starts[np.searchsorted(merged_starts, rows, side="right") - 1]
+    key = np.stack([run_start, (rows - run_start) // max_rows])
+    first = np.flatnonzero(np.concatenate([[True], (key[:, 1:] != key[:, :-1]).any(axis=0)]))
     last = np.concatenate([first[1:], [len(rows)]]) - 1
     return rows[first], rows[last] + 1
 
 
 __all__ = ["FeatureBuffer", "PartitionArray", "ROW_SET_EXTENT_BYTES", "ROW_SET_GAP_BYTES", "ROW_SET_MAX_EXTENTS",
-           "RowsOnDemand", "partition_runs", "row_extents"]
+           "RowsOnDemand", "coalesced_extents", "partition_runs", "row_extents"]

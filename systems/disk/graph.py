@@ -38,7 +38,7 @@ import torch
 from suite.data import GraphStore
 from suite.data.partition import PartitionLayout, check_bucket_crcs
 from suite.io import IOCounters
-from systems.disk.buffer import PartitionArray
+from systems.disk.buffer import PartitionArray, coalesced_extents
 from systems.sampling.sampler import SamplingGraph
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -128,17 +128,6 @@ def _segments(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         return np.empty(0, dtype=np.int64)
     shifts = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
     return np.arange(total, dtype=np.int64) + shifts
-
-
-def coalesced_extents(starts: np.ndarray, stops: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(extent_starts, extent_stops)``: the ranges ``[starts[t], stops[t])`` (ascending, disjoint) merged where
-    they touch or the gap between them is at most ``gap``."""
-    if not len(starts):
-        return starts, stops
-    breaks = np.flatnonzero(starts[1:] - stops[:-1] > gap) + 1
-    first = np.concatenate([[0], breaks])
-    last = np.concatenate([breaks - 1, [len(starts) - 1]])
-    return starts[first], stops[last]
 
 
 class BufferedGraph:
