@@ -175,12 +175,16 @@ def _add_memory_limit(parser: argparse.ArgumentParser) -> None:
                              "default: the memory available (MemAvailable, or the cgroup's limit)")
 
 
-def _datasets_parser(commands: argparse._SubParsersAction) -> None:
+def _datasets_parser(commands: argparse._SubParsersAction, full: bool = True) -> None:
+    """``gnnsuite datasets``; its subcommands only when ``full`` (their help lists the loaders, presets and
+    orderings, which imports torch: two seconds that ``gnnsuite results`` and the like need not pay)."""
+    datasets = commands.add_parser("datasets", help="generate, prepare, inspect and partition graph stores")
+    if not full:
+        return
     from suite.data.loaders import LOADERS
     from suite.data.partition import ORDERINGS
     from suite.data.synthetic import PRESETS
 
-    datasets = commands.add_parser("datasets", help="generate, prepare, inspect and partition graph stores")
     sub = datasets.add_subparsers(dest="datasets_command", required=True, metavar="COMMAND")
 
     generate = sub.add_parser("generate", help="write a synthetic graph store")
@@ -497,8 +501,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _models_parser(commands: argparse._SubParsersAction) -> None:
-    from suite.model import EXPORTS, FORMATS
+def _models_parser(commands: argparse._SubParsersAction, full: bool = True) -> None:
+    """``eval``, ``predict`` and ``export``; ``export``'s arguments only when ``full`` (its choices come from
+    :mod:`suite.model`, which imports torch)."""
 
     def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("run_dir", help="a run folder (OUT/<run_id>) with checkpoints")
@@ -526,6 +531,10 @@ def _models_parser(commands: argparse._SubParsersAction) -> None:
 
     export = commands.add_parser("export", help="write node embeddings, encoder outputs, predictions or relation "
                                                 "parameters of a run's saved model")
+    if not full:
+        return
+    from suite.model import EXPORTS, FORMATS
+
     common(export)
     export.add_argument("--what", required=True, choices=EXPORTS, help="what to write")
     export.add_argument("--format", choices=FORMATS, help="file format (default: from --out's suffix)")
@@ -571,9 +580,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="gnnsuite", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"gnnsuite {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _datasets_parser(commands)
+    invoked = None if argv is None else next((word for word in argv if not word.startswith("-")), None)
+    _datasets_parser(commands, full=invoked in (None, "datasets"))
     _runs_parser(commands)
-    _models_parser(commands)
+    _models_parser(commands, full=invoked in (None, "export"))
     _marius_parser(commands)
     builtin = set(commands.choices)
     for add_commands in registered_commands(None if argv is None else _invoked(argv, builtin)):

@@ -115,6 +115,22 @@ def test_interrupted_generation_leaves_no_store(tmp_path, sig):
         assert process.returncode == -signal.SIGKILL  # the staging folder stays hidden, never at `out`
 
 
+def test_only_the_subcommands_that_need_torch_import_it_to_build_their_parser():
+    code = ("import json, sys; from suite.cli import build_parser; args = build_parser(sys.argv[1:])"
+            ".parse_args(sys.argv[1:]); print(json.dumps(['torch' in sys.modules, args.command]))")
+
+    def parsed(*argv: str) -> tuple[bool, str]:
+        done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO_ROOT,
+                              timeout=300, check=True)
+        return tuple(json.loads(done.stdout))
+
+    assert parsed("results", "out") == (False, "results")
+    assert parsed("run", "spec.yaml") == (False, "run")
+    assert parsed("eval", "out/run") == (False, "eval")
+    assert parsed("datasets", "partition", "data/x", "-p", "4") == (True, "datasets")  # lists loaders, orderings
+    assert parsed("export", "out/run", "--what", "embeddings", "--out", "e.npy") == (True, "export")
+
+
 def test_a_command_line_imports_only_the_upper_layer_module_of_its_subcommand():
     from importlib.metadata import entry_points
 
