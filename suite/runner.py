@@ -18,7 +18,7 @@ import torch
 
 from suite.config import RunSpec
 from suite.errors import ConfigError, DivergedError
-from suite.memory import RUNTIME, MemoryEstimate, note_run_started, process_is_warm
+from suite.memory import RUNTIME, MemoryEstimate, bound_allocator, note_run_started, process_is_warm
 from suite.data import GraphStore
 from suite.metrics import GpuUtilizationSampler
 from suite.provenance import io_counters, machine_info, peak_rss_bytes, reset_peak_rss, versions
@@ -258,6 +258,7 @@ def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch
     started_at, started = _now(), time.perf_counter()
     io_before = io_counters()
     torch.manual_seed(spec.seed)
+    mmap_threshold = bound_allocator()
     system: System = system_class(spec, store, device, recorder)
     note_run_started()
     system.resume = resume
@@ -291,6 +292,7 @@ def _run(spec: RunSpec, out: str | os.PathLike, store: GraphStore, device: torch
         summary["placement"] = dict(placement)
     summary.update(getattr(outcome, "summary_extra", {}))
     summary.update(summary_extra or {})
+    summary["malloc_mmap_threshold"] = mmap_threshold
     return recorder.finish(summary)
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -154,3 +155,35 @@ def test_memory_limit_below_the_estimate_stops_before_the_run_folder(tiny_spec, 
     assert dry.returncode == 2 and "does NOT fit" in dry.stdout
     with pytest.raises(ConfigError, match="--memory-limit: expected a size like 8G"):  # the option's parser
         parse_memory("lots", "--memory-limit")
+
+
+FREED_BLOCKS = """
+import json, sys
+import numpy as np
+from suite.memory import bound_allocator, current_rss_bytes
+MiB = 1 << 20
+threshold = bound_allocator()
+warm = np.ones(16 * MiB, np.uint8)
+del warm  # a mapped block freed: left to itself, glibc now serves blocks up to 16 MiB from its heaps
+before = current_rss_bytes()
+keep = []
+for _ in range(8):
+    block = np.ones(8 * MiB, np.uint8)
+    keep.append(np.ones(1024, np.uint8))  # something after it on the heap, so that freeing cannot shrink the heap
+    del block
+print(json.dumps([threshold, (current_rss_bytes() - before) / MiB]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_the_bounded_allocator_gives_freed_tensors_back_and_yields_to_glibcs_own_setting():
+    def freed(env: dict) -> tuple:
+        done = subprocess.run([sys.executable, "-c", FREED_BLOCKS], capture_output=True, text=True, cwd=REPO_ROOT,
+                              env={**os.environ, **env}, timeout=120, check=True)
+        return tuple(json.loads(done.stdout))
+
+    threshold, held_mib = freed({})
+    assert threshold == 4 << 20
+    assert held_mib < 1  # eight 8 MiB blocks freed: none of them still resident
+    threshold, _ = freed({"MALLOC_MMAP_THRESHOLD_": str(1 << 20)})  # the user's setting stays
+    assert threshold is None
