@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from suite.errors import MemoryLimitError
+from suite.errors import ConfigError, MemoryLimitError
 from suite.registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -124,14 +124,25 @@ def bound_allocator(threshold_bytes: int = MMAP_THRESHOLD_BYTES) -> int | None:
     glibc raises the threshold (up to 32 MiB) each time a mapped block is freed, after which tensors of that size
     come from its heaps and stay there once freed, interleaved between the threads' arenas: measured on FB15k-237
     link prediction (in-memory, 1 epoch, fresh processes), peaks of 829-842 MiB on quiet cores and 1,105-1,235 MiB
-    when other jobs shared them, against 800-812 MiB with the threshold fixed at 4 MiB (a threshold of 128 KiB
-    made its epochs about 1.5 times slower; 4 MiB did not measurably). Where ``MALLOC_MMAP_THRESHOLD_`` is set,
-    glibc's own setting stays; elsewhere than glibc nothing is changed.
+    when other jobs shared them, against 800-816 MiB with the threshold fixed at 4 MiB, quiet or not (16 MiB:
+    878-1,045). The price is a page fault per page of every large temporary: arxiv-like node classification (1
+    epoch, quiet, 4 runs each) took x1.08 the wall time (x1.13 the CPU time, its system time 3.1 -> 4.8 s) for
+    a peak of 1,092 MiB instead of 1,154; a threshold of 128 KiB made the link-prediction epochs about 1.5 times
+    slower. ``GNNSUITE_MMAP_THRESHOLD`` (bytes; 0: leave glibc's own, rising threshold) overrides the default, and
+    where ``MALLOC_MMAP_THRESHOLD_`` is set glibc's setting stays; elsewhere than glibc nothing is changed.
 
     Returns:
         The threshold now in force, or None where it was left alone.
     """
     if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return None
+    override = os.environ.get("GNNSUITE_MMAP_THRESHOLD")
+    if override is not None:
+        try:
+            threshold_bytes = int(override)
+        except ValueError:
+            raise ConfigError(f"GNNSUITE_MMAP_THRESHOLD: expected a number of bytes, got {override!r}") from None
+    if threshold_bytes <= 0:
         return None
     import ctypes
 

@@ -187,3 +187,13 @@ def test_the_bounded_allocator_gives_freed_tensors_back_and_yields_to_glibcs_own
     assert held_mib < 1  # eight 8 MiB blocks freed: none of them still resident
     threshold, _ = freed({"MALLOC_MMAP_THRESHOLD_": str(1 << 20)})  # the user's setting stays
     assert threshold is None
+    assert freed({"GNNSUITE_MMAP_THRESHOLD": "0"})[0] is None  # glibc's own, rising threshold
+    assert freed({"GNNSUITE_MMAP_THRESHOLD": str(8 << 20)})[0] == 8 << 20
+
+
+def test_a_bad_mmap_threshold_is_a_one_line_error(monkeypatch):
+    from suite.memory import bound_allocator
+
+    monkeypatch.setenv("GNNSUITE_MMAP_THRESHOLD", "4M")
+    with pytest.raises(ConfigError, match="GNNSUITE_MMAP_THRESHOLD: expected a number of bytes, got '4M'"):
+        bound_allocator()
