@@ -189,6 +189,7 @@ class FeatureBuffer:
         self.max_rows = int(np.diff(self.offsets).max())
         dtype = torch.from_numpy(np.empty(0, dtype=source.dtype)).dtype
         self.frames = torch.empty((self.num_frames, self.max_rows, *source.shape[1:]), dtype=dtype)
+        self._frames_np = self.frames.numpy()  # the same memory: reads plan their targets without torch indexing
         self.frame_partition = np.full(self.num_frames, -1, dtype=np.int64)
         self.node_row = torch.full((int(self.offsets[-1]),), -1, dtype=torch.int64)
 
@@ -213,12 +214,16 @@ class FeatureBuffer:
         """Read the consecutive partitions ``partitions`` (ascending, adjacent on disk) into ``frames`` (one each)
         with one scatter read, each checked against its CRC-32; return bytes."""
         starts = self.offsets[partitions]
-        sizes = self.offsets[np.asarray(partitions) + 1] - starts
-        nbytes = self.source.read_rows_into(int(starts[0]), [self.frames[frame, :size]
-                                                             for frame, size in zip(frames, sizes.tolist())])
+        sizes = (self.offsets[np.asarray(partitions) + 1] - starts).tolist()
+        return self._read_planned(list(partitions), list(frames), int(starts[0]),
+                                  [self._frames_np[frame, :size] for frame, size in zip(frames, sizes)])
+
+    def _read_planned(self, partitions: list[int], frames: list[int], start: int, targets: list[np.ndarray]) -> int:
+        """Read a run whose rows start at row ``start`` into ``targets`` (the frames' leading rows)."""
+        nbytes = self.source.read_rows_into(start, targets)
         if self.checksums is not None:
-            for partition, frame, size in zip(partitions, frames, sizes.tolist()):
-                self._check(partition, self.frames[frame, :size])
+            for partition, target in zip(partitions, targets):
+                self._check(partition, target)
         return nbytes
 
     parallel_reads = True
@@ -229,22 +234,30 @@ class FeatureBuffer:
         """Read ``partitions`` (ascending) into ``frames``: one scatter read per run of adjacent partitions
         (:func:`partition_runs`), the runs spread over ``pool``'s threads when given (a virtual or flash disk
         serves concurrent requests in parallel: at fine granularity a state is hundreds of small runs); returns
-        ``(first partition, partitions, start, end, bytes)`` per run (``perf_counter`` times)."""
-        partitions, frames = np.asarray(partitions), np.asarray(frames)
+        ``(first partition, partitions, start, end, bytes)`` per run (``perf_counter`` times). Every run's targets
+        are planned here, before the threads start: a thread only reads (and checks), so the threads do not queue
+        for the interpreter between their reads."""
+        partitions = np.asarray(partitions, dtype=np.int64)
+        starts = self.offsets[partitions]
+        sizes = (self.offsets[partitions + 1] - starts).tolist()
+        frames = np.asarray(frames).tolist()
+        targets = [self._frames_np[frame, :size] for frame, size in zip(frames, sizes)]
+        parts, starts = partitions.tolist(), starts.tolist()
+        jobs = [(parts[run], frames[run], starts[run.start], targets[run]) for run in partition_runs(partitions)]
 
-        def read(run: slice) -> tuple[int, int, float, float, int]:
-            parts = partitions[run].tolist()
+        def read(job: tuple[list[int], list[int], int, list[np.ndarray]]) -> tuple[int, int, float, float, int]:
+            run_partitions = job[0]
             started = time.perf_counter()
-            nbytes = self.read_run(parts, frames[run].tolist())
-            return parts[0], len(parts), started, time.perf_counter(), nbytes
+            nbytes = self._read_planned(*job)
+            return run_partitions[0], len(run_partitions), started, time.perf_counter(), nbytes
 
-        runs = partition_runs(partitions)
-        if pool is None or len(runs) < 2 or not self.parallel_reads:
-            return [read(run) for run in runs]
-        return list(pool.map(read, runs))
+        if pool is None or len(jobs) < 2 or not self.parallel_reads:
+            return [read(job) for job in jobs]
+        return list(pool.map(read, jobs))
 
-    def _check(self, partition: int, rows: torch.Tensor) -> None:
-        if zlib.crc32(rows.contiguous().numpy().view(np.uint8).reshape(-1)) != self.checksums[partition]:
+    def _check(self, partition: int, rows: torch.Tensor | np.ndarray) -> None:
+        rows = rows.contiguous().numpy() if isinstance(rows, torch.Tensor) else np.ascontiguousarray(rows)
+        if zlib.crc32(rows.view(np.uint8).reshape(-1)) != self.checksums[partition]:
             start, stop = self.partition_rows(partition)
             raise DataError(f"{self.source.path}: partition {partition} (rows {start}:{stop}) fails its CRC-32 "
                             f"check (corrupted)")

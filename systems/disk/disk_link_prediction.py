@@ -71,6 +71,7 @@ class EmbeddingBuffer(FeatureBuffer):
         self.num_frames = max(capacity, frames or capacity)
         self.max_rows = int(np.diff(self.offsets).max())
         self.frames = torch.zeros((self.num_frames, self.max_rows, store.width), dtype=torch.float32)
+        self._frames_np = self.frames.numpy()
         self.frame_partition = np.full(self.num_frames, -1, dtype=np.int64)
         self.node_row = torch.full((int(self.offsets[-1]),), -1, dtype=torch.int64)
 
@@ -80,7 +81,7 @@ class EmbeddingBuffer(FeatureBuffer):
 
     parallel_reads = False  # the embedding store serves one read at a time (it may hold newer rows in memory)
 
-    def read_run(self, partitions: list[int], frames: list[int]) -> int:
+    def _read_planned(self, partitions: list[int], frames: list[int], start: int, targets: list[np.ndarray]) -> int:
         """Read each partition's latest rows (checked) into its frame (the store may hold newer rows in memory)."""
         return sum(self.read(int(partition), self.frames[int(frame)]) for partition, frame in zip(partitions, frames))
 
