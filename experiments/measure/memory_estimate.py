@@ -96,7 +96,8 @@ def run_case(name: str, spec: dict, out: Path, cwd: Path) -> dict:
                            "--overwrite"], cwd=cwd, capture_output=True, text=True)
     Path(handle.name).unlink()
     if done.returncode != 0:
-        return {"case": name, "error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
+        return {"case": name, "calibration": name in CALIBRATION,
+                "error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
     summary_path = next(out.glob(f"memest-{name}-s0-*/summary.json"))
     return estimate_row(json.loads(summary_path.read_text()), name, name in CALIBRATION)
 

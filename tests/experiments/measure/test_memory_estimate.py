@@ -37,3 +37,15 @@ def test_from_runs_prints_median_and_worst_and_refuses_an_empty_folder(tmp_path,
     assert "over 3 runs" in printed and "median 10.0%, worst 50.0%" in printed
     (tmp_path / "empty").mkdir()
     assert main(["--from-runs", str(tmp_path / "empty")]) == 2
+
+
+
+def test_a_failed_case_is_listed_and_the_others_still_summarized(tmp_path, monkeypatch, capsys):
+    from experiments.measure import memory_estimate
+
+    tiny = memory_estimate.CASES["in_memory-nc-tiny"]
+    broken = {**tiny, "dataset": {"name": "no-such-dataset"}}
+    monkeypatch.setattr(memory_estimate, "CASES", {"small": tiny, "broken": broken})
+    assert main(["--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "no-such-dataset" in printed and "over 1 runs" in printed
