@@ -293,5 +293,5 @@ def describe(estimate: MemoryEstimate, available: Available) -> list[str]:
 
 
 __all__ = ["Available", "MEMORY_ESTIMATES", "MMAP_THRESHOLD_BYTES", "MemoryEstimate", "MemoryLimitError",
-           "available_memory", "RUNTIME", "bound_allocator", "cgroup_headroom_bytes", "check_memory", "current_rss_bytes", "describe", "estimate_memory",
-           "format_bytes", "mem_available_bytes", "memory_budget"]
+           "RUNTIME", "available_memory", "bound_allocator", "cgroup_headroom_bytes", "check_memory",
+           "current_rss_bytes", "describe", "estimate_memory", "format_bytes", "mem_available_bytes", "memory_budget"]
