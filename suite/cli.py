@@ -580,22 +580,21 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="gnnsuite", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"gnnsuite {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    invoked = None if argv is None else next((word for word in argv if not word.startswith("-")), None)
+    invoked = None if argv is None else _command_word(argv)
     _datasets_parser(commands, full=invoked in (None, "datasets"))
     _runs_parser(commands)
     _models_parser(commands, full=invoked in (None, "export"))
     _marius_parser(commands)
     builtin = set(commands.choices)
-    for add_commands in registered_commands(None if argv is None else _invoked(argv, builtin)):
+    for add_commands in registered_commands(None if argv is None else "" if invoked in builtin else invoked):
         add_commands(commands)
     return parser
 
 
-def _invoked(argv: Sequence[str], builtin: set[str]) -> str | None:
-    """The upper-layer subcommand ``argv`` invokes: its first word that is not an option (the top-level options
-    take no value); "" for a built-in subcommand, None when it names none."""
-    command = next((word for word in argv if not word.startswith("-")), None)
-    return "" if command in builtin else command
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` invokes: its first word that is not an option (the top-level options take no
+    value); None when it names none."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def registered_commands(command: str | None = None) -> list:
