@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fraction", type=float, default=0.25, help="c / p")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=8, help="read threads (the disk system's read_threads)")
+    parser.add_argument("--threads", type=int, default=16, help="read threads (the disk system's read_threads)")
     parser.add_argument("--run-partitions", type=int, nargs="*", default=[])
     parser.add_argument("--run-graph", default="papers-like-s,num_nodes=100000,avg_degree=10")
     args = parser.parse_args(argv)

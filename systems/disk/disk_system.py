@@ -77,7 +77,7 @@ class DiskOptions(SystemOptions):
     fine_to_coarse_ratio: int = Field(1, ge=1, description="physical partitions per logical one (comet, dispersed)")
     order: str = Field("train-first", description="node ordering of the partitioning ('random', 'train-first', "
                                                   "'labeled-first')")
-    ADDED_OPTIONS: ClassVar[dict[str, Any]] = {"partition_seed": None, "read_threads": 8, "coalesce_bytes": 256 << 10}
+    ADDED_OPTIONS: ClassVar[dict[str, Any]] = {"partition_seed": None, "read_threads": 16, "coalesce_bytes": 256 << 10}
     """Options added after disk runs were recorded: at these values they are left out of the run id (how the
     store is read, or the earlier default), so those runs keep their ids."""
 
@@ -94,7 +94,7 @@ class DiskOptions(SystemOptions):
     verify_checksums: bool = Field(True, description="check every partition and bucket read (features, "
                                                      "embeddings, edges) against its CRC-32 (where the partitioned "
                                                      "store has them)")
-    read_threads: int = Field(8, ge=1, description="threads reading a state's runs of adjacent partitions at once "
+    read_threads: int = Field(16, ge=1, description="threads reading a state's runs of adjacent partitions at once "
                                                    "(requests in flight: at fine granularity a state is many small "
                                                    "runs; 1: one after another)")
     coalesce_bytes: int = Field(256 << 10, ge=0, description="edge buckets closer than this on disk are read as "
