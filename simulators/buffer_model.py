@@ -15,6 +15,11 @@ Per epoch, for a plan with states ``0 .. S-1`` (the buffer starts empty and is f
 - ``eviction_write_bytes``: for learnable partitions (embeddings + optimizer state), every partition evicted by
   a transition is written back; ``flush_bytes``: the partitions still resident after the last state are
   written back at the end of the epoch. Read-only partitions (features) are never written.
+- States without examples (no training node, no bucket) are not entered, as the disk system skips them
+  (:meth:`~systems.disk.plan.BufferPlan.states_with_examples`): then every term above is counted over the
+  states entered, each reading the partitions (and buckets) it holds that the last state entered did not hold,
+  and writing back those that left (``states_entered``, ``partitions_read``; ``swaps`` and
+  ``partitions_loaded`` stay the policy's counts over all its states).
 - ``bytes_read = fill_bytes + swap_read_bytes + edge_bytes``;
   ``bytes_written = eviction_write_bytes + flush_bytes`` (``= fill_bytes + swap_read_bytes`` when learnable:
   every partition read is written once).
@@ -114,6 +119,8 @@ class BufferSimResult:
     swaps: int
     partitions_loaded: int
     partitions_written: int
+    states_entered: int
+    partitions_read: int
     fill_bytes: float
     swap_read_bytes: float
     edge_bytes: float
@@ -175,6 +182,40 @@ def _resident_edge_counts(plan: BufferPlan, bucket_edges: Any) -> np.ndarray:
     return out
 
 
+def _entered_io(plan: BufferPlan, disk: DiskModel, entered: np.ndarray, unit_bytes: np.ndarray,
+                assigned_edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
+    """Node bytes read, eviction bytes and edges read per state entered, the flush bytes and the partitions read,
+    when the disk system skips the states without examples
+    (:meth:`~systems.disk.plan.BufferPlan.states_with_examples`): a state entered reads the units it holds that
+    the last one entered did not, and writes back those that left."""
+    n = len(entered)
+    read_nodes, evict_bytes, edge_counts = np.zeros(n), np.zeros(n), np.zeros(n)
+    enter = np.zeros(plan.num_states, dtype=bool)
+    enter[entered] = True
+    weights = None if np.ndim(disk.bucket_edges) == 0 else np.asarray(disk.bucket_edges, dtype=np.float64)
+    held = np.empty(0, dtype=np.int64)
+    i, units_read = 0, 0
+    for k, slots in enumerate(plan.iter_unit_slots()):
+        if not enter[k]:
+            continue
+        members = np.unique(slots[slots >= 0]).astype(np.int64)
+        new, gone, kept = np.setdiff1d(members, held), np.setdiff1d(held, members), np.intersect1d(members, held)
+        read_nodes[i], evict_bytes[i] = unit_bytes[new].sum(), unit_bytes[gone].sum()
+        units_read += plan.unit_sizes[new].sum()
+        if disk.edge_reads == "assigned":
+            edge_counts[i] = assigned_edges[k]
+        elif disk.edge_reads == "resident":  # the buckets among its partitions not held before
+            if weights is None:
+                m, h = plan.unit_sizes[members].sum(), plan.unit_sizes[kept].sum()
+                edge_counts[i] = float(m * m - h * h) * float(disk.bucket_edges)
+            else:
+                parts, kept_parts = (plan.unit_partitions[u][plan.unit_partitions[u] >= 0] for u in (members, kept))
+                edge_counts[i] = weights[np.ix_(parts, parts)].sum() - weights[np.ix_(kept_parts, kept_parts)].sum()
+        held = members
+        i += 1
+    return read_nodes, evict_bytes, edge_counts, float(unit_bytes[held].sum()), int(units_read)
+
+
 def state_costs(plan: BufferPlan, disk: DiskModel) -> tuple[StateCosts, dict[str, float]]:
     """Per-state read/write/compute seconds and the byte totals of one epoch of ``plan``."""
     p, S = plan.num_partitions, plan.num_states
@@ -204,15 +245,23 @@ def state_costs(plan: BufferPlan, disk: DiskModel) -> tuple[StateCosts, dict[str
         # Node classification samples from the in-buffer subgraph: its edges are read as partitions arrive.
         edge_counts = (_resident_edge_counts(plan, disk.bucket_edges) if disk.edge_reads == "resident"
                        else np.zeros(S))
+    entered, partitions_read = plan.states_with_examples(), plan.partitions_loaded
+    if len(entered) < S:
+        read_nodes, evict_bytes, edge_counts, flush, partitions_read = _entered_io(plan, disk, entered, unit_bytes,
+                                                                                   edge_counts)
+        examples = examples[entered]
+        if not disk.learnable:
+            evict_bytes = np.zeros(len(entered))
+            flush = 0.0
     edge_bytes = edge_counts * disk.edge_bytes
     costs = StateCosts(read=(read_nodes + edge_bytes) / disk.read_bandwidth,
                        write=evict_bytes / disk.write_bandwidth,
                        compute=disk.state_overhead_s + examples * disk.compute_per_example_s,
                        flush=flush / disk.write_bandwidth)
-    fill = float(read_nodes[0]) if S else 0.0
+    fill = float(read_nodes[0]) if len(read_nodes) else 0.0
     totals = {"fill_bytes": fill, "swap_read_bytes": float(read_nodes.sum()) - fill,
               "edge_bytes": float(edge_bytes.sum()), "eviction_write_bytes": float(evict_bytes.sum()),
-              "flush_bytes": flush}
+              "flush_bytes": flush, "states_entered": len(read_nodes), "partitions_read": partitions_read}
     return costs, totals
 
 
@@ -313,7 +362,7 @@ def simulate(plan: BufferPlan, disk: DiskModel) -> BufferSimResult:
     costs, totals = state_costs(plan, disk)
     serial = epoch_time_serial(costs)
     prefetch = epoch_time_prefetch(costs, disk.shared_disk)
-    written = plan.partitions_loaded if disk.learnable else 0
+    written = totals["partitions_read"] if disk.learnable else 0
     bytes_read = totals["fill_bytes"] + totals["swap_read_bytes"] + totals["edge_bytes"]
     bytes_written = totals["eviction_write_bytes"] + totals["flush_bytes"]
     return BufferSimResult(

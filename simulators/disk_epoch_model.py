@@ -14,8 +14,9 @@ Inputs (a model, no system internals)
 
 Work of a state (the rules the disk system documents)
 -----------------------------------------------------
-State ``k`` holds the partitions ``M_k`` of the plan. Entering it reads the partitions of ``M_k`` not held
-before (``M_{k-1}``; state 0 of a pass after the previous pass's last state when partitions stay resident
+State ``k`` holds the partitions ``M_k`` of the plan; the states without examples are not entered (the disk
+system skips them), and ``k - 1`` below is the last state entered before ``k``. Entering it reads the partitions
+of ``M_k`` not held before (``M_{k-1}``; state 0 of a pass after the previous pass's last state when partitions stay resident
 between passes, else after an empty buffer), one read per run of consecutive partitions, and the edge buckets
 between ``M_k`` that were not held (buckets between ``M_{k-1}``), merged into extents where the gap between them
 on disk is at most ``coalesce_rows`` rows. Its examples are the plan's: training nodes assigned to it (node
@@ -263,12 +264,13 @@ def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
                             f"{sizes.num_partitions}")
         if not keeps_resident:
             held = np.empty(0, dtype=np.int64)
-        S = plan.num_states
+        entered = plan.states_with_examples()  # the disk system skips states without examples
+        S = len(entered)
         rows = {name: np.zeros(S) for name in ("partition_bytes", "partition_reads", "bucket_bytes", "bucket_reads",
                                                "edges")}
         edges = np.asarray(sizes.bucket_edges, dtype=np.float64)
-        for k in range(S):
-            members = np.sort(plan.state(k)).astype(np.int64)
+        for k, state in enumerate(entered.tolist()):
+            members = np.sort(plan.state(state)).astype(np.int64)
             loads = np.setdiff1d(members, held)
             rows["partition_bytes"][k] = part_bytes[loads].sum()
             rows["partition_reads"][k] = _runs(loads)
@@ -276,9 +278,9 @@ def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
             rows["edges"][k] = edges[np.ix_(members, members)].sum()
             held = members
         if plan.task == "link_prediction":
-            examples = plan.state_bucket_totals(edges)
+            examples = plan.state_bucket_totals(edges)[entered]
         else:
-            examples = np.bincount(plan.node_state, minlength=S).astype(np.float64)
+            examples = np.bincount(plan.node_state, minlength=plan.num_states).astype(np.float64)[entered]
         batches = np.maximum(1.0, np.ceil(examples / batch_size))
         flush = float(part_bytes[held].sum()) if sizes.learnable else 0.0
         out.append(PassWork(examples=examples, batches=batches, flush_bytes=flush, **rows))

@@ -9,7 +9,9 @@ holds what every task variant shares, the *walk* over a pass's states:
 1. **Residency.** A state's partitions occupy *frames* of the buffer (:class:`~systems.disk.buffer.FeatureBuffer`:
    ``c`` frames for a state plus frames to read ahead into). Entering a state reads only the partitions it does
    not hold yet; with ``keeps_resident`` (node classification) partitions stay resident from one pass to the next,
-   so an evaluation over resident nodes, or an epoch of the same state, reads nothing (:func:`plan_steps`).
+   so an evaluation over resident nodes, or an epoch of the same state, reads nothing (:func:`plan_steps`). A
+   state without examples is not entered (it would compute nothing): the walk reads for the next state entered
+   only what it holds that is not resident.
 2. **Prefetch.** While state ``k`` computes, the prefetch thread reads state ``k + 1``'s partitions into free
    frames, reads the buckets between its partitions and assembles its in-buffer CSR
    (:mod:`systems.disk.graph`: IO and numba code that release the interpreter). At a pass's last state it
@@ -202,30 +204,39 @@ class Step:
 def plan_steps(plan: BufferPlan, layout: np.ndarray) -> list[Step]:
     """The frame-level steps of ``plan`` starting from ``layout`` (partition per frame, -1 empty).
 
-    A state reads the partitions it needs that are not resident; the ones it no longer needs leave. A read goes
-    to the lowest frame that is empty before the state (readable ahead while the previous state computes), or,
-    when there is none, to the lowest frame the state empties (read on entering). Frames depend only on the plan
-    and the starting layout, never on timing.
+    A pass enters only the states that hold examples (:meth:`BufferPlan.states_with_examples`): a state without
+    any would compute nothing. Entering a state reads the partitions it holds that are not resident; the resident
+    ones it does not hold leave (so the reads of a skipped state are made only for those of its partitions that
+    are still held by the next state entered). A read goes to the lowest frame that is empty before the state
+    (readable ahead while the previous state computes), or, when there is none, to the lowest frame the state
+    empties (read on entering). Frames depend only on the plan and the starting layout, never on timing.
     """
     layout = np.asarray(layout, dtype=np.int64).copy()
     p = plan.num_partitions
-    held = np.zeros(p, dtype=bool)
+    held = np.zeros(p, dtype=bool)  # resident in the frames
     held[layout[layout >= 0]] = True
+    member = np.zeros(p, dtype=bool)  # held by the plan's current state
     frame_of = np.full(p, -1, dtype=np.int64)
     frame_of[layout[layout >= 0]] = np.flatnonzero(layout >= 0)
+    enter = np.zeros(plan.num_states, dtype=bool)
+    enter[plan.states_with_examples()] = True
+    changed: list[np.ndarray] = []  # partitions whose membership changed since the last state entered
     steps = []
     for k, transition in enumerate(plan.iter_transitions()):
-        loaded = transition.partitions_loaded
+        loaded, evicted = transition.partitions_loaded, transition.partitions_evicted
         if k == 0:  # the plan's state 0 is a fill: what it does not load leaves
-            wanted = np.zeros(p, dtype=bool)
+            member[:] = False
+            changed.append(np.flatnonzero(held))
         else:
-            wanted = held.copy()
-            wanted[transition.partitions_evicted] = False
-        wanted[loaded] = True
-        loads = np.flatnonzero(wanted & ~held) if k == 0 else np.unique(loaded[~held[loaded]])
-        evicted = transition.partitions_evicted
-        leaving = (np.flatnonzero(held & ~wanted) if k == 0
-                   else np.unique(evicted[held[evicted] & ~wanted[evicted]]))
+            member[evicted] = False
+        member[loaded] = True
+        changed += [loaded, evicted]
+        if not enter[k]:
+            continue
+        touched = np.unique(np.concatenate(changed)).astype(np.int64)
+        changed = []
+        loads = touched[member[touched] & ~held[touched]]
+        leaving = touched[held[touched] & ~member[touched]]
         evicts = np.sort(frame_of[leaving])
         free = np.flatnonzero(layout < 0)
         frames = np.concatenate([free, evicts])[:len(loads)]
@@ -236,7 +247,8 @@ def plan_steps(plan: BufferPlan, layout: np.ndarray) -> list[Step]:
         frame_of[leaving] = -1
         layout[frames] = loads
         frame_of[loads] = frames
-        held = wanted
+        held[leaving] = False
+        held[loads] = True
         steps.append(Step(k, loads.astype(np.int64), frames.astype(np.int64), ahead, evicts.astype(np.int64),
                           layout.copy()))
     return steps
@@ -433,7 +445,8 @@ class DiskSystem(System):
         io = self.pass_io(timelines, disk_before)
         io.update(io_wait_s=io["io_wait_s"] + finished.get("flush_s", 0.0), **finished)
         return epoch_stats(batches, {**timer.snapshot(), **pipelined.pop("busy", {})}, states=plan.num_states,
-                           swaps=plan.swaps, policy=self.options.policy, **io, **pipelined)
+                           states_entered=len(timelines), swaps=plan.swaps, policy=self.options.policy, **io,
+                           **pipelined)
 
     def _train_state(self, batches: list[Batch], timer: StageTimer, pipelined: dict) -> None:
         """Train on one state's batches: one at a time, or through the pipeline (drained at the end)."""
@@ -485,9 +498,10 @@ class DiskSystem(System):
 
     def walk(self, key: PassKey, plan: BufferPlan, steps: list[Step],
              first: concurrent.futures.Future | None = None) -> Iterator[tuple[StateData, StateTimeline]]:
-        """Enter every state of the pass in turn (the buffer holds it while the caller computes), prefetching
-        the next; yield its data and its timeline (the caller fills in ``compute`` and records it with
-        :meth:`record_state`). A training pass's epoch is remembered: the evaluations after it follow it."""
+        """Enter the states of ``steps`` in turn (those with examples: :func:`plan_steps`; the buffer holds each
+        while the caller computes), prefetching the next; yield its data and its timeline (the caller fills in
+        ``compute`` and records it with :meth:`record_state`). A training pass's epoch is remembered: the
+        evaluations after it follow it."""
         if key[0] == "train":
             self._epoch = key[1]
         pending = first

@@ -296,6 +296,17 @@ class BufferPlan:
         state = self.bucket_state().ravel() if self.task == "link_prediction" else self.node_state
         return group_by_state(state, self.num_states)
 
+    def states_with_examples(self) -> np.ndarray:
+        """``(n,)`` int64, the states that hold examples, ascending (state 0 alone when none does): the states a
+        pass enters. A state without examples computes nothing; skipping it leaves every other state's buffer as
+        the plan has it and saves its reads (those of its partitions that leave before the next state entered)."""
+        if self.task != "link_prediction" and self.node_state is None:  # no examples given: every state
+            return np.arange(self.num_states, dtype=np.int64)
+        counts = (self.state_bucket_counts() if self.task == "link_prediction"
+                  else np.bincount(self.node_state, minlength=self.num_states))
+        states = np.flatnonzero(counts > 0).astype(np.int64)
+        return states if len(states) else np.zeros(1, dtype=np.int64)
+
     def examples_of_state(self, k: int) -> np.ndarray:
         """Examples of state ``k``: ``(n, 2)`` buckets ``(i, j)`` or ``(n,)`` training-node indices."""
         ids, offsets = self.examples_by_state()

@@ -61,24 +61,26 @@ def _bucket_bytes(pstore: GraphStore, partitions: list[int]) -> int:
 
 
 def test_bytes_read_are_exactly_the_plans_partitions_and_buckets(store, tmp_path):
+    """Each state entered (those holding training nodes) reads the partitions it holds that the last state entered
+    did not, and the buckets between its partitions not held before."""
     options = {"policy": "beta", "num_partitions": 8, "buffer_capacity": 3, "coalesce_bytes": 0}
     outcome, system, _ = run(make_spec(store, options, epochs=1, ), store, tmp_path)
     plan = system.plan(system.train_nodes, epoch=0)
     pstore, row_bytes = system.pstore, pstore_row_bytes(system.pstore)
     sizes = np.diff(pstore.array("partition_offsets"))
-    expected = 0
-    layout = np.full(3, -1)
-    for k in range(plan.num_states):
-        transition = plan.transition(k)
-        expected += int(sizes[transition.partitions_loaded].sum()) * row_bytes
-        before = [int(x) for x in layout if x >= 0 and x not in transition.partitions_evicted]
-        layout[transition.slots] = transition.loaded
-        after = [int(x) for x in layout if x >= 0]
+    expected, partitions_read, held = 0, 0, set()
+    for k in plan.states_with_examples():
+        members = {int(x) for x in plan.state(int(k))}
+        loads = sorted(members - held)
+        expected += int(sizes[loads].sum()) * row_bytes
+        partitions_read += len(loads)
         # buckets stay cached while both partitions are resident: a state reads those with a new partition
-        expected += _bucket_bytes(pstore, after) - _bucket_bytes(pstore, before)
+        expected += _bucket_bytes(pstore, sorted(members)) - _bucket_bytes(pstore, sorted(members & held))
+        held = members
     stats = outcome.epochs[0]
+    assert stats.extra["states_entered"] == len(plan.states_with_examples()) <= plan.num_states
     assert stats.extra["io_read_bytes"] == expected
-    assert stats.extra["swaps"] == plan.swaps and stats.extra["partitions_read"] == plan.partitions_loaded
+    assert stats.extra["swaps"] == plan.swaps and stats.extra["partitions_read"] == partitions_read
     assert stats.extra["disk_rchar"] >= expected  # what the process passed through read calls
     assert 0 <= stats.extra["io_wait_s"] <= outcome.epoch_time_s[0]
 
@@ -97,6 +99,8 @@ def test_sampling_sees_only_the_buffer(store, tmp_path):
         checked = 0
         for data, _ in system.walk(("train", 0), plan, steps, first):
             resident = system.buffer.frame_partition
+            # the buffer holds what the plan's state holds, also after states without examples were skipped
+            assert sorted(int(x) for x in resident if x >= 0) == sorted(int(x) for x in plan.state(data.step.index))
             frames = torch.unique(data.graph.indices // system.buffer.max_rows)
             assert all(resident[int(f)] >= 0 for f in frames)
             # every in-buffer edge is a real edge between resident partitions, mapped back to global ids
@@ -111,7 +115,7 @@ def test_sampling_sees_only_the_buffer(store, tmp_path):
             for s_, d_ in zip(src[:50].tolist(), dst[:50].tolist()):
                 assert s_ in csr.indices[csr.indptr[d_]:csr.indptr[d_ + 1]].tolist()
             checked += 1
-        assert checked == plan.num_states
+        assert checked == len(plan.states_with_examples()) < plan.num_states
     finally:
         system.teardown()
         recorder.close()
@@ -125,6 +129,27 @@ def test_prefetch_changes_timing_not_results(store, tmp_path):
     assert with_prefetch.test_metrics == without.test_metrics
     assert [s.extra["io_read_bytes"] for s in with_prefetch.epochs] == [s.extra["io_read_bytes"]
                                                                          for s in without.epochs]
+
+
+@pytest.mark.parametrize("options", [
+    {"policy": "beta", "num_partitions": 8, "buffer_capacity": 2},
+    {"policy": "dispersed", "num_partitions": 8, "buffer_capacity": 2, "order": "train-first"},
+], ids=lambda o: o["policy"])
+def test_skipping_states_without_training_nodes_changes_reads_not_results(store, tmp_path, monkeypatch, options):
+    """A pass enters only the states that hold training nodes; entering every state of the plan (MariusGNN's walk,
+    here by making every state count as holding examples) trains on the same buffers, so the same results, and
+    reads more."""
+    from systems.disk.plan import BufferPlan
+
+    skipping, _, _ = run(make_spec(store, options, epochs=2), store, tmp_path / "skip")
+    with monkeypatch.context() as patch:
+        patch.setattr(BufferPlan, "states_with_examples", lambda plan: np.arange(plan.num_states))
+        every, _, _ = run(make_spec(store, options, epochs=2), store, tmp_path / "every")
+    assert [s.loss for s in skipping.epochs] == [s.loss for s in every.epochs]
+    assert skipping.test_metrics == every.test_metrics
+    assert all(s.extra["states_entered"] < s.extra["states"] for s in skipping.epochs)
+    assert all(s.extra["states_entered"] == s.extra["states"] for s in every.epochs)
+    assert sum(s.extra["io_read_bytes"] for s in skipping.epochs) < sum(s.extra["io_read_bytes"] for s in every.epochs)
 
 
 def test_reads_are_evicted_from_the_page_cache(store, tmp_path):
