@@ -16,10 +16,10 @@ Work of a state (the rules the disk system documents)
 -----------------------------------------------------
 State ``k`` holds the partitions ``M_k`` of the plan; the states without examples are not entered (the disk
 system skips them), and ``k - 1`` below is the last state entered before ``k``. Entering it reads the partitions
-of ``M_k`` not held before (``M_{k-1}``; state 0 of a pass after the previous pass's last state when partitions stay resident
-between passes, else after an empty buffer), one read per run of consecutive partitions, and the edge buckets
-between ``M_k`` that were not held (buckets between ``M_{k-1}``), merged into extents where the gap between them
-on disk is at most ``coalesce_rows`` rows. Its examples are the plan's: training nodes assigned to it (node
+of ``M_k`` not held before (``M_{k-1}``; state 0 of a pass after the previous pass's last state when partitions
+stay resident between passes, else after an empty buffer), one read per run of consecutive partitions, and the
+edge buckets between ``M_k`` that were not held (buckets between ``M_{k-1}``), merged into extents where the gap
+between them on disk is at most ``coalesce_rows`` rows. Its examples are the plan's: training nodes assigned to it (node
 classification) or the training edges of its buckets (link prediction), cut into batches of ``batch_size``.
 
 Time model
