@@ -124,7 +124,10 @@ plt.show()
 # Node classification with features on disk: every partition holds `SIM_NUM_NODES / p` rows of
 # `SIM_FEATURE_DIM` float32 values; training nodes come first (train-first order), so they fill the first
 # partitions. Edge buckets of the in-buffer subgraph are read as partitions enter (`edge_reads="resident"`).
-# `sequential` keeps the training partitions resident and needs one state; the others visit the whole graph.
+# `sequential` keeps the training partitions resident and needs one state; the others plan a walk over the whole
+# graph, but the disk system (and so the simulator) enters only the states that hold training nodes: with the
+# training nodes in the first partitions, `beta` and `dispersed` hold them in few of their states and read far
+# less than `random`.
 
 # %%
 def node_spec(p, c, ratio=1):

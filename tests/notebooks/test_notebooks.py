@@ -99,7 +99,8 @@ def test_partition_policies_notebook(tmp_path, cache_dir):
     assert summary["beta_equals_formula"] and summary["swap_rows"] == 3 * 2
     assert summary["sim_policies"] == ["beta", "comet", "dispersed", "random", "sequential"]
     read = summary["sim_read_GB"]
-    assert read["sequential"] < read["dispersed"] < read["beta"] < read["random"]
+    # the training nodes fill the first partitions: beta and dispersed enter only the few states holding them
+    assert read["sequential"] < read["beta"] < read["dispersed"] < read["comet"] < read["random"]
     assert summary["real_policies"] == sorted(SMALL_POLICIES) and summary["plans_checked"] == len(SMALL_POLICIES)
 
 

@@ -357,11 +357,12 @@ def build_cases(inputs: Inputs) -> list[Case]:  # noqa: C901, PLR0915 - one flat
     from suite.data import GraphStore
     from systems.disk.disk_system import partitioned_store
 
+    # random order: training nodes in every partition, so every state is entered and every bucket read
     disk = {"system": {"name": "disk", "device": "cpu",
-                       "options": {"policy": "beta", "num_partitions": 4, "buffer_capacity": 2}}}
+                       "options": {"policy": "beta", "num_partitions": 4, "buffer_capacity": 2, "order": "random"}}}
     case = I.folder("bucket-8-bytes-flipped")
     store = I.store(case)
-    pstore = partitioned_store(GraphStore.open(store), 4, "train-first", 0)
+    pstore = partitioned_store(GraphStore.open(store), 4, "random", 0)
     edges = pstore.file("bucket_edges")
     data = bytearray(edges.read_bytes())
     from suite.data.partition import PartitionLayout
@@ -373,17 +374,20 @@ def build_cases(inputs: Inputs) -> list[Case]:  # noqa: C901, PLR0915 - one flat
     other = first if int.from_bytes(data[end + 16:end + 24], "little") != first else first + 1
     data[end + 16:end + 24] = other.to_bytes(8, "little")  # 8 bytes changed, the id still in range
     edges.write_bytes(bytes(data))
-    add("bucket-8-bytes-flipped", I.run(case, I.spec(case, store, **disk)), "bucket_edges.npy: bucket (1, 2)",
+    whole = {"system": {"name": "disk", "device": "cpu",  # one state holding every partition: every bucket read
+                        "options": {"policy": "in_memory", "num_partitions": 4, "buffer_capacity": 4,
+                                    "order": "random"}}}
+    add("bucket-8-bytes-flipped", I.run(case, I.spec(case, store, **whole)), "bucket_edges.npy: bucket (1, 2)",
         run_status="failed")
     case = I.folder("bucket-id-out-of-range")
     store = I.store(case)
-    pstore = partitioned_store(GraphStore.open(store), 4, "train-first", 0)
+    pstore = partitioned_store(GraphStore.open(store), 4, "random", 0)
     I.flip(pstore.file("bucket_edges"), 24)  # the last row's source id: far out of range
     add("bucket-id-out-of-range", I.run(case, I.spec(case, store, **disk)), "bucket_edges.npy: row",
         run_status="failed")
     case = I.folder("disk-feature-partition-flipped")
     store = I.store(case)
-    pstore = partitioned_store(GraphStore.open(store), 4, "train-first", 0)
+    pstore = partitioned_store(GraphStore.open(store), 4, "random", 0)
     I.flip(pstore.file("features"), 6, 1)
     add("disk-feature-partition-flipped", I.run(case, I.spec(case, store, **disk)),
         "features.npy: partition 3 (rows", run_status="failed")
