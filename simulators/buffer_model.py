@@ -221,38 +221,33 @@ def state_costs(plan: BufferPlan, disk: DiskModel) -> tuple[StateCosts, dict[str
     p, S = plan.num_partitions, plan.num_states
     part_bytes = _per_partition(disk.partition_bytes, p, "partition_bytes")
     unit_bytes = _unit_totals(plan, part_bytes)
-    read_nodes = np.bincount(plan.entry_state, weights=unit_bytes[plan.load_units], minlength=S)
-    evict = plan.evict_units
-    evict_bytes = np.bincount(plan.entry_state, weights=np.where(evict >= 0, unit_bytes[np.maximum(evict, 0)], 0.0),
-                              minlength=S)
-    last = None
-    for last in plan.iter_unit_slots():
-        pass
-    flush = float(unit_bytes[last[last >= 0]].sum()) if last is not None else 0.0
-    if not disk.learnable:
-        evict_bytes = np.zeros(S)
-        flush = 0.0
     if plan.task == "link_prediction":
         examples = plan.state_bucket_totals(disk.bucket_edges).astype(np.float64)
-        if disk.edge_reads == "assigned":
-            edge_counts = examples
-        elif disk.edge_reads == "resident":
-            edge_counts = _resident_edge_counts(plan, disk.bucket_edges)
-        else:
-            edge_counts = np.zeros(S)
+        assigned = examples if disk.edge_reads == "assigned" else np.zeros(S)
     else:
         examples = np.bincount(plan.node_state, minlength=S).astype(np.float64)
         # Node classification samples from the in-buffer subgraph: its edges are read as partitions arrive.
-        edge_counts = (_resident_edge_counts(plan, disk.bucket_edges) if disk.edge_reads == "resident"
-                       else np.zeros(S))
-    entered, partitions_read = plan.states_with_examples(), plan.partitions_loaded
-    if len(entered) < S:
+        assigned = np.zeros(S)
+    entered = plan.states_with_examples()
+    if len(entered) < S:  # the walk skips states: count it state entered by state entered
         read_nodes, evict_bytes, edge_counts, flush, partitions_read = _entered_io(plan, disk, entered, unit_bytes,
-                                                                                   edge_counts)
+                                                                                   assigned)
         examples = examples[entered]
-        if not disk.learnable:
-            evict_bytes = np.zeros(len(entered))
-            flush = 0.0
+    else:  # every state entered: the plan's transitions, O(swaps)
+        read_nodes = np.bincount(plan.entry_state, weights=unit_bytes[plan.load_units], minlength=S)
+        evict = plan.evict_units
+        evict_bytes = np.bincount(plan.entry_state,
+                                  weights=np.where(evict >= 0, unit_bytes[np.maximum(evict, 0)], 0.0), minlength=S)
+        last = None
+        for last in plan.iter_unit_slots():
+            pass
+        flush = float(unit_bytes[last[last >= 0]].sum()) if last is not None else 0.0
+        edge_counts = (_resident_edge_counts(plan, disk.bucket_edges) if disk.edge_reads == "resident"
+                       else assigned)
+        partitions_read = plan.partitions_loaded
+    if not disk.learnable:
+        evict_bytes = np.zeros(len(read_nodes))
+        flush = 0.0
     edge_bytes = edge_counts * disk.edge_bytes
     costs = StateCosts(read=(read_nodes + edge_bytes) / disk.read_bandwidth,
                        write=evict_bytes / disk.write_bandwidth,
