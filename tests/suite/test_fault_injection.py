@@ -1,5 +1,5 @@
-"""Fault injection at every IO operation (SQLite style, issue 34): the real CLI, in a subprocess, with the k-th file
-operation failing (``GNNSUITE_FAULT``: ENOSPC, EIO or a short write; :mod:`suite.faults`).
+"""Fault injection at every IO operation (SQLite style, issue 34): the real CLI, in a process of its own, with the k-th
+file operation failing (``GNNSUITE_FAULT``: ENOSPC, EIO or a short write; :mod:`suite.faults`).
 
 For each command and each k: exit 2 with one line naming the file and the cause, no traceback; nothing left that
 looks complete but is not (every store folder verifies, every ``summary.json`` that says completed holds the
@@ -13,6 +13,11 @@ first operation fails), plus the first and last operation and a seeded sample of
 (``GNNSUITE_FAULT_SWEEP_SIZE``: another number; ``GNNSUITE_FAULT_SWEEP=all``: every k).
 ``GNNSUITE_FAULT_SWEEP_REPORT=<file>`` writes the counts (operations and sites per command, injected, clean errors,
 absorbed, other) as JSON.
+
+The swept commands run in children forked from a server that has imported torch, PyG and the other libraries once
+(:class:`tests.support.forked_cli.ForkedCli`: a tenth of a fresh interpreter's start-up, which is what makes sweeping
+every k affordable); a test checks that a forked command counts the same operations at the same sites as one
+started as ``python -m suite``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import pytest
 import yaml
 
 from suite.data.store import GraphStore
+from tests.support.forked_cli import ForkedCli
 from tests.support.processes import child_env, gnnsuite
 
 KINDS = ("ENOSPC", "EIO", "short")
@@ -138,6 +144,13 @@ def reference(tmp_path_factory) -> tuple[Path, Path]:
     return root / "store", run.parent
 
 
+@pytest.fixture(scope="module")
+def cli():
+    """The commands' runner: ``python -m suite`` forked from a server with the libraries imported."""
+    with ForkedCli(child_env()) as forked:
+        yield forked.run
+
+
 def _fault_env(plan: str, report: Path) -> dict[str, str]:
     return child_env({"GNNSUITE_FAULT": plan, "GNNSUITE_FAULT_REPORT": str(report)})
 
@@ -177,14 +190,15 @@ def _sample(total: int, size: int, seed: int, sites: list[dict] = ()) -> list[in
     return sorted({1, total, *middle, *(site["first"] for site in sites)})
 
 
-def _sweep(case: Case, reference: tuple[Path, Path], tmp_path: Path, size: int, site_sweep: bool = False) -> dict:
+def _sweep(case: Case, reference: tuple[Path, Path], tmp_path: Path, size: int, cli: Callable,
+           site_sweep: bool = False) -> dict:
     store, run = reference
     clean = tmp_path / "clean"
     clean.mkdir()
     case.setup(clean, store, run)
     intact = case.intact(clean)
     report = tmp_path / "report.json"
-    done = gnnsuite(case.argv(clean), _fault_env("count", report))
+    done = cli(case.argv(clean), _fault_env("count", report))
     assert done.returncode == 0, done.stderr
     counted = json.loads(report.read_text())
     counts, sites = counted["counts"], counted["sites"] if site_sweep else []
@@ -198,7 +212,7 @@ def _sweep(case: Case, reference: tuple[Path, Path], tmp_path: Path, size: int, 
         work.mkdir()
         case.setup(work, store, run)
         report.unlink(missing_ok=True)
-        failed = gnnsuite(case.argv(work), _fault_env(f"k={k},error={kind}", report))
+        failed = cli(case.argv(work), _fault_env(f"k={k},error={kind}", report))
         injected = json.loads(report.read_text())["injected"]
         tally["swept"] += 1
         problems = []
@@ -220,7 +234,7 @@ def _sweep(case: Case, reference: tuple[Path, Path], tmp_path: Path, size: int, 
                 problems.append("the previous state changed")
         except Exception as err:  # noqa: BLE001
             problems.append(f"the previous state is broken ({err})")
-        rerun = gnnsuite(case.argv(work), child_env())
+        rerun = cli(case.argv(work), child_env())
         if rerun.returncode != 0:
             problems.append(f"rerun without the fault: exit {rerun.returncode}: {rerun.stderr.strip()[-300:]}")
         elif case.result(work) != expected:
@@ -261,10 +275,10 @@ def _record(case: Case, tally: dict) -> None:
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.name == "generate"], ids=lambda c: c.name)
-def test_sampled_faults_give_one_line_and_lose_nothing(case, reference, tmp_path):
+def test_sampled_faults_give_one_line_and_lose_nothing(case, reference, tmp_path, cli):
     """The default run's sample: four k of ``datasets generate`` (every command is swept with -m slow)."""
     size = 4
-    tally = _sweep(case, reference, tmp_path, size=size)
+    tally = _sweep(case, reference, tmp_path, size=size, cli=cli)
     _record(case, tally)
     assert tally["injected"] >= min(size, 3)
     assert not tally["other"], json.dumps(tally["other"], indent=1)
@@ -273,11 +287,35 @@ def test_sampled_faults_give_one_line_and_lose_nothing(case, reference, tmp_path
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_fault_sweep(case, reference, tmp_path):
-    tally = _sweep(case, reference, tmp_path, size=int(os.environ.get("GNNSUITE_FAULT_SWEEP_SIZE", "10")),
+def test_fault_sweep(case, reference, tmp_path, cli):
+    tally = _sweep(case, reference, tmp_path, size=int(os.environ.get("GNNSUITE_FAULT_SWEEP_SIZE", "10")), cli=cli,
                    site_sweep=True)
     _record(case, tally)
     assert not tally["other"], json.dumps(tally["other"], indent=1)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name == "run-disk-nc"], ids=lambda c: c.name)
+def test_a_forked_command_counts_what_a_fresh_interpreter_counts(case, reference, tmp_path, cli):
+    """The sweep's forked commands are the commands: the same operations at the same sites, the same result, and a
+    fault at the same k gives the same error line as in ``python -m suite``."""
+    store, run = reference
+    outcomes = []
+    for runner in (gnnsuite, cli):  # in the same folders, so that paths and run ids agree
+        work, faulted = tmp_path / "work", tmp_path / "faulted"
+        for folder in (work, faulted):
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            case.setup(folder, store, run)
+        report = tmp_path / "report.json"
+        done = runner(case.argv(work), _fault_env("count", report))
+        assert done.returncode == 0, done.stderr
+        counted = json.loads(report.read_text())
+        k = counted["sites"][len(counted["sites"]) // 2]["first"]
+        failed = runner(case.argv(faulted), _fault_env(f"k={k},error=EIO", tmp_path / "faulted.json"))
+        outcomes.append((counted["counts"], [(s["op"], s["caller"], s["first"], s["n"]) for s in counted["sites"]],
+                         case.result(work), failed.returncode, failed.stderr))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][3] == 2 and "(EIO)" in outcomes[0][4]
 
 
 # ---------------------------------------------------------------------------------------------- the seam itself
