@@ -17,6 +17,16 @@ os.environ.setdefault("GNNSUITE_KERNEL_BOUNDSCHECK", "1")
 
 
 @pytest.fixture(scope="session")
+def cli():
+    """``cli(argv, env, cwd=None, timeout=300)``: ``python -m suite ARGV`` forked from a server that has imported
+    torch, PyG and the other libraries once (about 1 s a command instead of 5); for tests that run many commands
+    and wait for each (:func:`tests.support.forked_cli.forked_cli`)."""
+    from tests.support.forked_cli import forked_cli
+
+    return forked_cli()
+
+
+@pytest.fixture(scope="session")
 def shared_datasets() -> Path:
     """``shared/datasets``; tests that need it fail loudly (not skip) when it is absent."""
     path = shared_dir() / "datasets"

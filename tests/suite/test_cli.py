@@ -14,11 +14,7 @@ import pytest
 
 from suite.cli import main
 from tests.support.paths import REPO_ROOT
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "suite", *args], capture_output=True, text=True, cwd=REPO_ROOT,
-                          timeout=300)
+from tests.support.processes import child_env
 
 
 def _one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
@@ -55,23 +51,29 @@ def test_prepare_real_datasets(tmp_path, shared_datasets, capsys):
     assert (fb["num_nodes"], fb["num_relations"], fb["train_edges"]) == (14541, 237, 272115)
 
 
-def test_bad_input_exits_2_with_one_line(tmp_path):
-    _one_line_error(_cli("datasets", "generate", "--preset", "nope", "--out", str(tmp_path / "x")),
+def test_bad_input_exits_2_with_one_line(tmp_path, cli):
+    def command(*args: str) -> subprocess.CompletedProcess:
+        return cli(list(args), child_env(), cwd=REPO_ROOT)
+
+    _one_line_error(command("datasets", "generate", "--preset", "nope", "--out", str(tmp_path / "x")),
                     "unknown preset 'nope'", "tiny")
-    _one_line_error(_cli("datasets", "generate", "--num-nodes", "-5", "--out", str(tmp_path / "x")), "num_nodes")
-    _one_line_error(_cli("datasets", "info", str(tmp_path)), f"{tmp_path}/metadata.json: missing")
-    _one_line_error(_cli("datasets", "prepare", "imagenet", "--root", str(tmp_path), "--out", str(tmp_path / "y")),
+    _one_line_error(command("datasets", "generate", "--num-nodes", "-5", "--out", str(tmp_path / "x")), "num_nodes")
+    _one_line_error(command("datasets", "info", str(tmp_path)), f"{tmp_path}/metadata.json: missing")
+    _one_line_error(command("datasets", "prepare", "imagenet", "--root", str(tmp_path), "--out", str(tmp_path / "y")),
                     "unknown dataset loader 'imagenet'")
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
-def test_run_errors_name_file_and_field_and_leave_no_run(tmp_path):
+def test_run_errors_name_file_and_field_and_leave_no_run(tmp_path, cli):
+    def command(*args: str) -> subprocess.CompletedProcess:
+        return cli(list(args), child_env(), cwd=REPO_ROOT)
+
     spec = tmp_path / "spec.yaml"
     spec.write_text("dataset: {name: synthetic, preset: tiny}\nsystem: {name: warp}\n")
-    _one_line_error(_cli("run", str(spec), "--out", str(tmp_path / "runs")), "spec.yaml: system.name", "'warp'")
+    _one_line_error(command("run", str(spec), "--out", str(tmp_path / "runs")), "spec.yaml: system.name", "'warp'")
     spec.write_text(f"dataset: {{name: cora, root: {tmp_path / 'absent'}}}\n")
-    _one_line_error(_cli("run", str(spec), "--out", str(tmp_path / "runs")), "spec.yaml: dataset.root", "absent")
-    _one_line_error(_cli("run", str(spec), "--set", "model.fanouts=[1]", "--out", str(tmp_path / "runs")),
+    _one_line_error(command("run", str(spec), "--out", str(tmp_path / "runs")), "spec.yaml: dataset.root", "absent")
+    _one_line_error(command("run", str(spec), "--set", "model.fanouts=[1]", "--out", str(tmp_path / "runs")),
                     "spec.yaml: model.fanouts: expected 2 entries")
     assert not (tmp_path / "runs").exists()
 

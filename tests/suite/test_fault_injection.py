@@ -15,7 +15,7 @@ first operation fails), plus the first and last operation and a seeded sample of
 absorbed, other) as JSON.
 
 The swept commands run in children forked from a server that has imported torch, PyG and the other libraries once
-(:func:`tests.support.forked_cli.forked_cli`: a tenth of a fresh interpreter's start-up, which is what makes sweeping
+(the ``cli`` fixture, :func:`tests.support.forked_cli.forked_cli`: a tenth of a fresh interpreter's start-up, which is what makes sweeping
 every k affordable); a test checks that a forked command counts the same operations at the same sites as one
 started as ``python -m suite``.
 """
@@ -34,7 +34,6 @@ import pytest
 import yaml
 
 from suite.data.store import GraphStore
-from tests.support.forked_cli import forked_cli
 from tests.support.processes import child_env, gnnsuite
 
 KINDS = ("ENOSPC", "EIO", "short")
@@ -142,12 +141,6 @@ def reference(tmp_path_factory) -> tuple[Path, Path]:
     assert done.returncode == 0, done.stderr
     (run,) = (root / "runs").glob("*/summary.json")
     return root / "store", run.parent
-
-
-@pytest.fixture(scope="module")
-def cli():
-    """The commands' runner: ``python -m suite`` forked from a server with the libraries imported."""
-    return forked_cli()
 
 
 def _fault_env(plan: str, report: Path) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """A real full disk (issue 34, item 2): ``datasets generate``, ``datasets partition`` and ``run`` write into a
-size-limited tmpfs until it is full, in a subprocess through the real CLI.
+size-limited tmpfs until it is full, through the real CLI in a process of its own (forked from a server that has
+the libraries imported: the ``cli`` fixture).
 
 Each time: exit 2 with one line naming a file on the full disk and ENOSPC, no traceback; nothing left that looks
 complete but is not (every store folder on the disk verifies, no ``summary.json`` says completed, no staging
@@ -20,7 +21,7 @@ import pytest
 import yaml
 
 from suite.data.store import GraphStore
-from tests.support.processes import child_env, gnnsuite
+from tests.support.processes import child_env
 from tests.support.tmpfs import PAGE, fill, resize, tmpfs, tmpfs_unavailable, tree_bytes
 
 STAGING_MARKS = (".partial-", ".old-", ".tmp-")
@@ -81,12 +82,12 @@ def inputs(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def references(inputs, tmp_path_factory) -> dict[str, tuple[object, int]]:
+def references(inputs, tmp_path_factory, cli) -> dict[str, tuple[object, int]]:
     """Each command's result and output size on an ordinary disk."""
     out = {}
     for command in COMMANDS:
         disk = tmp_path_factory.mktemp(f"reference-{command.name}")
-        done = gnnsuite(command.argv(inputs, disk), child_env())
+        done = cli(command.argv(inputs, disk), child_env())
         assert done.returncode == 0, done.stderr
         out[command.name] = (command.result(disk / command.output), tree_bytes(disk / command.output))
     return out
@@ -120,33 +121,33 @@ def _check_one_line_enospc(done, disk: Path) -> None:
 @pytest.mark.parametrize("command", [c if c.name == "run" else pytest.param(c, marks=pytest.mark.slow)
                                      for c in COMMANDS], ids=lambda c: c.name)  # store commands: -m slow
 def test_full_disk_gives_one_line_loses_nothing_and_completes_once_freed(
-        command, fraction, mountable, inputs, references, tmp_path):
+        command, fraction, mountable, inputs, references, tmp_path, cli):
     expected, size = references[command.name]
     leave = max(int(size * fraction) // PAGE * PAGE, PAGE)
     with tmpfs(tmp_path / "disk", MOUNT_BYTES) as disk:
         filler = fill(disk, leave)
-        failed = gnnsuite(command.argv(inputs, disk), child_env())
+        failed = cli(command.argv(inputs, disk), child_env())
         _check_one_line_enospc(failed, disk)
         assert _problems_left(disk) == []
         filler.unlink()
         if (disk / command.output).exists():  # what a failed command leaves must not block its rerun
             assert not (disk / command.output / "metadata.json").exists()
-        done = gnnsuite(command.argv(inputs, disk), child_env())
+        done = cli(command.argv(inputs, disk), child_env())
         assert done.returncode == 0, done.stderr[-600:]
         assert command.result(disk / command.output) == expected
 
 
 @pytest.mark.slow
-def test_a_grown_disk_lets_the_same_run_complete(mountable, inputs, references, tmp_path):
+def test_a_grown_disk_lets_the_same_run_complete(mountable, inputs, references, tmp_path, cli):
     """The run again, this time freed by growing the tmpfs (``mount -o remount,size=``) rather than deleting."""
     expected, size = references["run"]
     mount = tmp_path / "disk"
     with tmpfs(mount, size // 2 // PAGE * PAGE) as disk:
-        failed = gnnsuite(["run", str(inputs / "spec.yaml"), "--out", str(disk / "out"), "--quiet"], child_env())
+        failed = cli(["run", str(inputs / "spec.yaml"), "--out", str(disk / "out"), "--quiet"], child_env())
         _check_one_line_enospc(failed, disk)
         assert _problems_left(disk) == []
         resize(disk, 4 * size)
-        done = gnnsuite(["run", str(inputs / "spec.yaml"), "--out", str(disk / "out"), "--quiet"], child_env())
+        done = cli(["run", str(inputs / "spec.yaml"), "--out", str(disk / "out"), "--quiet"], child_env())
         assert done.returncode == 0, done.stderr[-600:]
         assert _run_result(disk / "out") == expected
         shutil.rmtree(disk / "out")
