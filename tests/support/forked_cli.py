@@ -60,7 +60,8 @@ def _command(argv: list[str], env: dict[str, str], cwd: str, out: str, err: str)
     import threading
 
     loaded = sorted(name for name in sys.modules if name.split(".")[0] in ("suite", "systems", "simulators"))
-    assert not loaded, f"the suite was imported before the command's environment was set: {loaded}"
+    assert not loaded, (f"the suite was imported before the command's environment was set: {loaded} (multiprocessing "
+                        "imports the main module into each child: a script must import the suite inside functions)")
     os.setpgid(0, 0)  # its own process group: a timeout kills the command and what it started
     os.environ.clear()
     os.environ.update(env)
