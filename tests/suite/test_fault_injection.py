@@ -15,9 +15,9 @@ first operation fails), plus the first and last operation and a seeded sample of
 absorbed, other) as JSON.
 
 The swept commands run in children forked from a server that has imported torch, PyG and the other libraries once
-(the ``cli`` fixture, :func:`tests.support.forked_cli.forked_cli`: a tenth of a fresh interpreter's start-up, which is what makes sweeping
-every k affordable); a test checks that a forked command counts the same operations at the same sites as one
-started as ``python -m suite``.
+(the ``cli`` fixture, :func:`tests.support.forked_cli.forked_cli`: a tenth of a fresh interpreter's start-up, which
+makes sweeping every k affordable); a test checks that a forked command counts the same operations at the same
+sites, and fails in the same way, as one started as ``python -m suite``.
 """
 
 from __future__ import annotations
