@@ -45,7 +45,10 @@ def forked_cli() -> Callable[..., subprocess.CompletedProcess]:
             process.start()
             process.join(timeout)
             if process.exitcode is None:
-                os.killpg(process.pid, signal.SIGKILL)
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:  # killed before its own process group was made
+                    process.kill()
                 process.join()
             return subprocess.CompletedProcess([sys.executable, "-m", "suite", *argv], process.exitcode,
                                                out.read_text(errors="replace") if out.exists() else "",
