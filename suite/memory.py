@@ -59,6 +59,9 @@ class MemoryEstimate:
         phases: ``{phase: {part: bytes}}`` held only during one phase (``train``: a training batch in flight;
             ``evaluate``: an evaluation batch, the whole-graph structures an evaluation reads); the peak is the
             resident parts plus the largest phase.
+        setup: ``{phase: {part: bytes}}`` of phases that run before the run holds its data (partitioning a store
+            the disk system finds unpartitioned): the process then holds only its runtime (the :data:`RUNTIME`
+            part) and the phase.
         suggest: ``suggest(budget_bytes) -> text``: what would fit in ``budget_bytes`` (a buffer capacity, a
             cache budget, another system), as a clause of the refusal line; pure, from the same inputs.
     """
@@ -66,23 +69,35 @@ class MemoryEstimate:
     resident: Mapping[str, int]
     phases: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     suggest: Callable[[int], str] = field(default=lambda budget: "", compare=False, repr=False)
+    setup: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    def phase_peaks(self) -> dict[str, int]:
+        """Every phase's peak: the resident parts plus the phase, or for a setup phase the runtime plus it."""
+        resident = sum(self.resident.values())
+        peaks = {name: int(resident + sum(parts.values())) for name, parts in self.phases.items()}
+        runtime = self.resident.get(RUNTIME, 0)
+        peaks.update({name: int(runtime + sum(parts.values())) for name, parts in self.setup.items()})
+        return peaks
 
     @property
     def peak_phase(self) -> str | None:
         """The phase with the most memory (None without phases)."""
-        return max(self.phases, key=lambda name: sum(self.phases[name].values())) if self.phases else None
+        peaks = self.phase_peaks()
+        return max(peaks, key=peaks.__getitem__) if peaks else None
 
     @property
     def peak_bytes(self) -> int:
-        """Resident parts plus the largest phase."""
-        phase = self.peak_phase
-        return int(sum(self.resident.values()) + (sum(self.phases[phase].values()) if phase else 0))
+        """The largest phase's peak (:meth:`phase_peaks`); the resident parts without phases."""
+        peaks = self.phase_peaks()
+        return max(peaks.values()) if peaks else int(sum(self.resident.values()))
 
     def to_dict(self) -> dict:
-        """Plain data (``peak_bytes``, ``peak_phase``, ``resident``, ``phases``) for JSON and summaries."""
+        """Plain data (``peak_bytes``, ``peak_phase``, ``resident``, ``phases``, ``setup``) for JSON and
+        summaries."""
         return {"peak_bytes": self.peak_bytes, "peak_phase": self.peak_phase,
                 "resident": {k: int(v) for k, v in self.resident.items()},
-                "phases": {p: {k: int(v) for k, v in parts.items()} for p, parts in self.phases.items()}}
+                "phases": {p: {k: int(v) for k, v in parts.items()} for p, parts in self.phases.items()},
+                "setup": {p: {k: int(v) for k, v in parts.items()} for p, parts in self.setup.items()}}
 
 
 def format_bytes(value: float) -> str:
@@ -161,7 +176,7 @@ def process_is_warm() -> bool:
 def without_first_use(estimate: MemoryEstimate) -> MemoryEstimate:
     """``estimate`` without its :data:`FIRST_USE` part."""
     return MemoryEstimate({k: v for k, v in estimate.resident.items() if k != FIRST_USE}, estimate.phases,
-                          estimate.suggest)
+                          estimate.suggest, estimate.setup)
 
 
 # ---------------------------------------------------------------------------------------------- what is available
@@ -278,7 +293,12 @@ def check_memory(estimate: MemoryEstimate, available: Available, system: str) ->
 def describe(estimate: MemoryEstimate, available: Available) -> list[str]:
     """The estimate as lines for people: the parts, the peak, and whether it fits."""
     lines = [f"estimated peak memory: {format_bytes(estimate.peak_bytes)} (during {estimate.peak_phase})"]
-    width = max([len(k) for k in estimate.resident] + [len(k) for p in estimate.phases.values() for k in p] + [8])
+    width = max([len(k) for k in estimate.resident] + [len(k) for p in estimate.phases.values() for k in p]
+                + [len(k) for p in estimate.setup.values() for k in p] + [8])
+    for phase, parts in estimate.setup.items():
+        lines.append(f"  before the run holds its data, {phase}{' (the peak)' if phase == estimate.peak_phase else ''}"
+                     f" (with the runtime):")
+        lines += [f"    {name:<{width}}  {format_bytes(value):>11}" for name, value in parts.items()]
     lines.append("  resident for the whole run:")
     lines += [f"    {name:<{width}}  {format_bytes(value):>11}" for name, value in estimate.resident.items()]
     for phase, parts in estimate.phases.items():

@@ -19,8 +19,15 @@ What each part counts (bytes; float32 rows, int64 ids, as the systems hold them)
 - **first use**: what the process adds on its first batches beyond the data (compiled kernels, torch's kernels,
   allocator arenas, modules imported late): :data:`FIRST_USE_BYTES`, calibrated on the 300-node store.
 
-Not modelled: partitioning a store the disk system finds uncached (it runs inside setup, chunked), the PyG
-system's own loader (estimated as the in-memory system), data-parallel ranks (one process each), CUDA memory.
+- **partition** (disk, a setup phase: the store not yet partitioned): partitioning runs before the run holds its
+  data, so its peak is the runtime plus the input store's pages (every file is read through its memory map), the
+  node order and its inverse with the pass's per-node arrays, and the largest out-of-core pass: one in-memory sort
+  of edges (:data:`PARTITION_BYTES_PER_SORTED_EDGE`) or a chunk of feature rows being permuted
+  (:data:`PERMUTE_BYTES_PER_CHUNK_BYTE`), with the sizes fitted to the memory available as the disk system fits
+  them (so this part alone reads the machine's memory, as the run will).
+
+Not modelled: the PyG system's own loader (estimated as the in-memory system), data-parallel ranks (one process
+each), CUDA memory.
 
 The estimate is a model, not a bound: it is checked against measured peak RSS by
 ``experiments/measure/memory_estimate.py``.
@@ -65,6 +72,19 @@ ALL_ENTITY_SCORE_COPIES = 4
 growth of the resident set during FB15k-237's filtered ranking (DistMult, batches of 1,000 queries by 14,541
 entities, one thread, after a warm-up pass) was 3.2 to 3.8 score matrices in three measurements (it was 3 here
 before, which underestimated the grids' link-prediction runs by a median 19 %)."""
+
+PARTITION_BYTES_PER_SORTED_EDGE = 75
+"""Partitioning's largest pass sorts one bin of bucket edges in memory (``(src, rel, dst)`` int64 rows, their
+bucket ids, the sort's order and the sorted copies): the bucket pass added 195, 392 and 703 MiB of anonymous memory
+for 2.8M, 5.6M and 11.2M edges (73, 73, 66 B an edge) on papers-like-s stores of 100,000 to 400,000 nodes, more
+than the CSR rebuild before it (61 and 41 B an edge) or a streamed chunk (the scatter writes a one-bin chunk as it
+comes). :mod:`suite.data.out_of_core` sizes the passes under a memory limit with more conservative costs (160 B a
+streamed edge, 128 B a sorted one)."""
+
+PERMUTE_BYTES_PER_CHUNK_BYTE = 2
+"""Partitioning permutes feature rows in chunks of ``chunk_bytes``: the rows read and their gathered copy (the
+pass added 133 to 141 MiB of anonymous memory with 64 MiB chunks on papers-like-s stores of 100,000 to 400,000
+nodes)."""
 
 AUTOGRAD_FACTOR = 2.0
 """Training keeps a batch's activations for the backward pass and allocates their gradients: twice the forward."""
@@ -459,8 +479,40 @@ def _disk(spec: RunSpec, store: GraphStore, runtime_bytes: int, degree: np.ndarr
     phases = {"train": train}
     if spec.evaluation.splits:
         phases["evaluate"] = _disk_evaluation(spec, store, degree, link)
-    return MemoryEstimate(resident, phases,
+    from systems.disk.disk_system import needs_partitioning
+
+    setup = ({"partition": partition_bytes(store, runtime_bytes)}
+             if needs_partitioning(store, p, options.order, options.order_seed(spec.seed)) else {})
+    return MemoryEstimate(resident, phases, setup=setup,
                           suggest=lambda budget: _smaller_buffer(spec, store, runtime_bytes, budget, degree))
+
+
+def partition_bytes(store: GraphStore, runtime_bytes: int) -> dict[str, int]:
+    """What partitioning ``store`` holds beyond the runtime (:func:`suite.data.partition.partition_store` as the
+    disk system calls it: the default sizes, fitted to the memory available when it is short)."""
+    from suite.data.csr import DEFAULT_CHUNK_EDGES, DEFAULT_MAX_BUCKET_EDGES
+    from suite.data.out_of_core import (MIN_CHUNK_BYTES, MIN_CHUNK_EDGES, MIN_SORTED_EDGES, OutOfCoreSizes,
+                                        fit_sizes)
+    from suite.data.partition import DEFAULT_CHUNK_BYTES, RESIDENT_BYTES_PER_NODE
+    from suite.errors import MemoryLimitError
+    from suite.memory import available_memory
+
+    n = store.num_nodes
+    per_node = n * (2 * LONG + RESIDENT_BYTES_PER_NODE)
+    sizes = OutOfCoreSizes(DEFAULT_CHUNK_EDGES, DEFAULT_MAX_BUCKET_EDGES, DEFAULT_CHUNK_BYTES)
+    available = available_memory().bytes
+    if available is not None:
+        try:
+            sizes = fit_sizes(available - runtime_bytes - per_node, sizes, "partition")
+        except MemoryLimitError:  # the run stops there; its estimate holds the smallest sizes
+            sizes = OutOfCoreSizes(MIN_CHUNK_EDGES, MIN_SORTED_EDGES, MIN_CHUNK_BYTES)
+    edges = max(store.num_edges, shape(store, "train_edges")[0] if shape(store, "train_edges") else 0)
+    rows = file_bytes(store, ["features"])
+    largest = max(PARTITION_BYTES_PER_SORTED_EDGE * min(edges, sizes.max_bucket_edges),
+                  PERMUTE_BYTES_PER_CHUNK_BYTE * min(rows, sizes.chunk_bytes))
+    return {"input store pages (read whole)": file_bytes(store, list(store.metadata.get("files", {}))),
+            "node order, its inverse, per-node counts": per_node,
+            "largest pass (one sort of edges, or a chunk of rows)": int(largest)}
 
 
 def _disk_evaluation(spec: RunSpec, store: GraphStore, degree: np.ndarray | None, link: bool) -> dict[str, int]:
@@ -510,6 +562,15 @@ def _largest_capacity(spec: RunSpec, store: GraphStore, runtime: int, budget: in
 def _smaller_buffer(spec: RunSpec, store: GraphStore, runtime: int, budget: int, degree: np.ndarray | None) -> str:
     """The refusal's hint for the disk system: the largest buffer capacity that fits (more partitions if none)."""
     options = validate_system_options(spec)
+    estimate = _disk(spec, store, runtime, degree)
+    if estimate.peak_phase == "partition":
+        from systems.disk.disk_system import partitioned_store_path
+
+        seed = options.order_seed(spec.seed)
+        out = partitioned_store_path(store, options.num_partitions, options.order, seed)
+        return (f"partitioning the store inside the run needs {format_bytes(estimate.peak_bytes)}: partition it "
+                f"beforehand, sized to the memory (gnnsuite datasets partition {store.path} -p "
+                f"{options.num_partitions} --order {options.order} --seed {seed} --out {out} --memory-limit SIZE)")
     capacity = _largest_capacity(spec, store, runtime, budget, options.num_partitions, degree)
     if capacity:
         return f"system.options.buffer_capacity: {capacity} would fit (estimated)"
@@ -532,6 +593,7 @@ def pyg_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> Memory
     return in_memory_estimate(spec, store, runtime_bytes)
 
 
-__all__ = ["AUTOGRAD_FACTOR", "FIRST_USE_BYTES", "batch_roots", "buffer_degrees",
-           "disk_estimate", "distinct", "feature_cache_estimate", "hop_sizes", "in_memory_estimate", "layer_bytes",
-           "pipelined_estimate", "pyg_estimate", "sample_bytes", "sparse_aggregation"]
+__all__ = ["AUTOGRAD_FACTOR", "FIRST_USE_BYTES", "PARTITION_BYTES_PER_SORTED_EDGE", "PERMUTE_BYTES_PER_CHUNK_BYTE",
+           "batch_roots", "buffer_degrees", "disk_estimate", "distinct", "feature_cache_estimate", "hop_sizes",
+           "in_memory_estimate", "layer_bytes", "partition_bytes", "pipelined_estimate", "pyg_estimate",
+           "sample_bytes", "sparse_aggregation"]

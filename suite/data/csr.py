@@ -93,6 +93,9 @@ def _scatter(spill: Path, dtype: np.dtype, key: str, bounds: np.ndarray, folder:
     try:
         handles.extend(open_write(path, "wb") for path in paths)
         for records in _read_records(spill, dtype, chunk):
+            if len(handles) == 1:  # one bucket takes every record as it comes: nothing to reorder
+                write_to(handles[0], records.data, handles[0].name)
+                continue
             bucket = np.searchsorted(bounds, records[key], side="right") - 1
             order = np.argsort(bucket, kind="stable")
             counts = np.bincount(bucket, minlength=len(paths))

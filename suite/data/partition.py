@@ -505,7 +505,9 @@ def _relabel_ids(writer: StoreWriter, key: str, array: np.ndarray, inverse: np.n
 
 def _relabelled_csr_chunks(store: GraphStore, inverse: np.ndarray, chunk_edges: int) -> Iterator[EdgeChunk]:
     for chunk in iter_store_edges(store, chunk_edges):
-        yield EdgeChunk(inverse[chunk.src], inverse[chunk.dst], chunk.rel)
+        relabelled = EdgeChunk(inverse[chunk.src], inverse[chunk.dst], chunk.rel)
+        chunk = None  # noqa: PLW2901 -- while suspended, hold only what the consumer holds
+        yield relabelled
 
 
 def _example_edges(store: GraphStore, inverse: np.ndarray, chunk_edges: int) -> Callable[[], Iterator[np.ndarray]]:
@@ -526,6 +528,7 @@ def _example_edges(store: GraphStore, inverse: np.ndarray, chunk_edges: int) -> 
             rows[:, 0] = chunk.src
             rows[:, 1] = 0 if chunk.rel is None else chunk.rel
             rows[:, 2] = chunk.dst
+            chunk = None  # noqa: PLW2901 -- its ids are copied: free them before the consumer works on the rows
             yield rows
 
     return graph_edges
@@ -580,16 +583,23 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
                 with contextlib.ExitStack() as stack:
                     handles = [stack.enter_context(writing(paths[k], "wb")) for k in range(first, last)]
                     for rows in edges():
+                        if num_bins == 1:  # every edge goes to the one bin: no bins to compute, no reordering
+                            write_to(handles[0], np.ascontiguousarray(rows).data, paths[0])
+                            continue
                         bin_ = np.searchsorted(bins, unit_of(rows), side="right") - 1
                         keep = (bin_ >= first) & (bin_ < last)
                         rows, bin_ = rows[keep], bin_[keep] - first
+                        del keep
                         order = np.argsort(bin_, kind="stable")
                         bin_sizes = np.bincount(bin_, minlength=last - first)
+                        del bin_
                         ends = np.cumsum(bin_sizes)
                         rows = rows[order]
+                        del order
                         for k in np.flatnonzero(bin_sizes):
                             write_to(handles[k], np.ascontiguousarray(rows[ends[k] - bin_sizes[k] : ends[k]]).data,
                                      paths[first + k])
+                        del rows
                 for k in range(first, last):
                     check_read(paths[k])
                     rows = np.fromfile(paths[k], dtype=np.int64).reshape(-1, 3)
@@ -598,7 +608,9 @@ def _write_buckets(writer: StoreWriter, edges: Callable[[], Iterator[np.ndarray]
                         continue
                     bucket = _bucket_of(rows, offsets)
                     order = np.lexsort((rows[:, 1], rows[:, 0], rows[:, 2], bucket))
-                    rows, bucket = np.ascontiguousarray(rows[order]), bucket[order]
+                    rows = np.ascontiguousarray(rows[order])
+                    bucket = bucket[order]
+                    del order
                     starts = np.flatnonzero(np.concatenate([[True], bucket[1:] != bucket[:-1]]))
                     stops = np.append(starts[1:], len(rows))
                     keys.append(bucket[starts])

@@ -35,6 +35,7 @@ per epoch: states, swaps (partitions read after a pass's first state), bytes rea
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import time
 from abc import abstractmethod
 from collections.abc import Iterator
@@ -141,6 +142,18 @@ class DiskOptions(SystemOptions):
 def partitioned_store_path(store: GraphStore, num_partitions: int, order: str, seed: int) -> Path:
     """Where :func:`partitioned_store` keeps ``store`` partitioned into ``num_partitions`` (next to it)."""
     return store.path.parent / f"{store.path.name}-p{num_partitions}-{order}-s{seed}"
+
+
+def needs_partitioning(store: GraphStore, num_partitions: int, order: str, seed: int) -> bool:
+    """Whether :func:`partitioned_store` will partition ``store`` (no cached copy of the current layout yet)."""
+    from suite.data.partition import LAYOUT_VERSION
+    from suite.data.store import METADATA_FILE
+
+    try:
+        metadata = json.loads((partitioned_store_path(store, num_partitions, order, seed) / METADATA_FILE).read_text())
+    except (OSError, ValueError):
+        return True
+    return metadata.get("partitioning", {}).get("layout_version") != LAYOUT_VERSION
 
 
 def partitioned_store(store: GraphStore, num_partitions: int, order: str, seed: int) -> GraphStore:
@@ -655,4 +668,5 @@ def disk_system(spec: RunSpec, store: GraphStore, device: torch.device, recorder
 disk_system.options_model = DiskOptions  # what suite.config validates system.options against
 
 __all__ = ["DISK_TASKS", "DiskOptions", "DiskSystem", "PassKey", "disk_system", "StateData", "StateTimeline", "Step",
-           "partitioned_store", "partitioned_store_path", "plan_steps", "state_bar", "state_batches_of"]
+           "needs_partitioning", "partitioned_store", "partitioned_store_path", "plan_steps", "state_bar",
+           "state_batches_of"]

@@ -12,8 +12,8 @@ import pytest
 
 from suite.errors import ConfigError, MemoryLimitError
 from suite.executors import parse_memory
-from suite.memory import (Available, MemoryEstimate, available_memory, cgroup_headroom_bytes, check_memory, describe,
-                          mem_available_bytes)
+from suite.memory import (RUNTIME, Available, MemoryEstimate, available_memory, cgroup_headroom_bytes, check_memory,
+                          describe, mem_available_bytes)
 from tests.support.paths import REPO_ROOT
 
 MiB = 1 << 20
@@ -24,6 +24,17 @@ def test_peak_is_resident_plus_the_largest_phase():
     assert estimate.peak_phase == "train" and estimate.peak_bytes == 22
     assert estimate.to_dict()["peak_bytes"] == 22
     assert MemoryEstimate({"a": 1}).peak_bytes == 1 and MemoryEstimate({"a": 1}).peak_phase is None
+
+
+def test_a_setup_phase_peaks_over_the_runtime_alone():
+    resident = {RUNTIME: 10, "buffer": 50}
+    before = MemoryEstimate(resident, {"train": {"x": 3}}, setup={"partition": {"sort": 60}})
+    assert before.phase_peaks() == {"train": 63, "partition": 70}
+    assert before.peak_phase == "partition" and before.peak_bytes == 70
+    assert before.to_dict()["setup"] == {"partition": {"sort": 60}}
+    small = MemoryEstimate(resident, {"train": {"x": 3}}, setup={"partition": {"sort": 40}})
+    assert small.peak_phase == "train" and small.peak_bytes == 63  # the buffer does not exist while it partitions
+    assert any("partition" in line for line in describe(before, Available(None, "unknown")))
 
 
 def test_mem_available_parsed_from_meminfo(tmp_path):

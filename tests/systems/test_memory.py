@@ -10,7 +10,8 @@ import pytest
 
 from suite.config import spec_from_dict
 from suite.memory import FIRST_USE, RUNTIME, MemoryEstimate, estimate_memory
-from systems.memory import (AUTOGRAD_FACTOR, FILTER_BYTES_PER_TRIPLE, FIRST_USE_BYTES, batch_roots, disk_estimate,
+from systems.memory import (AUTOGRAD_FACTOR, FILTER_BYTES_PER_TRIPLE, FIRST_USE_BYTES,
+                            PARTITION_BYTES_PER_SORTED_EDGE, PERMUTE_BYTES_PER_CHUNK_BYTE, batch_roots, disk_estimate,
                             distinct, feature_cache_estimate, hop_sizes, in_memory_estimate, pipelined_estimate)
 from tests.support.graphs import write_tiny_store
 
@@ -142,6 +143,38 @@ def test_disk_buffer_by_hand(tiny_store):
     assert estimate.resident["buffer (feature rows)"] == int(3 * 1 * row)
     # the in-buffer CSR of c/p = 1/2 of the partitions holds 1/4 of the 5 edges, built twice (current and next)
     assert estimate.resident["in-buffer CSR x2"] == int(2 * ((3 + 1) * 8 + 5 / 4 * 2 * 8))
+
+
+def test_disk_counts_partitioning_until_the_partitioned_store_exists(tiny_store):
+    from suite.data.partition import RESIDENT_BYTES_PER_NODE, partition_store
+    from systems.disk.disk_system import partitioned_store_path
+
+    spec = _disk_spec(tiny_store, 2, order="random")
+    estimate = disk_estimate(spec, tiny_store, runtime_bytes=1000)
+    files = tiny_store.metadata["files"]
+    # every input file read through its map, node order + inverse + 40 B a node, one sort of the 5 edges
+    assert estimate.setup["partition"] == {
+        "input store pages (read whole)": sum(entry["bytes"] for entry in files.values()),
+        "node order, its inverse, per-node counts": 4 * (8 + 8 + RESIDENT_BYTES_PER_NODE),
+        "largest pass (one sort of edges, or a chunk of rows)": max(PARTITION_BYTES_PER_SORTED_EDGE * 5,
+                                                                     PERMUTE_BYTES_PER_CHUNK_BYTE
+                                                                     * files["features"]["bytes"])}
+    # a setup phase runs before the buffer and maps exist: its peak is the runtime plus the phase
+    assert estimate.phase_peaks()["partition"] == 1000 + sum(estimate.setup["partition"].values())
+    partition_store(tiny_store, partitioned_store_path(tiny_store, 4, "random", spec.seed), 4, order="random",
+                    seed=spec.seed)
+    after = disk_estimate(spec, tiny_store, runtime_bytes=1000)
+    assert after.setup == {} and after.resident == estimate.resident and after.phases == estimate.phases
+
+
+def test_a_disk_run_whose_partitioning_is_the_peak_is_told_to_partition_first(tiny_store, monkeypatch):
+    monkeypatch.setitem(FIRST_USE_BYTES, ("disk", "node_classification"), 0)
+    spec = _disk_spec(tiny_store, 1, order="random")
+    estimate = disk_estimate(spec, tiny_store, 0)
+    assert estimate.peak_phase == "partition"
+    hint = estimate.suggest(estimate.peak_bytes - 1)
+    assert hint.startswith("partitioning the store inside the run needs ")
+    assert f"gnnsuite datasets partition {tiny_store.path} -p 4 --order random --seed {spec.seed} --out " in hint
 
 
 def test_disk_estimate_grows_with_the_buffer_and_suggests_one_that_fits(tiny_store):
