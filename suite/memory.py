@@ -64,32 +64,50 @@ class MemoryEstimate:
             part) and the phase.
         suggest: ``suggest(budget_bytes) -> text``: what would fit in ``budget_bytes`` (a buffer capacity, a
             cache budget, another system), as a clause of the refusal line; pure, from the same inputs.
+        reclaimable: names of parts that are file pages read once through a memory map (partitioning's input
+            store): they count in the resident set, so in :attr:`peak_bytes`, but the kernel drops them under a
+            memory limit, so they are left out of :attr:`required_bytes`, what must fit.
     """
 
     resident: Mapping[str, int]
     phases: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     suggest: Callable[[int], str] = field(default=lambda budget: "", compare=False, repr=False)
     setup: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    reclaimable: frozenset[str] = frozenset()
 
-    def phase_peaks(self) -> dict[str, int]:
-        """Every phase's peak: the resident parts plus the phase, or for a setup phase the runtime plus it."""
-        resident = sum(self.resident.values())
-        peaks = {name: int(resident + sum(parts.values())) for name, parts in self.phases.items()}
+    def phase_peaks(self, reclaimable: bool = True) -> dict[str, int]:
+        """Every phase's peak: the resident parts plus the phase, or for a setup phase the runtime plus it
+        (``reclaimable=False``: without the :attr:`reclaimable` parts)."""
+        def total(parts: Mapping[str, int]) -> int:
+            return int(sum(value for name, value in parts.items() if reclaimable or name not in self.reclaimable))
+
+        resident = total(self.resident)
+        peaks = {name: resident + total(parts) for name, parts in self.phases.items()}
         runtime = self.resident.get(RUNTIME, 0)
-        peaks.update({name: int(runtime + sum(parts.values())) for name, parts in self.setup.items()})
-        return peaks
+        peaks.update({name: runtime + total(parts) for name, parts in self.setup.items()})
+        return peaks or {"": resident}
 
     @property
     def peak_phase(self) -> str | None:
         """The phase with the most memory (None without phases)."""
         peaks = self.phase_peaks()
-        return max(peaks, key=peaks.__getitem__) if peaks else None
+        return max(peaks, key=peaks.__getitem__) or None
 
     @property
     def peak_bytes(self) -> int:
         """The largest phase's peak (:meth:`phase_peaks`); the resident parts without phases."""
-        peaks = self.phase_peaks()
-        return max(peaks.values()) if peaks else int(sum(self.resident.values()))
+        return max(self.phase_peaks().values())
+
+    @property
+    def required_phase(self) -> str | None:
+        """The phase that needs the most memory that must fit (:attr:`required_bytes`)."""
+        peaks = self.phase_peaks(reclaimable=False)
+        return max(peaks, key=peaks.__getitem__) or None
+
+    @property
+    def required_bytes(self) -> int:
+        """The peak without the :attr:`reclaimable` parts: what must fit in the memory available."""
+        return max(self.phase_peaks(reclaimable=False).values())
 
     def to_dict(self) -> dict:
         """Plain data (``peak_bytes``, ``peak_phase``, ``resident``, ``phases``, ``setup``) for JSON and
@@ -176,7 +194,7 @@ def process_is_warm() -> bool:
 def without_first_use(estimate: MemoryEstimate) -> MemoryEstimate:
     """``estimate`` without its :data:`FIRST_USE` part."""
     return MemoryEstimate({k: v for k, v in estimate.resident.items() if k != FIRST_USE}, estimate.phases,
-                          estimate.suggest, estimate.setup)
+                          estimate.suggest, estimate.setup, estimate.reclaimable)
 
 
 # ---------------------------------------------------------------------------------------------- what is available
@@ -279,14 +297,14 @@ def check_memory(estimate: MemoryEstimate, available: Available, system: str) ->
     """Stop a run whose estimate exceeds the memory available, with one line saying what would fit.
 
     Raises:
-        MemoryLimitError: ``estimate.peak_bytes > available.bytes``.
+        MemoryLimitError: ``estimate.required_bytes > available.bytes`` (file pages the kernel can drop left out).
     """
-    if available.bytes is None or estimate.peak_bytes <= available.bytes:
+    if available.bytes is None or estimate.required_bytes <= available.bytes:
         return
     hint = estimate.suggest(available.bytes)
     raise MemoryLimitError(
-        f"system {system}: estimated peak memory {format_bytes(estimate.peak_bytes)} (during {estimate.peak_phase}) "
-        f"exceeds the {format_bytes(available.bytes)} available ({available.source})"
+        f"system {system}: estimated peak memory {format_bytes(estimate.required_bytes)} (during "
+        f"{estimate.required_phase}) exceeds the {format_bytes(available.bytes)} available ({available.source})"
         + (f"; {hint}" if hint else "") + " (gnnsuite run --dry-run shows the estimate)")
 
 
@@ -298,7 +316,9 @@ def describe(estimate: MemoryEstimate, available: Available) -> list[str]:
     for phase, parts in estimate.setup.items():
         lines.append(f"  before the run holds its data, {phase}{' (the peak)' if phase == estimate.peak_phase else ''}"
                      f" (with the runtime):")
-        lines += [f"    {name:<{width}}  {format_bytes(value):>11}" for name, value in parts.items()]
+        lines += [f"    {name:<{width}}  {format_bytes(value):>11}"
+                  + ("  (file pages: dropped under a memory limit)" if name in estimate.reclaimable else "")
+                  for name, value in parts.items()]
     lines.append("  resident for the whole run:")
     lines += [f"    {name:<{width}}  {format_bytes(value):>11}" for name, value in estimate.resident.items()]
     for phase, parts in estimate.phases.items():
@@ -307,8 +327,10 @@ def describe(estimate: MemoryEstimate, available: Available) -> list[str]:
     if available.bytes is None:
         lines.append("available: unknown")
     else:
-        verdict = "fits" if estimate.peak_bytes <= available.bytes else "does NOT fit"
-        lines.append(f"available: {format_bytes(available.bytes)} ({available.source}): {verdict}")
+        verdict = "fits" if estimate.required_bytes <= available.bytes else "does NOT fit"
+        needed = (f" ({format_bytes(estimate.required_bytes)} must fit)"
+                  if estimate.required_bytes != estimate.peak_bytes else "")
+        lines.append(f"available: {format_bytes(available.bytes)} ({available.source}){needed}: {verdict}")
     return lines
 
 

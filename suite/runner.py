@@ -220,7 +220,7 @@ def dry_run(spec: RunSpec, memory_limit: int | None = None) -> dict[str, Any]:
     estimate = estimate_memory(spec, store) if spec.system.name in MEMORY_ESTIMATES else None
     return {"run_id": spec.run_id, "system": spec.system.name, "dataset": store.name, "num_nodes": store.num_nodes,
             "num_edges": store.num_edges, "estimate": estimate, "available": available,
-            "fits": None if estimate is None or available.bytes is None else estimate.peak_bytes <= available.bytes}
+            "fits": None if estimate is None or available.bytes is None else estimate.required_bytes <= available.bytes}
 
 
 def _run_rank(spec: RunSpec, out: str | os.PathLike, progress: bool,

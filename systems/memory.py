@@ -35,6 +35,7 @@ The estimate is a model, not a bound: it is checked against measured peak RSS by
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -80,6 +81,11 @@ for 2.8M, 5.6M and 11.2M edges (73, 73, 66 B an edge) on papers-like-s stores of
 than the CSR rebuild before it (61 and 41 B an edge) or a streamed chunk (the scatter writes a one-bin chunk as it
 comes). :mod:`suite.data.out_of_core` sizes the passes under a memory limit with more conservative costs (160 B a
 streamed edge, 128 B a sorted one)."""
+
+INPUT_PAGES = "input store pages (read whole)"
+"""The partition phase's part for the input store's file pages: in the resident set while mapped, but reclaimable
+(:attr:`suite.memory.MemoryEstimate.reclaimable`): under a memory limit the kernel drops them, so a run is not
+refused for them."""
 
 PERMUTE_BYTES_PER_CHUNK_BYTE = 2
 """Partitioning permutes feature rows in chunks of ``chunk_bytes``: the rows read and their gathered copy (the
@@ -415,7 +421,7 @@ def _smaller_cache(spec: RunSpec, store: GraphStore, runtime: int, budget: int) 
         fraction = step / 20
         trial = spec.model_copy(update={"system": spec.system.model_copy(update={
             "options": {**dict(spec.system.options), "cache_bytes": None, "cache_fraction": fraction}})})
-        if feature_cache_estimate(trial, store, runtime).peak_bytes <= budget:
+        if feature_cache_estimate(trial, store, runtime).required_bytes <= budget:
             return f"use a smaller cache (system.options.cache_fraction: {fraction:g})"
     return "even an empty cache would not fit: the graph and the batches alone exceed the budget"
 
@@ -483,7 +489,7 @@ def _disk(spec: RunSpec, store: GraphStore, runtime_bytes: int, degree: np.ndarr
 
     setup = ({"partition": partition_bytes(store, runtime_bytes)}
              if needs_partitioning(store, p, options.order, options.order_seed(spec.seed)) else {})
-    return MemoryEstimate(resident, phases, setup=setup,
+    return MemoryEstimate(resident, phases, setup=setup, reclaimable=frozenset({INPUT_PAGES}),
                           suggest=lambda budget: _smaller_buffer(spec, store, runtime_bytes, budget, degree))
 
 
@@ -510,7 +516,7 @@ def partition_bytes(store: GraphStore, runtime_bytes: int) -> dict[str, int]:
     rows = file_bytes(store, ["features"])
     largest = max(PARTITION_BYTES_PER_SORTED_EDGE * min(edges, sizes.max_bucket_edges),
                   PERMUTE_BYTES_PER_CHUNK_BYTE * min(rows, sizes.chunk_bytes))
-    return {"input store pages (read whole)": file_bytes(store, list(store.metadata.get("files", {}))),
+    return {INPUT_PAGES: file_bytes(store, list(store.metadata.get("files", {}))),
             "node order, its inverse, per-node counts": per_node,
             "largest pass (one sort of edges, or a chunk of rows)": int(largest)}
 
@@ -553,22 +559,27 @@ def _largest_capacity(spec: RunSpec, store: GraphStore, runtime: int, budget: in
     for capacity in range(1, partitions + 1):
         trial = spec.model_copy(update={"system": spec.system.model_copy(update={
             "options": {**options, "num_partitions": partitions, "buffer_capacity": capacity}})})
-        if _disk(trial, store, runtime, degree).peak_bytes > budget:
+        if _without_setup(_disk(trial, store, runtime, degree)).required_bytes > budget:
             break
         best = capacity
     return best
+
+
+def _without_setup(estimate: MemoryEstimate) -> MemoryEstimate:
+    """``estimate`` without its setup phases (partitioning, which no buffer capacity changes)."""
+    return dataclasses.replace(estimate, setup={})
 
 
 def _smaller_buffer(spec: RunSpec, store: GraphStore, runtime: int, budget: int, degree: np.ndarray | None) -> str:
     """The refusal's hint for the disk system: the largest buffer capacity that fits (more partitions if none)."""
     options = validate_system_options(spec)
     estimate = _disk(spec, store, runtime, degree)
-    if estimate.peak_phase == "partition":
+    if estimate.required_phase == "partition":
         from systems.disk.disk_system import partitioned_store_path
 
         seed = options.order_seed(spec.seed)
         out = partitioned_store_path(store, options.num_partitions, options.order, seed)
-        return (f"partitioning the store inside the run needs {format_bytes(estimate.peak_bytes)}: partition it "
+        return (f"partitioning the store inside the run needs {format_bytes(estimate.required_bytes)}: partition it "
                 f"beforehand, sized to the memory (gnnsuite datasets partition {store.path} -p "
                 f"{options.num_partitions} --order {options.order} --seed {seed} --out {out} --memory-limit SIZE)")
     capacity = _largest_capacity(spec, store, runtime, budget, options.num_partitions, degree)
@@ -580,12 +591,13 @@ def _smaller_buffer(spec: RunSpec, store: GraphStore, runtime: int, budget: int,
             return (f"num_partitions: {partitions} with buffer_capacity: {capacity} would fit (estimated)")
     smallest = spec.model_copy(update={"system": spec.system.model_copy(update={
         "options": {**spec.system.options, "num_partitions": 4 * options.num_partitions, "buffer_capacity": 1}})})
-    least = _disk(smallest, store, runtime, degree)
-    if least.peak_phase == "evaluate":
-        return (f"no buffer fits: the evaluation alone needs {format_bytes(least.peak_bytes)} (lower "
+    least = _without_setup(_disk(smallest, store, runtime, degree))
+    if least.required_phase == "evaluate":
+        return (f"no buffer fits: the evaluation alone needs {format_bytes(least.required_bytes)} (lower "
                 f"evaluation.batch_size" + (", or evaluation.graph: buffer" if spec.training.task ==
                                             "node_classification" else "") + ")")
-    return f"no buffer fits: even one of {4 * options.num_partitions} partitions needs {format_bytes(least.peak_bytes)}"
+    return (f"no buffer fits: even one of {4 * options.num_partitions} partitions needs "
+            f"{format_bytes(least.required_bytes)}")
 
 
 def pyg_estimate(spec: RunSpec, store: GraphStore, runtime_bytes: int) -> MemoryEstimate:

@@ -11,6 +11,9 @@ Each case runs one ``gnnsuite`` command in a fresh process inside a fresh memory
 - ``partition-edgelist``: ``datasets partition`` of the store it made;
 - ``partition-nc`` / ``disk-nc``: partition, then node classification with the disk system (``sequential``, small
   ``c``/``p``, one epoch) on a papers-like store whose feature table is larger than the limit;
+- ``disk-nc-unpartitioned``: the same with a partition count whose partitioned copy does not exist: the run
+  partitions the store inside the cgroup first (its estimate leaves the input store's file pages out of what must
+  fit, and the partitioning sizes its chunks to the cgroup's headroom);
 - ``in_memory-nc``: the same run with the in-memory system: it must refuse up front (exit 2, one line), its
   estimate seeing the cgroup's limit (:func:`suite.memory.available_memory`);
 - ``partition-lp`` / ``disk-lp``: partition, then link prediction with the disk system on a livejournal-like
@@ -127,6 +130,14 @@ def nc_store_partitioned(work: Path) -> Path:
     return store
 
 
+def nc_store_unpartitioned(work: Path) -> Path:
+    """The node-classification store without a partitioned copy at ``UNPARTITIONED_P``: the run partitions it
+    inside the cgroup, before training."""
+    store = nc_store(work)
+    shutil.rmtree(partitioned(store, UNPARTITIONED_P, "labeled-first"), ignore_errors=True)
+    return store
+
+
 def partitioned(store: Path, p: int, order: str) -> Path:
     """Where the disk system finds ``store`` partitioned (``systems.disk.disk_system.partitioned_store_path``)."""
     return store.parent / f"{store.name}-p{p}-{order}-s0"
@@ -134,9 +145,10 @@ def partitioned(store: Path, p: int, order: str) -> Path:
 
 # ---------------------------------------------------------------------------------------------- specs
 NC_P, NC_C, LP_P, LP_C = 32, 2, 16, 2
+UNPARTITIONED_P = 64  # disk-nc-unpartitioned: a partition count no other case prepares
 
 
-def nc_spec(store: Path, system: str) -> dict:
+def nc_spec(store: Path, system: str, partitions: int = NC_P) -> dict:
     """One epoch of GraphSAGE node classification; the disk system ``sequential`` with small ``c`` / ``p``, evaluating
     inside the buffer (``evaluation.graph: buffer``: a full-graph evaluation holds the whole CSR, 1.6 GiB here)."""
     spec = {"name": f"memcap-{system}-nc", "seed": 0, "dataset": {"name": "store", "root": str(store)},
@@ -144,8 +156,8 @@ def nc_spec(store: Path, system: str) -> dict:
             "training": {"epochs": 1, "batch_size": 1000}, "evaluation": {"batch_size": 1000, "graph": "buffer"},
             "system": {"name": system, "device": "cpu"}}
     if system == "disk":
-        spec["system"]["options"] = {"policy": "sequential", "num_partitions": NC_P, "buffer_capacity": NC_C,
-                                     "order": "labeled-first"}
+        spec["system"]["options"] = {"policy": "sequential", "num_partitions": partitions,
+                                     "buffer_capacity": NC_C, "order": "labeled-first"}
     return spec
 
 
@@ -187,6 +199,9 @@ CASES = [
                     "--seed", "0", "--out", str(partitioned(w / "nc-store", NC_P, "labeled-first")), "--quiet",
                     "--overwrite"], prepare=nc_store),
     Case("disk-nc", "nc", lambda w: run_argv(w, nc_spec(w / "nc-store", "disk")), prepare=nc_store_partitioned),
+    Case("disk-nc-unpartitioned", "nc",
+         lambda w: run_argv(w, {**nc_spec(w / "nc-store", "disk", UNPARTITIONED_P), "name": "memcap-disk-nc-p64"}),
+         prepare=nc_store_unpartitioned),
     Case("in_memory-nc", "nc", lambda w: run_argv(w, nc_spec(w / "nc-store", "in_memory")), "refused",
          prepare=nc_store),
     Case("partition-lp", "lp",

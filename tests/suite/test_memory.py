@@ -37,6 +37,17 @@ def test_a_setup_phase_peaks_over_the_runtime_alone():
     assert any("partition" in line for line in describe(before, Available(None, "unknown")))
 
 
+def test_reclaimable_file_pages_count_in_the_peak_but_need_not_fit():
+    estimate = MemoryEstimate({RUNTIME: 10, "buffer": 50}, {"train": {"x": 3}},
+                              setup={"partition": {"pages": 100, "sort": 20}}, reclaimable=frozenset({"pages"}))
+    assert estimate.peak_phase == "partition" and estimate.peak_bytes == 130  # the resident set holds the pages
+    assert estimate.required_phase == "train" and estimate.required_bytes == 63  # the kernel drops them at a limit
+    check_memory(estimate, Available(100, "--memory-limit"), "disk")  # 130 > 100, yet it fits
+    with pytest.raises(MemoryLimitError, match=r"estimated peak memory 63 B \(during train\) exceeds the 62 B"):
+        check_memory(estimate, Available(62, "--memory-limit"), "disk")
+    assert describe(estimate, Available(100, "x"))[-1] == "available: 100 B (x) (63 B must fit): fits"
+
+
 def test_mem_available_parsed_from_meminfo(tmp_path):
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       24683584 kB\nMemFree:  13174168 kB\nMemAvailable:   2048 kB\n")
