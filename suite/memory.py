@@ -78,36 +78,42 @@ class MemoryEstimate:
     def phase_peaks(self, reclaimable: bool = True) -> dict[str, int]:
         """Every phase's peak: the resident parts plus the phase, or for a setup phase the runtime plus it
         (``reclaimable=False``: without the :attr:`reclaimable` parts)."""
-        def total(parts: Mapping[str, int]) -> int:
-            return int(sum(value for name, value in parts.items() if reclaimable or name not in self.reclaimable))
-
-        resident = total(self.resident)
-        peaks = {name: resident + total(parts) for name, parts in self.phases.items()}
+        resident = self._total(self.resident, reclaimable)
+        peaks = {name: resident + self._total(parts, reclaimable) for name, parts in self.phases.items()}
         runtime = self.resident.get(RUNTIME, 0)
-        peaks.update({name: runtime + total(parts) for name, parts in self.setup.items()})
-        return peaks or {"": resident}
+        peaks.update({name: runtime + self._total(parts, reclaimable) for name, parts in self.setup.items()})
+        return peaks
+
+    def _total(self, parts: Mapping[str, int], reclaimable: bool) -> int:
+        return int(sum(value for name, value in parts.items() if reclaimable or name not in self.reclaimable))
+
+    def _largest(self, reclaimable: bool) -> tuple[str | None, int]:
+        """The phase of the largest peak and that peak (None and the resident parts without phases)."""
+        peaks = self.phase_peaks(reclaimable)
+        if not peaks:
+            return None, self._total(self.resident, reclaimable)
+        phase = max(peaks, key=peaks.__getitem__)
+        return phase, peaks[phase]
 
     @property
     def peak_phase(self) -> str | None:
         """The phase with the most memory (None without phases)."""
-        peaks = self.phase_peaks()
-        return max(peaks, key=peaks.__getitem__) or None
+        return self._largest(reclaimable=True)[0]
 
     @property
     def peak_bytes(self) -> int:
         """The largest phase's peak (:meth:`phase_peaks`); the resident parts without phases."""
-        return max(self.phase_peaks().values())
+        return self._largest(reclaimable=True)[1]
 
     @property
     def required_phase(self) -> str | None:
         """The phase that needs the most memory that must fit (:attr:`required_bytes`)."""
-        peaks = self.phase_peaks(reclaimable=False)
-        return max(peaks, key=peaks.__getitem__) or None
+        return self._largest(reclaimable=False)[0]
 
     @property
     def required_bytes(self) -> int:
         """The peak without the :attr:`reclaimable` parts: what must fit in the memory available."""
-        return max(self.phase_peaks(reclaimable=False).values())
+        return self._largest(reclaimable=False)[1]
 
     def to_dict(self) -> dict:
         """Plain data (``peak_bytes``, ``peak_phase``, ``resident``, ``phases``, ``setup``) for JSON and

@@ -495,29 +495,28 @@ def _disk(spec: RunSpec, store: GraphStore, runtime_bytes: int, degree: np.ndarr
 
 def partition_bytes(store: GraphStore, runtime_bytes: int) -> dict[str, int]:
     """What partitioning ``store`` holds beyond the runtime (:func:`suite.data.partition.partition_store` as the
-    disk system calls it: the default sizes, fitted to the memory available when it is short)."""
-    from suite.data.csr import DEFAULT_CHUNK_EDGES, DEFAULT_MAX_BUCKET_EDGES
-    from suite.data.out_of_core import (MIN_CHUNK_BYTES, MIN_CHUNK_EDGES, MIN_SORTED_EDGES, OutOfCoreSizes,
-                                        fit_sizes)
-    from suite.data.partition import DEFAULT_CHUNK_BYTES, RESIDENT_BYTES_PER_NODE
+    disk system calls it: its default sizes fitted to the memory available, as the run fits them once it holds the
+    node order and its inverse)."""
+    from suite.data.out_of_core import (MIN_CHUNK_BYTES, MIN_CHUNK_EDGES, MIN_SORTED_EDGES, MemoryBudget,
+                                        OutOfCoreSizes, sizes_for)
+    from suite.data.partition import DEFAULT_SIZES, RESIDENT_BYTES_PER_NODE
     from suite.errors import MemoryLimitError
     from suite.memory import available_memory
 
     n = store.num_nodes
-    per_node = n * (2 * LONG + RESIDENT_BYTES_PER_NODE)
-    sizes = OutOfCoreSizes(DEFAULT_CHUNK_EDGES, DEFAULT_MAX_BUCKET_EDGES, DEFAULT_CHUNK_BYTES)
-    available = available_memory().bytes
-    if available is not None:
-        try:
-            sizes = fit_sizes(available - runtime_bytes - per_node, sizes, "partition")
-        except MemoryLimitError:  # the run stops there; its estimate holds the smallest sizes
-            sizes = OutOfCoreSizes(MIN_CHUNK_EDGES, MIN_SORTED_EDGES, MIN_CHUNK_BYTES)
+    order_and_inverse = n * 2 * LONG
+    available = available_memory()
+    budget = None if available.bytes is None else MemoryBudget(
+        available.bytes, lambda: runtime_bytes + order_and_inverse, available.source)
+    try:
+        sizes = sizes_for(budget, DEFAULT_SIZES, "partition", RESIDENT_BYTES_PER_NODE * n)
+    except MemoryLimitError:  # the run stops there; its estimate holds the smallest sizes
+        sizes = OutOfCoreSizes(MIN_CHUNK_EDGES, MIN_SORTED_EDGES, MIN_CHUNK_BYTES)
     edges = max(store.num_edges, shape(store, "train_edges")[0] if shape(store, "train_edges") else 0)
-    rows = file_bytes(store, ["features"])
     largest = max(PARTITION_BYTES_PER_SORTED_EDGE * min(edges, sizes.max_bucket_edges),
-                  PERMUTE_BYTES_PER_CHUNK_BYTE * min(rows, sizes.chunk_bytes))
+                  PERMUTE_BYTES_PER_CHUNK_BYTE * min(file_bytes(store, ["features"]), sizes.chunk_bytes))
     return {INPUT_PAGES: file_bytes(store, list(store.metadata.get("files", {}))),
-            "node order, its inverse, per-node counts": per_node,
+            "node order, its inverse, per-node counts": order_and_inverse + RESIDENT_BYTES_PER_NODE * n,
             "largest pass (one sort of edges, or a chunk of rows)": int(largest)}
 
 

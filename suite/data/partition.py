@@ -90,6 +90,8 @@ file); 3 a dense ``bucket_offsets`` (``p * p + 1``) and CRC-32s in the metadata;
 RESIDENT_BYTES_PER_NODE = 40
 """What partitioning holds per node besides ``node_map`` and its inverse (held when the sizes are fitted): the CSR
 build's in- and out-degrees, one ``indptr`` and a bincount in flight."""
+DEFAULT_SIZES = OutOfCoreSizes(DEFAULT_CHUNK_EDGES, DEFAULT_MAX_BUCKET_EDGES, DEFAULT_CHUNK_BYTES)
+"""The sizes :func:`partition_store` uses by default, before they are fitted to a memory budget."""
 _MAX_OPEN_BINS = 256  # scratch files open at once while scattering edges into sort bins
 _MAX_DENSE_BIN_UNITS = 1 << 20
 """Up to this many buckets (``p <= 1024``) sort bins are ranges of buckets, counted per bucket (8 MiB of counts),

@@ -144,33 +144,40 @@ def partitioned_store_path(store: GraphStore, num_partitions: int, order: str, s
     return store.path.parent / f"{store.path.name}-p{num_partitions}-{order}-s{seed}"
 
 
+def current_layout(metadata: dict) -> bool:
+    """Whether a partitioned store's metadata records the current layout (:data:`suite.data.partition.LAYOUT_VERSION`;
+    an older one is rebuilt)."""
+    from suite.data.partition import LAYOUT_VERSION
+
+    return metadata.get("partitioning", {}).get("layout_version") == LAYOUT_VERSION
+
+
 def needs_partitioning(store: GraphStore, num_partitions: int, order: str, seed: int) -> bool:
     """Whether :func:`partitioned_store` will partition ``store`` (no cached copy of the current layout yet)."""
-    from suite.data.partition import LAYOUT_VERSION
     from suite.data.store import METADATA_FILE
 
     try:
         metadata = json.loads((partitioned_store_path(store, num_partitions, order, seed) / METADATA_FILE).read_text())
     except (OSError, ValueError):
         return True
-    return metadata.get("partitioning", {}).get("layout_version") != LAYOUT_VERSION
+    return not current_layout(metadata)
 
 
 def partitioned_store(store: GraphStore, num_partitions: int, order: str, seed: int) -> GraphStore:
     """The store partitioned into ``num_partitions`` (cached next to it, created once, atomically: runs needing it
     at once wait for one build; a cached store of an older layout version is rebuilt)."""
     from suite.datasets import cache_lock, cached_store
-    from suite.data.partition import LAYOUT_VERSION, partition_store
+    from suite.data.partition import partition_store
     from suite.memory import memory_budget
 
     path = partitioned_store_path(store, num_partitions, order, seed)
     build = lambda out, overwrite=False: partition_store(store, out, num_partitions, order=order,  # noqa: E731
                                                          seed=seed, overwrite=overwrite, memory=memory_budget())
     cached = cached_store(path, build)
-    if cached.metadata.get("partitioning", {}).get("layout_version") == LAYOUT_VERSION:
+    if current_layout(cached.metadata):
         return cached
     with cache_lock(path):
-        if GraphStore.open(path).metadata.get("partitioning", {}).get("layout_version") != LAYOUT_VERSION:
+        if not current_layout(GraphStore.open(path).metadata):
             build(path, overwrite=True)
     return cached_store(path, build)
 
@@ -668,5 +675,5 @@ def disk_system(spec: RunSpec, store: GraphStore, device: torch.device, recorder
 disk_system.options_model = DiskOptions  # what suite.config validates system.options against
 
 __all__ = ["DISK_TASKS", "DiskOptions", "DiskSystem", "PassKey", "disk_system", "StateData", "StateTimeline", "Step",
-           "needs_partitioning", "partitioned_store", "partitioned_store_path", "plan_steps", "state_bar",
-           "state_batches_of"]
+           "current_layout", "needs_partitioning", "partitioned_store", "partitioned_store_path", "plan_steps",
+           "state_bar", "state_batches_of"]
