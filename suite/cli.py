@@ -74,16 +74,19 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _node_split_options(args: argparse.Namespace):
-    """The ``--per-class`` / ``--node-split`` / ``--split-seed`` options of ``prepare``; None when none is given."""
+    """The ``--per-class`` / ``--node-split`` / ``--split-seed`` / ``--split-component`` options of ``prepare``; None
+    when none is given."""
     from suite.data.loaders.edgelist import parse_fractions
     from suite.data.loaders.node_splits import NodeSplitOptions, parse_per_class
 
-    if args.per_class is None and args.node_split is None and args.split_seed is None:
+    if args.per_class is None and args.node_split is None and args.split_seed is None and \
+            args.split_component is None:
         return None
     return NodeSplitOptions(
         seed=args.split_seed or 0,
         per_class=parse_per_class(args.per_class, "--per-class") if args.per_class is not None else None,
         fractions=parse_fractions(args.node_split, "--node-split") if args.node_split is not None else None,
+        component=args.split_component or "all",
     )
 
 
@@ -207,6 +210,9 @@ def _datasets_parser(commands: argparse._SubParsersAction, full: bool = True) ->
     prepare.add_argument("--node-split", help="datasets without a fixed split: fractions train,valid,test of the "
                                               "labelled nodes, e.g. 0.6,0.2,0.2 (MUSAE's default)")
     prepare.add_argument("--split-seed", type=int, help="seed of the node split draw (default 0)")
+    prepare.add_argument("--split-component", choices=["all", "largest"],
+                         help="datasets without a fixed split: draw it from every labelled node (default) or from "
+                              "the largest connected component only (Shchur et al.'s protocol)")
     _add_common(prepare, writes=True)
     prepare.set_defaults(func=_cmd_prepare)
 

@@ -61,6 +61,9 @@ class NodeSplitSpec(_Spec):
         None, strict=False, description="training and validation nodes per class, the rest test (e.g. [20, 30])")
     fractions: tuple[float, float, float] | None = Field(
         None, strict=False, description="fractions train, valid, test of the labelled nodes (e.g. [0.6, 0.2, 0.2])")
+    component: Literal["all", "largest"] = Field(
+        "all", description="the nodes the split draws from: every labelled node, or those of the graph's largest "
+                           "connected component (Shchur et al.'s protocol; the store keeps every node)")
 
     @model_validator(mode="after")
     def _one_protocol(self) -> "NodeSplitSpec":
@@ -346,7 +349,8 @@ _ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "n
                  ("training", "negatives", "label_smoothing"): 0.0, ("dataset", "feature_normalization"): "none",
                  ("model", "input_dropout"): 0.0, ("evaluation", "restore_best"): False,
                  ("evaluation", "valid_sample"): None, ("training", "negatives", "subset_fraction"): None,
-                 ("training", "negatives", "subset_batches"): 1, ("model", "gcn_normalization"): "row"}
+                 ("training", "negatives", "subset_batches"): 1, ("model", "gcn_normalization"): "row",
+                 ("dataset", "split", "component"): "all"}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
 earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
 

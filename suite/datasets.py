@@ -119,7 +119,8 @@ def _split_options(spec: DatasetSpec):
 
     if spec.split is None:
         return None
-    return NodeSplitOptions(seed=spec.split.seed, per_class=spec.split.per_class, fractions=spec.split.fractions)
+    return NodeSplitOptions(seed=spec.split.seed, per_class=spec.split.per_class, fractions=spec.split.fractions,
+                            component=spec.split.component)
 
 
 def _loader_dataset(name: str) -> Callable[[DatasetSpec, bool], GraphStore]:
@@ -133,7 +134,8 @@ def _loader_dataset(name: str) -> Callable[[DatasetSpec, bool], GraphStore]:
             raise DataError(f"dataset.root: {spec.root}: folder not found")
         split = _split_options(spec)
         # A drawn split is part of the store, so of its cache entry (entries without one keep their old names).
-        key = str(root) if spec.split is None else [str(root), spec.split.model_dump(mode="json")]
+        key = str(root) if spec.split is None else [str(root), spec.split.model_dump(
+            mode="json", exclude={"component"} if spec.split.component == "all" else None)]  # as before the field
         entry = Path(spec.cache_dir) / f"{name}-{_digest(key)}"
         try:
             return _cached(entry, lambda out: prepare(name, root, out, progress=progress, split=split))

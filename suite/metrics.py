@@ -76,9 +76,19 @@ def target_ranks(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         ``(B,)`` float64 ranks, 1 = best.
     """
     target_scores = scores.gather(1, targets.view(-1, 1))
-    greater = (scores > target_scores).sum(dim=1)
-    ties = (scores == target_scores).sum(dim=1) - 1  # the target itself is not a tie
+    greater = _row_count(scores > target_scores)
+    ties = _row_count(scores == target_scores) - 1  # the target itself is not a tie
     return 1.0 + greater.to(torch.float64) + 0.5 * ties.to(torch.float64)
+
+
+def _row_count(mask: torch.Tensor) -> torch.Tensor:
+    """The number of true entries in each row of the ``(B, N)`` bool ``mask``.
+
+    Summed in int32 (exact for rows of fewer than 2**31 entries): a bool tensor's default sum widens every entry
+    to int64 first, which made these counts 4-5x slower on a CPU (measured on 488 x 14,541 score rows: 35.5 ms
+    against 7.8 ms a count) and the largest part of an all-entity evaluation.
+    """
+    return mask.sum(dim=1, dtype=torch.int32)
 
 
 def sampled_target_ranks(positive: torch.Tensor, negative: torch.Tensor) -> torch.Tensor:
@@ -89,8 +99,8 @@ def sampled_target_ranks(positive: torch.Tensor, negative: torch.Tensor) -> torc
         negative: ``(B, K)`` scores of the candidates each is ranked against.
     """
     positive = positive.view(-1, 1)
-    greater = (negative > positive).sum(dim=1)
-    ties = (negative == positive).sum(dim=1)
+    greater = _row_count(negative > positive)
+    ties = _row_count(negative == positive)
     return 1.0 + greater.to(torch.float64) + 0.5 * ties.to(torch.float64)
 
 
@@ -208,17 +218,20 @@ def filtered_scores(scores: torch.Tensor, targets: torch.Tensor, rows: torch.Ten
 
 
 def filtered_target_ranks(scores: torch.Tensor, targets: torch.Tensor, rows: torch.Tensor,
-                          columns: torch.Tensor) -> torch.Tensor:
+                          columns: torch.Tensor, unfiltered: torch.Tensor | None = None) -> torch.Tensor:
     """:func:`target_ranks` of ``filtered_scores(scores, targets, rows, columns)``, without copying ``scores``.
 
     The known true candidates ``(rows, columns)`` (each pair at most once) that outrank or tie a row's target are
-    subtracted from its unfiltered rank.
+    subtracted from its unfiltered rank: ``unfiltered`` when the caller has computed ``target_ranks(scores,
+    targets)`` already (the pass over every score is the costly part), else computed here.
     """
     target_scores = scores.gather(1, targets.view(-1, 1)).squeeze(1)
     known, threshold = scores[rows, columns], target_scores[rows]
     other = columns != targets[rows]
     weight = ((known > threshold) & other).to(torch.float64) + 0.5 * ((known == threshold) & other).to(torch.float64)
-    return target_ranks(scores, targets) - torch.bincount(rows, weights=weight, minlength=len(targets))
+    if unfiltered is None:
+        unfiltered = target_ranks(scores, targets)
+    return unfiltered.to(scores.device) - torch.bincount(rows, weights=weight, minlength=len(targets))
 
 
 class GpuUtilizationSampler:

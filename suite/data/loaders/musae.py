@@ -22,7 +22,7 @@ import numpy as np
 
 from suite.errors import DataError
 from suite.data.csr import write_csrs
-from suite.data.loaders.node_splits import FractionSplit, NodeSplitOptions, split_for
+from suite.data.loaders.node_splits import FractionSplit, NodeSplitOptions, split_for, split_labels
 from suite.data.loaders.raw_files import LOADERS, check_ids, edge_chunks, raw_source, require_files
 from suite.data.store import GraphStore, create_store
 
@@ -125,7 +125,7 @@ def load_facebook_page_page(root: Path, out: Path, *, overwrite: bool, progress:
         check_ids(values, num_nodes, f"{edges_path}: column {column!r}", f"node id (of {num_nodes} in {TARGET_FILE})")
     features = read_feature_lists(features_path, num_nodes)
     protocol = split_for(split, musae_protocol)
-    node_split = protocol.assign(labels, str(target_path))
+    node_split = protocol.assign(split_labels(labels, protocol.component, src, dst), str(target_path))
     source = raw_source("musae", root, [edges_path, features_path, target_path],
                         format="MUSAE: edge csv, JSON feature-id lists, target csv (page_type)")
     with create_store(out, overwrite) as writer:

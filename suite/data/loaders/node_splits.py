@@ -8,16 +8,24 @@ Two protocols, each a frozen object whose :meth:`assign` turns the labels into t
   validation nodes drawn at random from every class, all other labelled nodes for testing;
 - :class:`FractionSplit`: a random permutation of the labelled nodes cut at the given fractions.
 
-:class:`NodeSplitOptions` is what a user asks for (``datasets prepare --per-class/--node-split/--split-seed``, or a
-run spec's ``dataset.split``); :func:`split_for` resolves it against a loader's default protocol.
+Either draws from every labelled node (``component: all``) or from those of the graph's largest connected component
+only (``component: largest``: Shchur et al. reduced each graph to it; the other nodes stay in the store, unlabelled
+for the split, and since a GNN's messages never cross components, training and testing on the component inside the
+whole graph is training and testing on the component alone). The loader passes the labels through
+:func:`split_labels` with the graph's edges.
+
+:class:`NodeSplitOptions` is what a user asks for (``datasets prepare --per-class/--node-split/--split-seed/
+--split-component``, or a run spec's ``dataset.split``); :func:`split_for` resolves it against a loader's default
+protocol.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,6 +40,7 @@ class PerClassSplit:
     train_per_class: int = 20
     valid_per_class: int = 30
     seed: int = 0
+    component: "Component" = "all"
 
     def assign(self, labels: np.ndarray, where: str) -> dict[str, np.ndarray]:
         """The sorted node ids of each split; DataError naming ``where`` when a class has too few nodes."""
@@ -52,7 +61,7 @@ class PerClassSplit:
     def describe(self) -> dict[str, Any]:
         """The protocol and its parameters, for the store's metadata."""
         return {"protocol": "per_class", "train_per_class": self.train_per_class,
-                "valid_per_class": self.valid_per_class, "seed": self.seed}
+                "valid_per_class": self.valid_per_class, "seed": self.seed, **_component_field(self.component)}
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,7 @@ class FractionSplit:
 
     fractions: tuple[float, float, float] = (0.6, 0.2, 0.2)
     seed: int = 0
+    component: "Component" = "all"
 
     def assign(self, labels: np.ndarray, where: str) -> dict[str, np.ndarray]:
         """The sorted node ids of each split (sizes rounded down, the remainder to test)."""
@@ -73,7 +83,39 @@ class FractionSplit:
 
     def describe(self) -> dict[str, Any]:
         """The protocol and its parameters, for the store's metadata."""
-        return {"protocol": "fraction", "fractions": list(self.fractions), "seed": self.seed}
+        return {"protocol": "fraction", "fractions": list(self.fractions), "seed": self.seed,
+                **_component_field(self.component)}
+
+
+Component = Literal["all", "largest"]
+"""The nodes a split draws from: every labelled node, or those of the largest connected component."""
+COMPONENTS: tuple[str, ...] = ("all", "largest")
+
+
+def _component_field(component: str) -> dict[str, str]:
+    # stores split from every node keep the metadata they had before the option existed
+    return {} if component == "all" else {"component": component}
+
+
+def largest_component(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> np.ndarray:
+    """``(num_nodes,)`` bool: the nodes of the largest (weakly) connected component of the edges ``src -> dst``
+    (the one with the smallest node id among equals)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    if num_nodes == 0:
+        return np.zeros(0, dtype=bool)
+    graph = coo_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(num_nodes, num_nodes))
+    _, component = connected_components(graph, directed=True, connection="weak")
+    return component == np.argmax(np.bincount(component))
+
+
+def split_labels(labels: np.ndarray, component: str, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """The labels a split of ``component`` draws from: ``labels`` itself (``all``), or a copy with every node
+    outside the largest connected component of ``src -> dst`` unlabelled (-1; ``largest``)."""
+    if component == "all":
+        return labels
+    return np.where(largest_component(src, dst, len(labels)), labels, -1)
 
 
 NodeSplit = PerClassSplit | FractionSplit
@@ -87,8 +129,11 @@ class NodeSplitOptions:
     seed: int = 0
     per_class: tuple[int, int] | None = None
     fractions: tuple[float, float, float] | None = None
+    component: Component = "all"
 
     def __post_init__(self) -> None:
+        if self.component not in COMPONENTS:
+            raise ConfigError(f"node split: component must be one of {', '.join(COMPONENTS)}, got {self.component!r}")
         if self.per_class is not None and self.fractions is not None:
             raise ConfigError("node split: give per-class counts or fractions, not both")
         if self.per_class is not None and (len(self.per_class) != 2 or min(self.per_class) < 0):
@@ -104,10 +149,10 @@ def split_for(options: NodeSplitOptions | None, default: Callable[[int], NodeSpl
     """The protocol ``options`` ask for, or ``default(seed)`` when they name none."""
     options = options or NodeSplitOptions()
     if options.per_class is not None:
-        return PerClassSplit(*options.per_class, seed=options.seed)
+        return PerClassSplit(*options.per_class, seed=options.seed, component=options.component)
     if options.fractions is not None:
-        return FractionSplit(options.fractions, seed=options.seed)
-    return default(options.seed)
+        return FractionSplit(options.fractions, seed=options.seed, component=options.component)
+    return dataclasses.replace(default(options.seed), component=options.component)
 
 
 def parse_per_class(text: str, option: str) -> tuple[int, int]:
@@ -121,4 +166,5 @@ def parse_per_class(text: str, option: str) -> tuple[int, int]:
     return values[0], values[1]
 
 
-__all__ = ["FractionSplit", "NodeSplit", "NodeSplitOptions", "PerClassSplit", "parse_per_class", "split_for"]
+__all__ = ["COMPONENTS", "Component", "FractionSplit", "NodeSplit", "NodeSplitOptions", "PerClassSplit",
+           "largest_component", "parse_per_class", "split_for", "split_labels"]

@@ -7,7 +7,8 @@ The file is read with ``allow_pickle=False``.
 
 The store is undirected: the adjacency is symmetrised (Amazon's is stored one-directional in part), deduplicated
 and stripped of self-loops, as PyG's ``read_npz`` does, so the edge counts equal PyG's (491,722 directed edges for
-Amazon Computers). The whole file is used, not its largest connected component (see docs/datasets.md). Features
+Amazon Computers). The whole file is stored; the split draws from every node, or with ``component: largest`` from
+the largest connected component only, as Shchur et al. did (see docs/datasets.md). Features
 are stored dense, float16 when every value is an integer of at most 2048 in magnitude (the binary and count
 features of these files: exact), else float32. The node split is drawn at preparation (:mod:`.node_splits`):
 20 training and 30 validation nodes per class by default, the rest test (Shchur et al.'s protocol).
@@ -27,7 +28,7 @@ import numpy as np
 
 from suite.errors import DataError
 from suite.data.csr import write_csrs
-from suite.data.loaders.node_splits import NodeSplitOptions, PerClassSplit, split_for
+from suite.data.loaders.node_splits import NodeSplitOptions, PerClassSplit, split_for, split_labels
 from suite.data.loaders.raw_files import LOADERS, check_ids, edge_chunks, raw_source, require_files
 from suite.data.store import GraphStore, create_store
 
@@ -133,7 +134,7 @@ def build_shchur_store(path: Path, root: Path, out: Path, *, overwrite: bool, na
     src = np.repeat(np.arange(num_nodes, dtype=np.int64), np.diff(adj_indptr))[present]
     dst = adj_indices[present]
     protocol = split_for(split, shchur_protocol)
-    node_split = protocol.assign(labels, str(path))
+    node_split = protocol.assign(split_labels(labels, protocol.component, src, dst), str(path))
     dtype = feature_dtype(attr_data)
     source = raw_source("shchur", root, [path], format="Shchur et al. .npz (CSR adjacency and features, labels)",
                         reader="numpy.load(allow_pickle=False)")

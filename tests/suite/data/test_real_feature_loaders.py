@@ -226,3 +226,40 @@ def test_run_spec_names_the_dataset_and_its_split(shared_datasets: Path, tmp_pat
     with pytest.raises(ConfigError, match="dataset.split: node split options: only the loaders"):
         open_dataset(DatasetSpec.model_validate({"name": "cora", "root": str(shared_datasets / "planetoid"),
                                                  "cache_dir": str(tmp_path), "split": {"seed": 1}}))
+
+
+def test_split_of_the_largest_component(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # the 12-node ring cut into a path of 9 nodes (0-8) and one of 3 (9-11): class 0 is nodes 0-5, class 1 nodes 6-11
+    src, dst = np.array([0, 1, 2, 3, 4, 5, 6, 7, 9, 10]), np.array([1, 2, 3, 4, 5, 6, 7, 8, 10, 11])
+    order = np.argsort(src, kind="stable")
+    write_npz(tmp_path / "raw" / "graph.npz", adj_data=np.ones(len(src), np.float32),
+              adj_indices=dst[order].astype(np.int32),
+              adj_indptr=np.searchsorted(src[order], np.arange(13)).astype(np.int32))
+    store = prepare("shchur", tmp_path / "raw", tmp_path / "store",
+                    split=NodeSplitOptions(per_class=(1, 1), component="largest"))
+    chosen = np.concatenate([store.array(k) for k in ("train_nodes", "valid_nodes", "test_nodes")])
+    assert sorted(chosen.tolist()) == list(range(9))  # every node of the component, none of the other
+    assert store.num_nodes == 12 and store.labels.tolist() == [0] * 6 + [1] * 6  # the store keeps every node
+    assert store.metadata["node_split"]["component"] == "largest"
+    every = prepare("shchur", tmp_path / "raw", tmp_path / "every", split=NodeSplitOptions(per_class=(1, 1)))
+    assert sum(len(every.array(k)) for k in ("train_nodes", "valid_nodes", "test_nodes")) == 12
+    assert "component" not in every.metadata["node_split"]  # the metadata of stores split as before the option
+    facebook = prepare("facebook-page-page", write_musae(tmp_path / "fb", edges="id_1,id_2\n0,1\n1,2\n"),
+                       tmp_path / "fb-store", split=NodeSplitOptions(fractions=(0.5, 0.0, 0.5), component="largest"))
+    assert sorted(np.concatenate([facebook.array(k) for k in ("train_nodes", "test_nodes")]).tolist()) == [0, 1, 2]
+    assert main(["datasets", "prepare", "shchur", "--root", str(tmp_path / "raw"), "--out", str(tmp_path / "cli"),
+                 "--per-class", "1,1", "--split-component", "largest", "--quiet"]) == 0
+    assert GraphStore.open(tmp_path / "cli").metadata["node_split"]["component"] == "largest"
+    with pytest.raises(ConfigError, match="component must be one of all, largest"):
+        NodeSplitOptions(component="biggest")  # type: ignore[arg-type]
+
+
+def test_the_split_component_is_in_the_run_id_only_when_given(shared_datasets: Path) -> None:
+    root = str(shared_datasets / "amazon-computers")
+    base = {"dataset": {"name": "amazon-computers", "root": root, "split": {"seed": 1}}}
+    from suite.config import RunSpec
+
+    default = RunSpec.model_validate(base)
+    explicit = RunSpec.model_validate({"dataset": {**base["dataset"], "split": {"seed": 1, "component": "all"}}})
+    largest = RunSpec.model_validate({"dataset": {**base["dataset"], "split": {"seed": 1, "component": "largest"}}})
+    assert default.run_id == explicit.run_id != largest.run_id
