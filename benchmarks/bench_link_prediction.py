@@ -12,7 +12,11 @@ FB15k-237 specs (14,541 entities, d = 100, batches of 1,000 positives; ``experim
 - ``RGCNLayer``: one R-GCN layer with 8 bases over a sampled block of FB15k-237's shape (10,000 destinations,
   10 typed neighbours each, 474 relation types): ``per_edge_bases`` (every source row times every basis, combined
   per edge: before) against ``relation_matrices`` (:class:`systems.models.rgcn` ``BlockRGCNConv``: the relations'
-  matrices formed once, one product per relation type).
+  matrices formed once, one product per relation type);
+- ``FilteredRanking``: the ranks of one block of all-entity evaluation scores (488 queries x all entities, the
+  block :func:`systems.tasks.link_prediction.rank_triples` scores at once), unfiltered and filtered:
+  ``int64_twice`` (bool counts summed in int64, and the filtered ranks counting every score again: before) against
+  ``int32_once`` (:func:`suite.metrics.target_ranks` counting in int32, the filtered ranks reusing them).
 
 The sizes are class attributes (``tests/test_benchmarks.py`` runs every benchmark once on tiny ones). The ratio of
 the variants is what the benchmarks are for: absolute times move with the machine's load.
@@ -23,6 +27,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
+from suite.metrics import filtered_target_ranks, target_ranks
 from systems.models.distance_kernels import l1_distances
 from systems.tasks.scoring import all_entities_softmax_loss
 
@@ -135,3 +140,53 @@ class RGCNLayer:
         else:
             out = self.conv((self.x, x_dst), self.edge_index, self.edge_type)
         torch.autograd.grad(out.square().sum(), [self.x, *self.conv.parameters()])
+
+
+def int64_target_ranks(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """:func:`suite.metrics.target_ranks` as it was before its speed-up: bool counts summed in int64."""
+    target_scores = scores.gather(1, targets.view(-1, 1))
+    greater = (scores > target_scores).sum(dim=1)
+    ties = (scores == target_scores).sum(dim=1) - 1
+    return 1.0 + greater.to(torch.float64) + 0.5 * ties.to(torch.float64)
+
+
+class FilteredRanking:
+    """Unfiltered and filtered ranks of the targets of one block of all-entity scores (both sides' work of one
+    evaluation block is twice this)."""
+
+    params = [["int64_twice", "int32_once"]]
+    param_names = ["variant"]
+    timeout = 300.0
+    num_queries = 488  # rank_triples' rows: 2**23 scores a block / 14,541 entities
+    num_entities = NUM_ENTITIES
+    known_per_query = 20
+
+    def setup(self, variant: str) -> None:
+        """Random scores, targets and known true candidates (distinct per row); one call first."""
+        generator = torch.Generator().manual_seed(0)
+        self.scores = torch.randn(self.num_queries, self.num_entities, generator=generator)
+        self.targets = torch.randint(self.num_entities, (self.num_queries,), generator=generator)
+        known = min(self.known_per_query, self.num_entities)
+        self.rows = torch.arange(self.num_queries).repeat_interleave(known)
+        self.columns = torch.rand(self.num_queries, self.num_entities, generator=generator).argsort(dim=1)[
+            :, :known].reshape(-1)
+        self.time_ranks(variant)
+
+    def ranks(self, variant: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(unfiltered, filtered)`` ranks."""
+        if variant == "int64_twice":
+            unfiltered = int64_target_ranks(self.scores, self.targets)
+            target_scores = self.scores.gather(1, self.targets.view(-1, 1)).squeeze(1)
+            known, threshold = self.scores[self.rows, self.columns], target_scores[self.rows]
+            other = self.columns != self.targets[self.rows]
+            weight = ((known > threshold) & other).to(torch.float64) + \
+                0.5 * ((known == threshold) & other).to(torch.float64)
+            filtered = int64_target_ranks(self.scores, self.targets) - torch.bincount(
+                self.rows, weights=weight, minlength=len(self.targets))
+            return unfiltered, filtered
+        unfiltered = target_ranks(self.scores, self.targets)
+        return unfiltered, filtered_target_ranks(self.scores, self.targets, self.rows, self.columns, unfiltered)
+
+    def time_ranks(self, variant: str) -> None:
+        """Both kinds of ranks."""
+        self.ranks(variant)

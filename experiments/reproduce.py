@@ -23,18 +23,21 @@ repeated measurements:
   configuration after one warm-up (10 of PyG, which no claim reads), every sampler on the same roots in each repeat
   (the naive / DENSE ratios are paired by repeat);
 - pipeline: arxiv-like shrunk to 50,000 nodes, and only it (products-like is left out of quick mode): the speed grid
-  (both samplers x 6 configurations, 2 epochs of 6 batches) and the accuracy grid (sync, async in order, async out
-  of order) x 3 seeds x 2 full epochs;
+  (both samplers x 6 configurations, 2 epochs of 6 batches) and the accuracy grid (sync and async out of order; the
+  in-order async check, which computes what sync computes, runs in full mode only) x 3 seeds x 2 full epochs;
 - pipeline_validation: its quick grid (12 held-out configurations and 2 sync runs, seeds 0 and 1, 6 batches) on
   arxiv-like shrunk to 20,000 nodes; contention microbenchmark windows of 0.3 s, one repeat, 2 simulator seeds per prediction,
   a 20,000-batch simulator speed test; the accelerator projection on p3.2xlarge over 5 simulator seeds;
 - link_prediction (no claim reads it): 3 epochs, test split only;
+- link_prediction_peers: FB15k-237's dense core (500 entities), 3 epochs, one seed, one thread;
 - disk_nc: papers-like-s shrunk to 200,000 nodes, p = 8, c = 2 and 4, 3 epochs, seeds 0-2 (the timing repeats:
-  each run's mean over its 2 warm epochs);
-- disk_lp: DistMult, in-memory, BETA and COMET (random, which no claim reads, left out), 3 seeds, 2 epochs, test
-  split only;
+  each run's mean over its 2 warm epochs), and Amazon Computers at p = 16 and 64, c / p = 0.25, 20 epochs, seeds 0-2
+  (disk_nc_sweep_quick.yaml), each run in its own process forked from one that has the libraries imported;
+- disk_lp: DistMult, in-memory (global and matched negatives, two learning rates each, chosen on a fixed sample of
+  5,000 validation triples), BETA and COMET (random, which no claim reads, left out), 3 seeds, 2 epochs;
 - buffer_io, work_depth: the scripts' quick sizes (deterministic); async_gnn: Cora, 20 iterations, s in {0, 2},
-  3 seeds; cost: reads the runs above.
+  3 seeds; cache_vs_buffer: Amazon Computers, budgets 10 and 25 %, 3 seeds (cache_vs_buffer_quick.yaml); cost:
+  reads the runs above.
 """
 
 from __future__ import annotations

@@ -144,6 +144,20 @@ def test_link_prediction_benchmarks_run():
     tiny_block = {"num_dst": 5, "num_src": 12, "fanout": 3, "num_relations": 4, "num_bases": 2, "dim": 4}
     for variant in bench.RGCNLayer.params[0]:
         run_benchmark(bench.RGCNLayer, None, (variant,), tiny_block)
+    for variant in bench.FilteredRanking.params[0]:
+        run_benchmark(bench.FilteredRanking, None, (variant,), {"num_queries": 6, "num_entities": 9,
+                                                                 "known_per_query": 3})
+
+
+def test_ranking_benchmark_variants_give_the_same_ranks():
+    from benchmarks import bench_link_prediction as bench
+
+    ranking = bench.FilteredRanking()
+    ranking.num_queries, ranking.num_entities, ranking.known_per_query = 7, 11, 4
+    ranking.setup("int32_once")
+    ranking.scores = ranking.scores.round(decimals=0)  # ties, which the two counts must treat alike
+    for before, after in zip(ranking.ranks("int64_twice"), ranking.ranks("int32_once")):
+        torch.testing.assert_close(after, before)
 
 
 def test_link_prediction_benchmark_variants_compute_the_same():
