@@ -72,9 +72,12 @@ def run_one(spec: RunSpec, out: str | os.PathLike, overwrite: bool = False, prog
 
 
 def _limit_threads(jobs: int) -> None:
-    """In a pool worker: share the CPU cores among ``jobs`` workers (before torch is imported)."""
+    """In a pool worker: share the CPU cores among ``jobs`` workers (before torch is imported): the libraries'
+    thread variables, and the cores the runs' thread budgets plan with (:data:`suite.threads.CORES_ENV`)."""
+    from suite.threads import CORES_ENV
+
     threads = str(max(1, (os.cpu_count() or 1) // jobs))
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", CORES_ENV):
         os.environ.setdefault(name, threads)
 
 

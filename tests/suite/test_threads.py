@@ -6,11 +6,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 
 from suite.load import LoadMonitor, MachineLoad, own_cpu_seconds
-from suite.threads import (adapt_budget, apply_budget, budget_applied,
+import pytest
+
+from suite.errors import ConfigError
+from suite.threads import (CORES_ENV, adapt_budget, apply_budget, budget_applied,
                            plan_budget, usable_cores)
 
 SPIN = "import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"
@@ -24,6 +28,30 @@ def test_budgets_by_hand():
     assert plan_budget(0, cores=2, foreign_cores=0.4).compute == 2  # light load is not a core
     pinned = plan_budget(0, requested=3, cores=2)
     assert (pinned.compute, pinned.source) == (3, "option")
+
+
+def test_a_pool_workers_share_of_the_cores_caps_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(CORES_ENV, raising=False)
+    every = usable_cores()
+    monkeypatch.setenv(CORES_ENV, "1")
+    assert usable_cores() == 1 and plan_budget(0).compute == 1
+    monkeypatch.setenv(CORES_ENV, str(every + 5))
+    assert usable_cores() == every  # a share never adds cores
+    monkeypatch.setenv(CORES_ENV, "half")
+    with pytest.raises(ConfigError, match=f"{CORES_ENV}: expected a positive number of cores, got 'half'"):
+        usable_cores()
+
+
+def test_a_grids_pool_workers_plan_with_their_share(tmp_path) -> None:
+    # two runs at a time on this machine's cores: each worker's runs plan their budget with half of them
+    from suite.grid import expand_grid, run_grid
+
+    grid = Path(__file__).resolve().parents[2] / "experiments" / "specs" / "quickstart_grid.yaml"
+    specs = expand_grid(grid, ["dataset.preset=tiny", "training.epochs=1", f"dataset.cache_dir={tmp_path / 'data'}"])[:2]
+    summaries = run_grid(specs, tmp_path / "runs", jobs=2, progress=False)
+    share = max(1, usable_cores() // 2)
+    assert all(summary["status"] == "completed" for summary in summaries)
+    assert all(summary["threads"]["cores"] == share for summary in summaries)
 
 
 def test_a_budget_gives_way_to_foreign_load_measured_long_enough():
