@@ -68,6 +68,38 @@ def reference_dir(mode: str, root: Path = REPO_ROOT) -> Path:
     return root / "results" / ("" if mode == "quick" else "full")
 
 
+def reference_times(mode: str, root: Path = REPO_ROOT) -> dict[str, float]:
+    """Each figure's seconds in the committed reference of ``mode`` (its ``REPORT.md``'s time per figure); empty
+    when it records none."""
+    try:
+        text = (reference_dir(mode, root) / "REPORT.md").read_text()
+    except OSError:
+        return {}
+    times: dict[str, float] = {}
+    section = text.partition("## Time per figure")[2].split("\n## ")[0]
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0] not in ("figure", "total"):
+            try:
+                times[cells[0]] = float(cells[1])
+            except ValueError:
+                continue
+    return times
+
+
+def expected_remaining(names: Sequence[str], done: dict[str, float], reference: dict[str, float]) -> str:
+    """What is left of a reproduction whose jobs ``names`` (in order) have taken ``done`` so far: the reference's
+    times of the jobs not done, scaled by this machine's pace on the jobs done (their time over the reference's),
+    as ``"about N min"``; or which jobs the reference has no time for."""
+    left = [name for name in names if name not in done]
+    unknown = [name for name in left if name not in reference]
+    if unknown:
+        return f"unknown (no reference time for {', '.join(unknown)})"
+    timed = [name for name in done if reference.get(name, 0) > 0]
+    pace = sum(done[name] for name in timed) / sum(reference[name] for name in timed) if timed else 1.0
+    return f"about {pace * sum(reference[name] for name in left) / 60:.0f} min"
+
+
 def plan(only: Sequence[str] | None) -> list[Figure]:
     """The jobs to run, in the order of :data:`experiments.plugins.FIGURES` (``only``: these names, checked; only
     their modules are imported)."""
@@ -125,8 +157,11 @@ def reproduce(mode: str, only: Sequence[str] | None = None, out: Path | None = N
                 "started": _now(), "status": "running"}
     _write_manifest(out, manifest)
     times: dict[str, float] = {}
-    for item in jobs:
-        print(f"[reproduce {mode}] {item.name}: {item.title}", file=sys.stderr, flush=True)
+    reference = reference_times(mode, root)
+    for number, item in enumerate(jobs, 1):
+        remaining = expected_remaining([job.name for job in jobs], times, reference)
+        print(f"[reproduce {mode}] {number}/{len(jobs)} {item.name}: {item.title} (expected remaining: {remaining}, "
+              "from the reference's times at this machine's pace)", file=sys.stderr, flush=True)
         started = time.perf_counter()
         item.run(mode, paths)
         times[item.name] = time.perf_counter() - started

@@ -112,6 +112,26 @@ def test_a_resumed_reproduction_of_another_figure_keeps_the_earlier_times(repo, 
     assert manifest["jobs"] == ["buffer_io", "work_depth"] and set(manifest["times_s"]) == set(times)
 
 
+def test_expected_remaining_time_from_the_reference_at_this_machines_pace(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "REPORT.md").write_text(
+        "# Report\n\n## Time per figure\n\n| figure | seconds |\n|---|---|\n| a | 60 |\n| b | 120 |\n| c | 240 |\n"
+        "| total | 420 |\n\n## Notes\n\n| x | 5 |\n")
+    reference = reproduce.reference_times("quick", tmp_path)
+    assert reference == {"a": 60.0, "b": 120.0, "c": 240.0}
+    assert reproduce.expected_remaining(["a", "b", "c"], {}, reference) == "about 7 min"
+    assert reproduce.expected_remaining(["a", "b", "c"], {"a": 120.0}, reference) == "about 12 min"  # twice as slow
+    assert reproduce.expected_remaining(["a", "d"], {}, reference) == "unknown (no reference time for d)"
+    assert reproduce.reference_times("full", tmp_path) == {}  # no results/full/REPORT.md
+
+
+def test_a_reproduction_prints_a_progress_line_per_job(repo, tmp_path, capsys):
+    reproduce.reproduce("quick", ["buffer_io", "work_depth"], tmp_path / "repro", data=tmp_path / "data", root=repo)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "expected remaining" in line]
+    assert [line.split(":")[0] for line in lines] == ["[reproduce quick] 1/2 buffer_io",
+                                                      "[reproduce quick] 2/2 work_depth"]
+
+
 def test_the_reference_folder_is_refused_as_out(repo, tmp_path):
     for out in (repo / "results", repo / "results" / "full"):
         with pytest.raises(ConfigError, match="inside the committed reference"):
