@@ -79,9 +79,9 @@ def write_input(data: Path, entity_path: Path, edge_path: Path, partitions: int)
     for lhs_part in range(partitions):
         for rhs_part in range(partitions):
             chosen = (bucket == lhs_part * partitions + rhs_part).nonzero().view(-1)
-            # PBG's appender writes HDF5 chunks of BUFFER_SIZE (50 MiB) elements' bytes, a whole chunk per dataset
-            # however few edges a bucket holds: 3 datasets x p^2 buckets, 9.6 GB written for p = 8 (measured: 70 s
-            # of preparation for the quick graph's 9,703 triples). A chunk the size of the bucket writes its bytes.
+            # PBG's appender writes each dataset in HDF5 chunks of BufferedDataset.BUFFER_SIZE elements (50 MiB), a
+            # whole chunk however few edges a bucket holds: 3 datasets x p^2 buckets, 9.6 GB written for p = 8
+            # (measured: 70 s of preparation for the quick graph's 9,703 triples). Chunks the size of the bucket.
             BufferedDataset.BUFFER_SIZE = max(1, len(chosen))
             with edges.save_edges_by_appending(lhs_part, rhs_part) as appender:
                 appender.append_edges(EdgeList(EntityList.from_tensor(head[chosen] // partitions),
