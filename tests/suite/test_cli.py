@@ -94,12 +94,21 @@ def test_run_grid_and_results(tmp_path, capsys):
     assert (tmp_path / "runs.csv").read_text().count("\n") == 3 and (tmp_path / "epochs.parquet").exists()
 
 
+def _as_from_a_shell() -> None:
+    """In the child before exec: SIGINT delivered and at its default, as a command started from a shell has it (a
+    test runner's worker may ignore or block it, and a child inherits that: twice in full runs the generation went
+    on to the end after its SIGINT, while the test alone passed)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_interrupted_generation_leaves_no_store(tmp_path, sig):
     out = tmp_path / "big"
     process = subprocess.Popen(
         [sys.executable, "-m", "suite", "datasets", "generate", "--preset", "arxiv-like", "--num-nodes", "1000000",
-         "--out", str(out), "--quiet"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "--out", str(out), "--quiet"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_as_from_a_shell)
     deadline = time.monotonic() + 60
     while not any(p.name.startswith(".big.partial") for p in tmp_path.iterdir()):
         assert time.monotonic() < deadline and process.poll() is None, "generation did not start"
