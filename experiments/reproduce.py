@@ -22,14 +22,16 @@ repeated measurements:
 - sampling: 20,000-node versions of both graphs, 500 / 100 roots, 60 timed repeats of naive and DENSE per
   configuration after one warm-up (10 of PyG, which no claim reads), every sampler on the same roots in each repeat
   (the naive / DENSE ratios are paired by repeat);
-- pipeline: arxiv-like shrunk to 50,000 nodes, and only it (products-like is left out of quick mode): the speed grid
-  (both samplers x 6 configurations, 2 epochs of 6 batches) and the accuracy grid (sync and async out of order; the
-  in-order async check, which computes what sync computes, runs in full mode only) x 3 seeds x 2 full epochs;
+- pipeline: arxiv-like only (products-like is left out of quick mode): the speed grid on 50,000 nodes (both samplers
+  x 6 configurations, 2 epochs of 6 batches) and the accuracy grid on 20,000 nodes (sync and async out of order; the
+  in-order async check, which computes what sync computes, runs in full mode only) x 3 seeds x 4 full epochs;
 - pipeline_validation: its quick grid (12 held-out configurations and 2 sync runs, seeds 0 and 1, 6 batches) on
-  arxiv-like shrunk to 20,000 nodes; contention microbenchmark windows of 0.3 s, one repeat, 2 simulator seeds per prediction,
+  arxiv-like shrunk to 20,000 nodes; contention microbenchmark windows of 0.3 s, one repeat, once per sampler (the
+  seeds' calibration runs share its workload), 2 simulator seeds per prediction,
   a 20,000-batch simulator speed test; the accelerator projection on p3.2xlarge over 5 simulator seeds;
-- link_prediction (no claim reads it): 3 epochs, test split only;
-- link_prediction_peers: FB15k-237's dense core (500 entities), 3 epochs, one seed, one thread;
+- link_prediction (no claim reads it): 2 epochs, tested only, on a fixed sample of 5,000 test triples;
+- link_prediction_peers: FB15k-237's dense core (500 entities), 3 epochs, one seed, one thread, the suite and PBG
+  (p = 1, 8; PyKEEN, x4 slower than any other, in full mode only);
 - disk_nc: papers-like-s shrunk to 200,000 nodes, p = 8, c = 2 and 4, 3 epochs, seeds 0-2 (the timing repeats:
   each run's mean over its 2 warm epochs), and Amazon Computers at p = 16 and 64, c / p = 0.25, 20 epochs, seeds 0-2
   (disk_nc_sweep_quick.yaml), each run in its own process forked from one that has the libraries imported;

@@ -253,6 +253,10 @@ class EvaluationSpec(_Spec):
                                                              "triples only, the same seeded sample in every run "
                                                              "(systems.tasks.link_prediction.validation_sample; "
                                                              "a cheap curve of time to MRR); None = all")
+    test_sample: int | None = Field(None, gt=0, description="link prediction: test on this many test triples only, "
+                                                            "the same seeded sample in every run (an unbiased "
+                                                            "estimate of the whole split's metrics, for quick "
+                                                            "settings); None = all")
 
 
 class MachineSpec(_Spec):
@@ -348,7 +352,8 @@ _ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "n
                  ("training", "negatives", "mode"): "chunked", ("training", "regularizer"): "l2",
                  ("training", "negatives", "label_smoothing"): 0.0, ("dataset", "feature_normalization"): "none",
                  ("model", "input_dropout"): 0.0, ("evaluation", "restore_best"): False,
-                 ("evaluation", "valid_sample"): None, ("training", "negatives", "subset_fraction"): None,
+                 ("evaluation", "valid_sample"): None, ("evaluation", "test_sample"): None,
+                 ("training", "negatives", "subset_fraction"): None,
                  ("training", "negatives", "subset_batches"): 1, ("model", "gcn_normalization"): "row",
                  ("dataset", "split", "component"): "all"}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of

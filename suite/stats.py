@@ -172,6 +172,18 @@ def ratio_interval(numerator: Sequence[float], denominator: Sequence[float], pai
                     confidence)
 
 
+_AXIS_STATISTICS = (np.median, np.mean)
+"""Statistics that reduce along an axis themselves (the same numbers as row by row, without a Python call per
+resample: 10,000 resamples of np.median took 0.14 s row by row)."""
+
+
+def _along_axis(statistic: Callable[[np.ndarray], float]) -> Callable[..., np.ndarray]:
+    """``statistic`` as a reduction along ``axis``, as ``scipy.stats.bootstrap(vectorized=True)`` calls it."""
+    if statistic in _AXIS_STATISTICS:
+        return lambda sample, axis=-1: statistic(sample, axis=axis)
+    return lambda sample, axis=-1: np.apply_along_axis(statistic, axis, sample)
+
+
 def bootstrap_interval(values: Iterable[float], statistic: Callable[[np.ndarray], float] = np.median,
                        confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES,
                        seed: int = BOOTSTRAP_SEED) -> Interval:
@@ -185,7 +197,7 @@ def bootstrap_interval(values: Iterable[float], statistic: Callable[[np.ndarray]
         return _undefined(estimate, 1, "bootstrap")
     if np.all(x == x[0]):
         return Interval(estimate, estimate, estimate, len(x), "bootstrap", confidence)
-    result = _scipy_stats.bootstrap((x,), lambda sample, axis=-1: np.apply_along_axis(statistic, axis, sample),
+    result = _scipy_stats.bootstrap((x,), _along_axis(statistic),
                                     confidence_level=confidence, n_resamples=resamples, method="percentile",
                                     vectorized=True, rng=np.random.default_rng(seed))
     return Interval(estimate, float(result.confidence_interval.low), float(result.confidence_interval.high),

@@ -9,7 +9,8 @@ MRR, and the mean and maximum embedding staleness of pipelined runs (from their 
 
 Usage: ``python -m experiments.figures.link_prediction_grid [--runs out/lp] [--out out/results/link_prediction.csv]``;
 ``--run [--quick]`` first runs the specs of ``gnnsuite reproduce``'s job into ``--runs`` (FB15k-237 DistMult, and in
-full mode ComplEx and GraphSAGE + DistMult, and the pipelined grid; quick: 3 epochs, test split only).
+full mode ComplEx and GraphSAGE + DistMult, and the pipelined grid; quick: 2 epochs, tested only, on a fixed sample
+of 5,000 test triples).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from experiments.common import SPECS, Figure, JobFailed, Mode, Paths, add_common
 from experiments.compare import TableSpec
 from suite.results import export, load_batches, load_runs
 
+QUICK = ("training.epochs=2", "evaluation.splits=[test]", "evaluation.test_sample=5000")
+"""Quick mode (no claim reads the job): 2 epochs, tested only, on a fixed sample of 5,000 of the 20,466 test triples
+(3 epochs and the whole split took 77 s; the MRR after 3 epochs was 0.225)."""
 SPEC_FILES = {"quick": ("fb15k237_distmult.yaml",),
               "full": ("fb15k237_distmult.yaml", "fb15k237_complex.yaml", "fb15k237_graphsage_distmult.yaml")}
 """The single runs of each mode (beside the grid :data:`PIPELINED_GRID`)."""
@@ -41,6 +45,7 @@ COLUMNS = {
     "epochs": "epochs",
     "train_time_s": "train_time_s",
     "metrics.valid.mrr": "valid_mrr",
+    "config.evaluation.test_sample": "test_sample",
     "metrics.test.filtered_mrr": "test_mrr",
     "metrics.test.filtered_hits@1": "test_hits@1",
     "metrics.test.filtered_hits@3": "test_hits@3",
@@ -92,7 +97,7 @@ def run_specs(mode: Mode, runs: Path, data: Path | None) -> None:
     from suite.datasets import shared_datasets_dir
     from suite.grid import expand_grid, failures, run_grid
 
-    overrides = (["training.epochs=3", "evaluation.splits=[test]"] if mode == "quick" else []) + [
+    overrides = (list(QUICK) if mode == "quick" else []) + [
         f"dataset.root={shared_datasets_dir() / 'fb15k237'}"] + ([f"dataset.cache_dir={data}"] if data else [])
     specs = [load_spec(SPECS / name, overrides) for name in SPEC_FILES[mode]]
     specs += expand_grid(PIPELINED_GRID, overrides)
@@ -122,7 +127,7 @@ def run(*, mode: Mode = "full", runs: Path = Path("out/lp"), csv: Path = Path("o
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_options(parser, quick="with --run: 3 epochs, test split only, DistMult only",
+    add_common_options(parser, quick="with --run: 2 epochs, tested on 5,000 test triples, DistMult only",
                        runs=("--runs",), runs_help="folder of recorded runs", data=("--data-dir",),
                        data_default=None)
     parser.set_defaults(runs=Path("out/lp"))

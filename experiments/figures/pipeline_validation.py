@@ -99,13 +99,20 @@ def _groups(measured: pd.DataFrame, by_seed: bool = False):
 
 def measure_contention_tables(measured: pd.DataFrame, **options) -> dict[str, Contention]:
     """Per calibration run (by its folder name): the contention microbenchmark of its workload, on this machine,
-    with as many loaders as the group's configurations use. Reads only the calibration runs."""
-    tables = {}
+    with as many loaders as the group's configurations use. Reads only the calibration runs. The calibration runs
+    of one dataset x sampler (the grid's seeds) share one workload (sampler, model, batch shape, graph shape), so it
+    is measured once, on the first of them, and its tables serve the others (their provenance names that run)."""
+    tables, measured_for = {}, {}
     for dataset, sampler, calibration_dir, others in _groups(measured, by_seed=True):
         loaders = max(_options(run_dir).batch_loader_threads for run_dir in others["run_dir"])
-        print(f"measuring contention for {dataset}/{sampler} ({Path(calibration_dir).name}), up to {loaders} "
-              "loaders ...", flush=True)
         name = Path(calibration_dir).name
+        first = measured_for.get((dataset, sampler, loaders))
+        if first is not None:
+            if first in tables:
+                tables[name] = tables[first]
+            continue
+        measured_for[(dataset, sampler, loaders)] = name
+        print(f"measuring contention for {dataset}/{sampler} ({name}), up to {loaders} loaders ...", flush=True)
         try:
             tables[name] = measure_for_run(calibration_dir, max_loaders=loaders, **options)
         except RuntimeError as err:  # e.g. a forked loader process crashed: measure the thread loaders only

@@ -798,8 +798,9 @@ class LinkPredictionTask(Task):
         split)."""
         edges = self.store.edges(split)
         evaluation = self.spec.evaluation
-        if split == "valid" and edges is not None:
-            edges = validation_sample(edges, evaluation.valid_sample)
+        if edges is not None:
+            edges = validation_sample(edges, {"valid": evaluation.valid_sample,
+                                              "test": evaluation.test_sample}.get(split))
         if edges is None or len(edges) == 0:
             return rank_triples(self.model.decoder, torch.empty(0, self.spec.model.embedding_dim),
                                 torch.empty(0, 3, dtype=torch.int64), None, filtered=evaluation.filtered)

@@ -69,6 +69,17 @@ def test_bootstrap_is_deterministic_and_brackets_the_median():
     assert first.low <= first.estimate <= first.high and first.high <= 0.30
 
 
+@pytest.mark.parametrize("statistic", ["median", "mean"])
+def test_bootstrap_of_an_axis_statistic_equals_the_row_by_row_one(statistic):
+    import numpy as np
+
+    values = np.random.default_rng(3).lognormal(size=61)
+    reduction = getattr(np, statistic)
+    fast = stats.bootstrap_interval(values, statistic=reduction)  # reduces every resample along the axis at once
+    slow = stats.bootstrap_interval(values, statistic=lambda row: reduction(row))  # one call per resample
+    assert fast == slow and fast.low < fast.estimate < fast.high
+
+
 def test_slope_interval_of_a_clean_trend():
     x = [3, 4, 5] * 4
     y = [0.1 * v + noise for v, noise in zip(x, [0.01, -0.01, 0.0, 0.0, 0.01, -0.01] * 2)]

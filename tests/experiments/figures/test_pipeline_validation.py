@@ -39,6 +39,37 @@ def test_validation_predicts_with_and_without_the_table_and_says_which(sync_pipe
     assert plain["predicted_epoch_time_s"].tolist() == plain["predicted_epoch_time_s_max_min"].tolist()
 
 
+def test_contention_is_measured_once_per_workload_and_shared_by_its_seeds(sync_pipelined_run, tmp_path,
+                                                                           monkeypatch):
+    import shutil
+
+    import pandas as pd
+
+    from experiments.figures import pipeline_validation
+
+    _, run_dir = sync_pipelined_run
+    rows = []
+    for sampler in ("naive", "dense"):
+        for seed in (0, 1):  # each seed's sync run is a calibration run of its own folder
+            calibration = tmp_path / f"sync-{sampler}-s{seed}"
+            shutil.copytree(run_dir, calibration)
+            base = {"system": "pipelined", "dataset": "d", "sampler": sampler, "seed": seed, "run_id": calibration.name}
+            rows += [{**base, "configuration": "sync", "run_dir": str(calibration)},
+                     {**base, "configuration": "other", "run_dir": str(calibration)}]
+    measured_for = []
+
+    def benchmark(calibration_dir, **options):  # the microbenchmark: tests/experiments/measure/test_contention.py
+        measured_for.append(Path(calibration_dir).name)
+        return Contention(tables={"thread": SLOW}, cores=1, compute_cores=1, provenance={"run": calibration_dir})
+
+    monkeypatch.setattr(pipeline_validation, "measure_for_run", benchmark)
+    tables = pipeline_validation.measure_contention_tables(pd.DataFrame(rows))
+    assert measured_for == ["sync-dense-s0", "sync-naive-s0"]
+    assert set(tables) == {"sync-dense-s0", "sync-dense-s1", "sync-naive-s0", "sync-naive-s1"}
+    assert tables["sync-naive-s1"] is tables["sync-naive-s0"] and tables["sync-dense-s1"] is tables["sync-dense-s0"]
+    assert tables["sync-naive-s0"] is not tables["sync-dense-s0"]
+
+
 def test_leave_one_out_never_uses_the_predicted_run(sync_pipelined_run):
     from experiments.figures.pipeline_validation import predict_leave_one_out
 

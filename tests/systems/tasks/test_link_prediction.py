@@ -378,6 +378,22 @@ def test_validation_sample_is_fixed_and_the_task_validates_on_it(tmp_path: Path)
         assert math.isclose(task.evaluate("valid")["filtered_mrr"], expected), size
 
 
+def test_the_task_tests_on_a_fixed_test_sample_and_validates_on_its_own(tmp_path: Path) -> None:
+    # The valid/test triples of the test above, swapped: test_sample picks the test rows, valid_sample leaves them.
+    store = write_lp_store(tmp_path / "s", 4, train=[(0, 0, 2)], valid=[(0, 0, 1)], test=[(0, 0, 1), (3, 0, 0)])
+    table = torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 0.0], [-1.0, 0.0]])
+    chosen = validation_sample(store.edges("test"), 1)
+    cases = (({"test_sample": None}, (0.75 + 7 / 24) / 2), ({"valid_sample": 1}, (0.75 + 7 / 24) / 2),
+             ({"test_sample": 1}, 0.75 if chosen[0, 0] == 0 else 7 / 24))
+    for evaluation, expected in cases:
+        task = LinkPredictionTask(make_spec(model={"embedding_dim": 2}, evaluation=evaluation), store,
+                                  torch.device("cpu"))
+        task.setup()
+        task.embeddings.weight.copy_(table)
+        assert math.isclose(task.evaluate("test")["filtered_mrr"], expected), evaluation
+        assert math.isclose(task.evaluate("valid")["filtered_mrr"], 0.75), evaluation  # one triple: never sampled
+
+
 # ---------------------------------------------------------------------------------------------- training
 def test_in_memory_learns(trained) -> None:
     baseline, system = trained
