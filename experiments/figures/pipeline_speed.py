@@ -23,8 +23,8 @@ time / busy time per worker of the busiest stage, bottleneck stage, staleness), 
 and ``out/results/pipeline_speed.png``. ``--quick`` runs both grids on ``arxiv-like`` only: the speed grid shrunk to
 50,000 nodes, with 6 batches per epoch (12 runs, both samplers), and the accuracy grid shrunk to 20,000 nodes (the
 pipeline validation's graph), 4 epochs x 3 seeds of sync and async out of order (2 epochs of the 50,000-node graph
-took 20 s a run for test accuracy ~0.53; these take ~10 s for ~0.5) (accuracy; async in admission order, which computes what sync computes and is a check rather than evidence, runs in
-full mode only) into ``out/pipeline-quick``; ``--smoke`` on the ``tiny`` preset
+took 20 s a run; these take ~10 s) (accuracy; async in admission order, which computes what sync computes and is a
+check rather than evidence, runs in full mode only) into ``out/pipeline-quick``; ``--smoke`` on the ``tiny`` preset
 with 3 batches (seconds; for the tests, its numbers mean nothing).
 """
 
