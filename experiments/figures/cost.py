@@ -557,17 +557,19 @@ def cost_to_target_verdict(disk: pd.DataFrame, gpu: pd.DataFrame) -> tuple:
     ``cost_to_target_usd``, or ``bound`` for the lower bounds.
     """
     bounded = disk.assign(bound=disk["cost_to_target_usd"].fillna(disk["cost_per_epoch_usd"] * disk["epochs"]))
+    rows = _cheapest(bounded, ["configuration"], "bound")
     baseline = _cheapest(gpu, ["configuration", "profile"], "cost_to_target_usd")
-    if baseline is None:
+    if baseline is None or rows is None:  # nothing to compare against, or no disk cost at all
         nan = Interval(math.nan, math.nan, math.nan, 0, "")
-        return INCONCLUSIVE, "(no multi-GPU projection reached the target on every seed)", nan, \
-            _cheapest(bounded, ["configuration"], "bound"), _by_seed(gpu.head(1)), "bound"
+        what = "(no multi-GPU projection reached the target on every seed)" if baseline is None else \
+            "(no cost recorded on every seed)"
+        return INCONCLUSIVE, what, nan, rows if rows is not None else _by_seed(bounded.head(1)), \
+            baseline if baseline is not None else _by_seed(gpu.head(1)), "bound"
     reached = _cheapest(disk, ["configuration"], "cost_to_target_usd")
     if reached is not None:
         ratio = ratio_interval(list(reached["cost_to_target_usd"]), list(baseline["cost_to_target_usd"]),
                                paired=False)
         return below(ratio, 1.0, min_n=MIN_SEEDS), "to target", ratio, reached, baseline, "cost_to_target_usd"
-    rows = _cheapest(bounded, ["configuration"], "bound")
     ratio = ratio_interval(list(rows["bound"]), list(baseline["cost_to_target_usd"]), paired=False)
     verdict = FAILS if below(ratio, 1.0, min_n=MIN_SEEDS) == FAILS else INCONCLUSIVE
     return verdict, f"at least (a seed that never reached the target: all its {int(rows['epochs'].max())} " \

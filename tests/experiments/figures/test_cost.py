@@ -193,6 +193,7 @@ def _claim_table(disk_to_target, gpu_to_target, disk_per_epoch=1e-5, gpu_per_epo
     (None, 2e-4, {"disk_seeds": [2e-5, 4e-4, 4e-4]}, report.INCONCLUSIVE, "(mean of 3 seeds)"),
     # cheaper per epoch decides nothing: the projection never reached the target, so there is no cost to compare
     (2e-5, None, {}, report.INCONCLUSIVE, "no multi-GPU projection reached the target on every seed"),
+    (None, 2e-4, {"disk_per_epoch": None}, report.INCONCLUSIVE, "(no cost recorded on every seed)"),
     (2e-5, 2e-4, {"gpu_dataset": "other"}, report.NOT_TESTABLE, "no in-memory multi-GPU projection on d"),
 ])
 def test_disk_cost_claim_verdicts(tmp_path, disk, gpu, kwargs, verdict, text):
