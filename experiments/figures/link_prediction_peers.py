@@ -63,7 +63,8 @@ A peer that is not installed is a ``skipped`` row with the reason (``make peers`
 ``--quick``: FB15k-237's dense core (:func:`write_quick_dataset`: its 500 entities of highest degree, the 9,703
 training triples between them, 300 valid and test triples), 3 epochs, target MRR 0.15, one seed, one thread, PyKEEN
 left out (:data:`QUICK_CONFIGURATIONS`): seconds per system, for the tests and ``gnnsuite reproduce --quick``; every
-system learns on it (filtered MRR well above chance), so the quick comparison is one of trained models. Finished runs are not repeated (``--overwrite`` repeats them).
+system learns on it (filtered MRR well above chance), so the quick comparison is one of trained models. Finished
+runs are not repeated (``--overwrite`` repeats them).
 """
 
 from __future__ import annotations
