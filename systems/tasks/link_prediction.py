@@ -236,7 +236,7 @@ VALID_SAMPLE_SEED = 0
 def validation_sample(edges: torch.Tensor, size: int | None, seed: int = VALID_SAMPLE_SEED) -> torch.Tensor:
     """``size`` rows of ``edges`` drawn without replacement by a generator seeded with ``seed``, in their original
     order (all of them when ``size`` is None or at least their count): ``evaluation.valid_sample``'s triples,
-    which the peers' exported embeddings are ranked on too."""
+    which the peers' exported embeddings are ranked on too, and ``evaluation.test_sample``'s."""
     if size is None or size >= len(edges):
         return edges
     chosen = torch.randperm(len(edges), generator=torch.Generator().manual_seed(seed))[:size]
