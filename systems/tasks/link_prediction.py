@@ -353,16 +353,19 @@ def rank_triples(decoder: Decoder, z: torch.Tensor, edges: torch.Tensor, known: 
 
 
 class LinkPredictionModel(nn.Module):
-    """An encoder (node representations from input rows and a sample) and a decoder (triple scores)."""
+    """An encoder (node representations from input rows and a sample) and a decoder (triple scores); in training,
+    dropout of rate ``embedding_dropout`` on the representations (every row the decoder scores: positives and
+    negatives)."""
 
-    def __init__(self, encoder: nn.Module, decoder: Decoder):
+    def __init__(self, encoder: nn.Module, decoder: Decoder, embedding_dropout: float = 0.0):
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
+        self.embedding_dropout = nn.Dropout(embedding_dropout)
 
     def forward(self, x: torch.Tensor, sample: SampledSubgraph) -> torch.Tensor:
         """Representations ``(len(sample.roots), d)`` of the sample's roots."""
-        return self.encoder(x, sample)
+        return self.embedding_dropout(self.encoder(x, sample))
 
 
 @dataclass(frozen=True)
@@ -489,7 +492,8 @@ class LinkPredictionTask(Task):
             raise ConfigError(f"model.learnable_embeddings: encoder {spec.model.encoder!r} reads only the nodes' "
                               f"own rows; without learnable embeddings it has nothing to learn")
         self.model = LinkPredictionModel(encoder, build_decoder(spec.model.decoder, self.store.num_relations, dim,
-                                                                     spec.model.inverse_relations))
+                                                                     spec.model.inverse_relations),
+                                         spec.model.embedding_dropout)
         self.model.to(self.device)
         parameters = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = make_optimizer(spec.training.optimizer, parameters, spec.training.learning_rate,

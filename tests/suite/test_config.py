@@ -68,7 +68,7 @@ def test_feature_normalization_input_dropout_and_restore_best_enter_the_run_id_o
     assert base.run_id == "in_memory-tiny-graphsage-s0-9d011344923c"  # the id before the three fields existed
     assert base.model.gcn_normalization == "row"
     for override in ("dataset.feature_normalization=row", "model.input_dropout=0.5", "evaluation.restore_best=true",
-                     "model.gcn_normalization=symmetric"):
+                     "model.gcn_normalization=symmetric", "model.embedding_dropout=0.3"):
         assert spec_from_dict(apply_overrides(BASE, [override])).run_id != base.run_id, override
 
 

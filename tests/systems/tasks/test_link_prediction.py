@@ -410,6 +410,23 @@ def test_in_memory_learns(trained) -> None:
     assert baseline.epochs[0].examples == 855 and baseline.epochs[0].staleness == [0] * 14
 
 
+def test_embedding_dropout_drops_scored_rows_in_training_only(tiny, baseline, tmp_path) -> None:
+    task = LinkPredictionTask(make_spec(model={"embedding_dropout": 0.5}), tiny, torch.device("cpu"))
+    task.setup()
+    rows = torch.ones(2000, 32)
+    task.model.train()
+    dropped = task.model.embedding_dropout(rows)
+    assert set(dropped.unique().tolist()) == {0.0, 2.0}  # inverted dropout: kept rows scaled by 1 / (1 - p)
+    assert 0.45 < (dropped == 0).float().mean() < 0.55
+    task.model.eval()
+    assert torch.equal(task.model.embedding_dropout(rows), rows)
+    # It trains, and differently from the run without it; at 0 the run (and its id) is the one without the field.
+    outcome, _ = run(make_spec(model={"embedding_dropout": 0.3}), tiny, tmp_path / "dropout")
+    assert outcome.test_metrics != baseline.test_metrics and outcome.test_metrics["filtered_mrr"] > 0.025
+    assert make_spec(model={"embedding_dropout": 0.0}).run_id == make_spec().run_id
+    assert make_spec(model={"embedding_dropout": 0.3}).run_id != make_spec().run_id
+
+
 def test_deterministic(tiny, baseline, tmp_path) -> None:
     again, _ = run(make_spec(), tiny, tmp_path)
     assert [s.loss for s in again.epochs] == [s.loss for s in baseline.epochs]
