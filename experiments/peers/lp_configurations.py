@@ -101,10 +101,17 @@ def run_measured(command: list[str], threads: int, log: Path) -> tuple[float, fl
     """Run ``command`` with ``threads`` (OMP/MKL) threads, its output into ``log``; return ``(wall seconds,
     foreign cores)``: other processes' CPU seconds during the run per wall second.
 
+    The suite's thread budget plans with the cores it may use, not with OMP's variable (:mod:`suite.threads`), so
+    the command also gets ``threads`` cores through :data:`suite.threads.CORES_ENV` (without it a "1-thread" suite
+    run gave torch 2 compute threads on these 2 cores).
+
     Raises:
         RuntimeError: the command failed (naming the log).
     """
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), **ALLOCATOR_ENV}
+    from suite.threads import CORES_ENV
+
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), CORES_ENV: str(threads),
+           **ALLOCATOR_ENV}
     busy, own, started = _cpu_busy_s(), _own_cpu_s(), time.perf_counter()
     with open(log, "w") as handle:
         status = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT).returncode

@@ -192,6 +192,15 @@ def test_runs_record_the_validation_curve_on_the_same_sample(recorded):
     _check_validation_curves(recorded, PEERS)
 
 
+def test_the_suite_computes_on_as_many_threads_as_its_peers(recorded):
+    # the suite's thread budget plans with the cores it may use: a 1-thread row must not give torch more threads
+    runs = pd.read_csv(recorded / peers.RUNS_CSV)
+    suite_runs = runs[(runs["system"] == "suite") & (runs["status"] == "ok")]
+    assert len(suite_runs) == 2  # suite, suite-pipelined
+    for _, row in suite_runs.iterrows():
+        assert json.loads(row["compute_threads"]) == [row["threads"]] * peers.QUICK_EPOCHS, row.to_dict()
+
+
 def _check_validation_curves(recorded, peer_names):
     runs = pd.read_csv(recorded / peers.RUNS_CSV)
     for _, row in runs[runs["status"] == "ok"].iterrows():
