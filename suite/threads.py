@@ -35,12 +35,22 @@ threads (measured: in-memory link-prediction epochs of 14-20 s instead of 5-7 s 
 budget)."""
 
 
+OMP_ENV = "OMP_NUM_THREADS"
+"""A user's thread count for the libraries (``OMP_NUM_THREADS=1 gnnsuite run ...``); a budget respects it like
+:data:`CORES_ENV` (torch's own default does; without this the budget gave torch every core regardless)."""
+
+
 def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity), at least 1, and at most :data:`CORES_ENV` when set."""
+    """Cores this process may run on (its CPU affinity), at least 1, at most :data:`CORES_ENV` when set, and at most
+    :data:`OMP_ENV`'s first count when that is a positive integer (OpenMP's lists such as ``4,2`` give the outer
+    level; anything else the libraries would not read either is left alone)."""
     try:
         cores = max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         cores = max(1, os.cpu_count() or 1)
+    omp = os.environ.get(OMP_ENV, "").split(",")[0].strip()
+    if omp.isdigit() and int(omp) >= 1:
+        cores = min(cores, int(omp))
     share = os.environ.get(CORES_ENV)
     if share is None:
         return cores

@@ -38,9 +38,10 @@ ratios and IO wait fractions.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -88,6 +89,26 @@ def configuration(system: str, options: dict, subset_fraction: float | None = No
     p, c = int(options["num_partitions"]), int(options["buffer_capacity"])
     ratio = int(options.get("fine_to_coarse_ratio", 1) or 1)
     return f"{options['policy']} p{p} c{c}" + (f" l{p // ratio}" if ratio > 1 else "")
+
+
+@contextlib.contextmanager
+def _one_thread_per_run() -> Iterator[None]:
+    """One intra-op thread for every run of the block, in the pool's processes (``OMP_NUM_THREADS``, which the runs'
+    thread budgets respect: :func:`suite.threads.usable_cores`) and in this one; the variable and torch's pool as they
+    were afterwards, so that the jobs a reproduction runs next in this process keep their cores."""
+    import torch
+
+    previous_env, previous_threads = os.environ.get("OMP_NUM_THREADS"), torch.get_num_threads()
+    os.environ["OMP_NUM_THREADS"] = "1"  # before the pool's processes start
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous_threads)
+        if previous_env is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = previous_env
 
 
 def run_table(out: Path) -> pd.DataFrame:
@@ -231,10 +252,6 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         raise ConfigError("--timing has no quick setting")
     out = runs or REPO_ROOT / ("out/disk-lp-quick" if quick else "out/disk-lp-timing" if timing else "out/disk-lp")
     if execute:
-        os.environ["OMP_NUM_THREADS"] = "1"  # before the pool's processes start: one intra-op thread per run
-        import torch
-
-        torch.set_num_threads(1)  # runs in this process (one at a time) too
         overrides = list(QUICK) if quick else list(TIMING) if timing else []
         overrides.append(f"dataset.root={shared_datasets_dir() / 'fb15k237'}")  # from any working directory
         if data is not None:
@@ -242,8 +259,8 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         grids = GRIDS[:1] if quick else GRIDS
         specs = [spec for grid in grids for spec in expand_grid(grid, overrides)
                  if not (quick and spec.system.options.get("policy") in QUICK_LEFT_OUT)]
-        jobs = 1 if timing else jobs
-        check_failed(failures(run_grid(specs, out, jobs=jobs, progress=False)))
+        with _one_thread_per_run():
+            check_failed(failures(run_grid(specs, out, jobs=1 if timing else jobs, progress=False)))
     recorded = run_table(out)
     table = summary_table(recorded)
     name = "disk_lp_timing" if timing else "disk_lp"

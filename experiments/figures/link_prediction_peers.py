@@ -4,13 +4,13 @@ Usage::
 
     python -m experiments.figures.link_prediction_peers [--quick] [--out out/lp_peers] [--results out/results]
         [--configurations suite pbg-p1 pbg-p8 pykeen] [--threads 1 2] [--seeds 0 1 2] [--epochs 10]
-        [--target 0.24] [--valid-sample 2000] [--pbg-python .venv-pbg/bin/python] [--data-dir data] [--no-run]
-        [--no-plot] [--overwrite]
+        [--pykeen-epochs 2] [--target 0.24] [--valid-sample 2000] [--pbg-python .venv-pbg/bin/python]
+        [--data-dir data] [--no-run] [--no-plot] [--overwrite]
 
-Every system trains DistMult of width 100 on FB15k-237's 272,115 training triples for ``--epochs`` epochs
-(batches of 1000 positives, softmax loss, Adagrad with learning rate 0.1, initial embeddings normal with standard
-deviation 0.001, relation diagonals ones) against 1000 uniform negatives per positive and side, as close as each
-allows (:data:`CONFIGURATIONS` says what differs, and the table repeats it):
+Every system trains DistMult of width 100 on FB15k-237's 272,115 training triples for ``--epochs`` epochs (PyKEEN
+``--pykeen-epochs``; batches of 1000 positives, softmax loss, Adagrad with learning rate 0.1, initial embeddings
+normal with standard deviation 0.001, relation diagonals ones) against 1000 uniform negatives per positive and side,
+as close as each allows (:data:`CONFIGURATIONS` says what differs, and the table repeats it):
 
 - ``suite``: the suite's in-memory system (``experiments/specs/fb15k237_peers.yaml``): chunks of 1000 positives share
   1000 uniform negatives per side (``num_chunks: 1``), inverse relations (separate head-query diagonals),
@@ -98,6 +98,7 @@ from suite.registry import Registry
 QUICK_ENTITIES, QUICK_EVAL_TRIPLES = 500, 300  # --quick: FB15k-237's dense core (9,703 training triples)
 QUICK_EPOCHS = 3  # on the quick core: suite 0.24, PBG p=1 0.26 filtered test MRR (seed 0); 2 epochs: 0.13 / 0.20
 FULL_EPOCHS = 10  # time to validation MRR 0.24: 5 epochs reach about 0.235 test MRR (issue 32)
+FULL_PYKEEN_EPOCHS = 2  # 5.3 / 3.4 min an epoch at 1 / 2 threads (x40 the others), MRR 0.19 after 2; 54 min of 79
 TARGET, QUICK_TARGET = 0.24, 0.15  # validation filtered MRR of the time to target (quick: on the dense core)
 UNDER_LOAD_CORES = 0.25
 RUNS_CSV, TABLE_CSV, FIGURE_PNG = "link_prediction_peers_runs.csv", "link_prediction_peers.csv", "link_prediction_peers.png"
@@ -584,8 +585,8 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         target: float | None = None, valid_sample: int = 2000) -> pd.DataFrame:
     """Train every configuration x thread count x seed of ``mode`` into ``runs`` (finished runs kept unless
     ``overwrite``; ``execute=False``: only tabulate what is recorded), then write the tables and the figure into
-    ``results``; return the summary table. Left ``None``: threads 1 2 (quick 1), seeds 0 1 2 (quick 0), 5 epochs
-    (quick 3), runs ``out/lp_peers`` (quick ``out/lp_peers-quick``), configurations :data:`DEFAULT_CONFIGURATIONS`
+    ``results``; return the summary table. Left ``None``: threads 1 2 (quick 1), seeds 0 1 2 (quick 0), 10 epochs
+    (quick 3; PyKEEN's :data:`FULL_PYKEEN_EPOCHS` in full mode), runs ``out/lp_peers`` (quick ``out/lp_peers-quick``), configurations :data:`DEFAULT_CONFIGURATIONS`
     (quick :data:`QUICK_CONFIGURATIONS`). Raises :class:`JobFailed` when nothing is
     recorded. ``quick_entities``: the size of the quick mode's dense core (:func:`write_quick_dataset`);
     ``target``: the validation filtered MRR of the time to target (None: :data:`TARGET`, quick
@@ -595,6 +596,7 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
     threads = threads or ([1] if quick else [1, 2])
     seeds = seeds if seeds is not None else ([0] if quick else [0, 1, 2])
     epochs = epochs or (QUICK_EPOCHS if quick else FULL_EPOCHS)
+    pykeen_epochs = pykeen_epochs or (None if quick else FULL_PYKEEN_EPOCHS)
     target = target if target is not None else (QUICK_TARGET if quick else TARGET)
     runs = runs or REPO_ROOT / ("out/lp_peers-quick" if quick else "out/lp_peers")
     if any(t < 1 for t in threads) or epochs < 1 or valid_sample < 1:
@@ -648,8 +650,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         f"{TARGET}; quick {QUICK_TARGET})")
     parser.add_argument("--valid-sample", type=int, default=2000, help="validation triples of the curve, one seeded "
                         "sample for every system (default: %(default)s)")
-    parser.add_argument("--pykeen-epochs", type=int, help="PyKEEN's epochs, if not --epochs (its 1000 negatives per "
-                        "positive are gathered per positive: minutes per epoch here)")
+    parser.add_argument("--pykeen-epochs", type=int, help=f"PyKEEN's epochs (default {FULL_PYKEEN_EPOCHS}; quick "
+                        "--epochs): its 1000 negatives per positive are gathered per positive, minutes per epoch here")
     parser.add_argument("--pbg-python", type=Path, default=DEFAULT_PBG_PYTHON,
                         help="python of PyTorch-BigGraph's environment (default: %(default)s)")
     parser.add_argument("--dataset-root", type=Path, help="FB15k-237's OpenKE folder (default: "
@@ -807,7 +809,8 @@ FIGURE = Figure(
     "link_prediction_peers", "link prediction against its peers on FB15k-237: the suite vs PyTorch-BigGraph "
     "(p=1, p=8) vs PyKEEN, triples/s and filtered MRR by the suite's ranking", _reproduce,
     (TABLE_CSV, RUNS_CSV, FIGURE_PNG, TTT_CSV, CURVES_PNG),
-    "about 3 hours (10 epochs x 3 seeds x 1 and 2 threads; PyKEEN's epochs take minutes); peers from make peers",
+    "about 80 minutes (measured: 79 on the quiet 2 cores; 10 epochs, PyKEEN 2 of 5 minutes, x 3 seeds x 1 and 2 "
+    "threads); peers from make peers",
     __name__, plots=(Plot("link_prediction_peers", plot_link_prediction_peers, TABLE_CSV),
                      Plot("link_prediction_peers_time_to_mrr", plot_time_to_mrr, RUNS_CSV)),
     claims=(lp_vs_pbg, lp_time_to_mrr))

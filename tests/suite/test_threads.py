@@ -14,7 +14,7 @@ from suite.load import LoadMonitor, MachineLoad, own_cpu_seconds
 import pytest
 
 from suite.errors import ConfigError
-from suite.threads import (CORES_ENV, adapt_budget, apply_budget, budget_applied,
+from suite.threads import (CORES_ENV, OMP_ENV, adapt_budget, apply_budget, budget_applied,
                            plan_budget, usable_cores)
 
 SPIN = "import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"
@@ -30,8 +30,27 @@ def test_budgets_by_hand():
     assert (pinned.compute, pinned.source) == (3, "option")
 
 
+def test_omp_num_threads_caps_the_budget_as_the_user_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(CORES_ENV, raising=False)
+    monkeypatch.delenv(OMP_ENV, raising=False)
+    every = usable_cores()
+    monkeypatch.setenv(OMP_ENV, "1")
+    assert usable_cores() == 1 and plan_budget(0).compute == 1
+    monkeypatch.setenv(OMP_ENV, "1,4")  # OpenMP's nested list: the outer level
+    assert usable_cores() == 1
+    monkeypatch.setenv(OMP_ENV, str(every + 5))
+    assert usable_cores() == every  # never adds cores
+    for ignored in ("", "0", "many"):  # what OpenMP itself would not read leaves the cores as they are
+        monkeypatch.setenv(OMP_ENV, ignored)
+        assert usable_cores() == every
+    monkeypatch.setenv(OMP_ENV, "4")
+    monkeypatch.setenv(CORES_ENV, "1")
+    assert usable_cores() == 1  # the smaller bound wins
+
+
 def test_a_pool_workers_share_of_the_cores_caps_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(CORES_ENV, raising=False)
+    monkeypatch.delenv(OMP_ENV, raising=False)
     every = usable_cores()
     monkeypatch.setenv(CORES_ENV, "1")
     assert usable_cores() == 1 and plan_budget(0).compute == 1

@@ -235,3 +235,24 @@ def test_out_of_core_claim_holds_when_the_deciding_sequential_configuration_reac
     finding = report.claims().get("disk-out-of-core").evaluate(tmp_path)
     assert finding.verdict == report.HOLDS
     assert finding.excluded == "1 measured under foreign load, left out: sequential p16 c4"
+
+
+@pytest.mark.parametrize("before", [None, "2"])
+def test_one_thread_per_run_leaves_the_reproductions_next_jobs_their_cores(monkeypatch, before):
+    # the reproduction runs its jobs in one process: disk_lp's one-thread setting must not outlive its runs
+    import os
+
+    import torch
+
+    from experiments.figures.disk_lp import _one_thread_per_run
+    from suite.threads import usable_cores
+
+    if before is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", before)
+    threads, cores = torch.get_num_threads(), usable_cores()
+    with _one_thread_per_run():
+        assert os.environ["OMP_NUM_THREADS"] == "1" and torch.get_num_threads() == 1 and usable_cores() == 1
+    assert os.environ.get("OMP_NUM_THREADS") == before
+    assert torch.get_num_threads() == threads and usable_cores() == cores
