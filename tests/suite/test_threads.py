@@ -30,32 +30,35 @@ def test_budgets_by_hand():
     assert (pinned.compute, pinned.source) == (3, "option")
 
 
-def test_omp_num_threads_caps_the_budget_as_the_user_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def every_core(monkeypatch: pytest.MonkeyPatch) -> int:
+    """The usable cores with neither bound set."""
     monkeypatch.delenv(CORES_ENV, raising=False)
     monkeypatch.delenv(OMP_ENV, raising=False)
-    every = usable_cores()
-    monkeypatch.setenv(OMP_ENV, "1")
+    return usable_cores()
+
+
+@pytest.mark.parametrize("variable", [CORES_ENV, OMP_ENV])  # a pool worker's share; the user's OMP_NUM_THREADS
+def test_a_bound_on_the_cores_caps_the_budget_and_never_adds_cores(monkeypatch: pytest.MonkeyPatch, every_core: int,
+                                                                    variable: str) -> None:
+    monkeypatch.setenv(variable, "1")
     assert usable_cores() == 1 and plan_budget(0).compute == 1
-    monkeypatch.setenv(OMP_ENV, "1,4")  # OpenMP's nested list: the outer level
+    monkeypatch.setenv(variable, str(every_core + 5))
+    assert usable_cores() == every_core
+
+
+def test_omp_num_threads_is_read_as_openmp_reads_it(monkeypatch: pytest.MonkeyPatch, every_core: int) -> None:
+    monkeypatch.setenv(OMP_ENV, "1,4")  # a nested list: the outer level
     assert usable_cores() == 1
-    monkeypatch.setenv(OMP_ENV, str(every + 5))
-    assert usable_cores() == every  # never adds cores
     for ignored in ("", "0", "many"):  # what OpenMP itself would not read leaves the cores as they are
         monkeypatch.setenv(OMP_ENV, ignored)
-        assert usable_cores() == every
+        assert usable_cores() == every_core
     monkeypatch.setenv(OMP_ENV, "4")
     monkeypatch.setenv(CORES_ENV, "1")
     assert usable_cores() == 1  # the smaller bound wins
 
 
-def test_a_pool_workers_share_of_the_cores_caps_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(CORES_ENV, raising=False)
-    monkeypatch.delenv(OMP_ENV, raising=False)
-    every = usable_cores()
-    monkeypatch.setenv(CORES_ENV, "1")
-    assert usable_cores() == 1 and plan_budget(0).compute == 1
-    monkeypatch.setenv(CORES_ENV, str(every + 5))
-    assert usable_cores() == every  # a share never adds cores
+def test_a_malformed_share_is_a_config_error(monkeypatch: pytest.MonkeyPatch, every_core: int) -> None:
     monkeypatch.setenv(CORES_ENV, "half")
     with pytest.raises(ConfigError, match=f"{CORES_ENV}: expected a positive number of cores, got 'half'"):
         usable_cores()
