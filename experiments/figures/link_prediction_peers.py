@@ -586,9 +586,9 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
     """Train every configuration x thread count x seed of ``mode`` into ``runs`` (finished runs kept unless
     ``overwrite``; ``execute=False``: only tabulate what is recorded), then write the tables and the figure into
     ``results``; return the summary table. Left ``None``: threads 1 2 (quick 1), seeds 0 1 2 (quick 0), 10 epochs
-    (quick 3; PyKEEN's :data:`FULL_PYKEEN_EPOCHS` in full mode), runs ``out/lp_peers`` (quick ``out/lp_peers-quick``), configurations :data:`DEFAULT_CONFIGURATIONS`
-    (quick :data:`QUICK_CONFIGURATIONS`). Raises :class:`JobFailed` when nothing is
-    recorded. ``quick_entities``: the size of the quick mode's dense core (:func:`write_quick_dataset`);
+    (quick 3; PyKEEN's :data:`FULL_PYKEEN_EPOCHS` in full mode), runs ``out/lp_peers`` (quick
+    ``out/lp_peers-quick``), configurations :data:`DEFAULT_CONFIGURATIONS` (quick :data:`QUICK_CONFIGURATIONS`).
+    Raises :class:`JobFailed` when nothing is recorded. ``quick_entities``: the size of the quick mode's dense core (:func:`write_quick_dataset`);
     ``target``: the validation filtered MRR of the time to target (None: :data:`TARGET`, quick
     :data:`QUICK_TARGET`), measured on ``valid_sample`` validation triples after every epoch."""
     quick = mode == "quick"

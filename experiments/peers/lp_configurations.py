@@ -101,9 +101,8 @@ def run_measured(command: list[str], threads: int, log: Path) -> tuple[float, fl
     """Run ``command`` with ``threads`` (OMP/MKL) threads, its output into ``log``; return ``(wall seconds,
     foreign cores)``: other processes' CPU seconds during the run per wall second.
 
-    The suite's thread budget plans with the cores it may use, not with OMP's variable (:mod:`suite.threads`), so
-    the command also gets ``threads`` cores through :data:`suite.threads.CORES_ENV` (without it a "1-thread" suite
-    run gave torch 2 compute threads on these 2 cores).
+    The command also gets ``threads`` cores through :data:`suite.threads.CORES_ENV`, the bound the suite's thread
+    budgets plan with (when they read neither, a "1-thread" suite run gave torch 2 compute threads on these 2 cores).
 
     Raises:
         RuntimeError: the command failed (naming the log).
