@@ -101,16 +101,13 @@ def run_measured(command: list[str], threads: int, log: Path) -> tuple[float, fl
     """Run ``command`` with ``threads`` (OMP/MKL) threads, its output into ``log``; return ``(wall seconds,
     foreign cores)``: other processes' CPU seconds during the run per wall second.
 
-    The command also gets ``threads`` cores through :data:`suite.threads.CORES_ENV`, the bound the suite's thread
-    budgets plan with (when they read neither, a "1-thread" suite run gave torch 2 compute threads on these 2 cores).
+    The suite's thread budgets respect ``OMP_NUM_THREADS`` (:func:`suite.threads.usable_cores`), so a "1-thread"
+    suite run computes on one thread.
 
     Raises:
         RuntimeError: the command failed (naming the log).
     """
-    from suite.threads import CORES_ENV
-
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), CORES_ENV: str(threads),
-           **ALLOCATOR_ENV}
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), **ALLOCATOR_ENV}
     busy, own, started = _cpu_busy_s(), _own_cpu_s(), time.perf_counter()
     with open(log, "w") as handle:
         status = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT).returncode
