@@ -214,3 +214,28 @@ def test_accelerator_projection_of_a_recorded_sync_run(tmp_path):
     assert pipelined["time_ratio_vs_sync"] < 1
     assert pipelined["time_ratio_vs_sync_ci_low"] <= pipelined["time_ratio_vs_sync"] <= \
         pipelined["time_ratio_vs_sync_ci_high"]
+
+
+def test_full_mode_shares_the_accuracy_grids_runs_and_holds_every_claims_evidence():
+    """Full mode: disk_nc.yaml at the accuracy grid's papers-like-s settings (200,000 nodes, 40 epochs), so the runs
+    both grids name are one run each; it holds what each claim decides from on each dataset (in-memory and
+    sequential at c / p = 0.25 at the finest p, 3 seeds) and the pipelined sync runs disk-cost projects from."""
+    full = disk_nc.all_specs([], quick=False)
+    assert len({spec.run_id for spec in full}) == len(full)
+    own = disk_nc.grid_specs(disk_nc.GRID, list(disk_nc.FULL), False)
+    accuracy = disk_nc.grid_specs(disk_nc.FULL_SWEEP, [], False)
+    assert {spec.run_id for spec in own} & {spec.run_id for spec in accuracy}  # shared, not run twice
+    assert len(full) == len({spec.run_id for spec in own} | {spec.run_id for spec in accuracy})
+
+    def seeds(dataset, system, **options):
+        return {spec.seed for spec in full if (spec.dataset.preset or spec.dataset.name) == dataset
+                and spec.system.name == system and options.items() <= dict(spec.system.options).items()}
+
+    for dataset in ("papers-like-s", "coauthor-physics"):
+        finest = max(spec.system.options["num_partitions"] for spec in full
+                     if (spec.dataset.preset or spec.dataset.name) == dataset and spec.system.name == "disk")
+        assert seeds(dataset, "in_memory") == {0, 1, 2}
+        assert seeds(dataset, "disk", policy="sequential", num_partitions=finest,
+                     buffer_capacity=finest // 4) == {0, 1, 2}
+    assert seeds("papers-like-s", "pipelined", sync=True) == {0, 1, 2}
+    assert {spec.training.epochs for spec in full if spec.dataset.preset == "papers-like-s"} == {40}
