@@ -161,3 +161,32 @@ def test_the_figure_draws_from_a_tiny_table(runs, tmp_path):
     figure.summary_table(figure.run_table(runs)).to_csv(csv, index=False)
     png = figure.plot_cache_vs_buffer(csv, tmp_path / "cache_vs_buffer.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_full_grid_is_a_cut_of_the_whole_grid_holding_what_the_claim_and_crossover_read():
+    """Full mode's grid: every configuration is one of the whole grid's; per dataset, 3 seeds of in-memory, of the
+    sequential buffer and of belady at every budget, and at the deciding budget of every cache policy and of the
+    dispersed buffer."""
+    from suite.grid import expand_grid
+
+    def configurations(grid):
+        return {(spec.system.name, tuple(sorted(spec.system.options.items()))) for spec in expand_grid(grid)}
+
+    full = expand_grid(figure.FULL_GRID)
+    assert configurations(figure.FULL_GRID) <= configurations(figure.GRID)
+    assert len({spec.run_id for spec in full}) == len(full)
+    budgets = {0.05, 0.10, 0.25, 0.50}
+    for dataset in ("papers-like-s", "amazon-computers"):
+        specs = [spec for spec in full if (spec.dataset.preset or spec.dataset.name) == dataset]
+
+        def seeds(system, **options):
+            return {spec.seed for spec in specs
+                    if spec.system.name == system and options.items() <= dict(spec.system.options).items()}
+
+        assert seeds("in_memory") == {0, 1, 2}
+        for budget in budgets:
+            assert seeds("feature_cache", policy="belady", cache_fraction=budget) == {0, 1, 2}
+            assert seeds("disk", policy="sequential", buffer_capacity=round(40 * budget)) == {0, 1, 2}
+        for policy in ("lru", "s3fifo", "static_degree"):
+            assert seeds("feature_cache", policy=policy, cache_fraction=figure.DECIDING_BUDGET) == {0, 1, 2}
+        assert seeds("disk", policy="dispersed", buffer_capacity=round(40 * figure.DECIDING_BUDGET)) == {0, 1, 2}

@@ -291,3 +291,16 @@ def test_time_to_target_table_pairs_the_suite_with_the_fastest_peer_by_hand():
     p8 = table.loc["pbg-p8"]
     assert p8["reached"] == 1 and math.isnan(p8["time_to_target_s"]) and p8["time_to_target_s_min"] == 9.0
     assert pd.isna(table.loc["pbg-p1"].get("verdict"))
+
+
+def test_run_all_runs_a_system_only_on_its_own_seeds(monkeypatch):
+    """Full mode runs PyKEEN (minutes an epoch) on fewer seeds than the others: every other configuration runs every
+    seed and thread count, PyKEEN only its seeds."""
+    calls = []
+    monkeypatch.setattr(peers, "run_one", lambda context, configuration, threads, seed, overwrite:
+                        calls.append((configuration.system, threads, seed)))
+    peers.run_all(None, ["suite", "pykeen"], [1, 2], [0, 1, 2], system_seeds={"pykeen": peers.FULL_PYKEEN_SEEDS})
+    assert sorted(call for call in calls if call[0] == "pykeen") == [("pykeen", t, s) for t in (1, 2)
+                                                                     for s in peers.FULL_PYKEEN_SEEDS]
+    assert sorted(call for call in calls if call[0] == "suite") == [("suite", t, s) for t in (1, 2)
+                                                                    for s in (0, 1, 2)]

@@ -91,3 +91,18 @@ def test_validation_without_its_runs_says_what_to_run_first(tmp_path, capsys, qu
     expected = f"{command}` first"
     assert len(err) == 1 and expected in err[0], err
     assert not (tmp_path / "results").exists()
+
+
+def test_full_mode_runs_the_accuracy_grid_shrunk_and_every_configuration_on_three_seeds():
+    """Full mode: the speed grid as the spec says; the accuracy grid at 50,000 nodes and 4 epochs (its whole-graph
+    setting is for gnnsuite grid), sync, async in order (the check) and out of order, seeds 0-2."""
+    specs, _ = pipeline_speed.grid_specs(pipeline_speed.ACCURACY_GRID, "full")
+    assert {(spec.dataset.params or {}).get("num_nodes") for spec in specs} == {50000}
+    assert {spec.training.epochs for spec in specs} == {4}
+    by_configuration = {}
+    for spec in specs:
+        key = (spec.system.options.get("sync", False), pipeline_speed.in_order_async(spec))
+        by_configuration.setdefault(key, set()).add(spec.seed)
+    assert by_configuration == {(True, False): {0, 1, 2}, (False, True): {0, 1, 2}, (False, False): {0, 1, 2}}
+    speed, _ = pipeline_speed.grid_specs(pipeline_speed.SPEED_GRID, "full")
+    assert {spec.training.limit_batches for spec in speed} == {12, 4}
