@@ -680,8 +680,9 @@ FIGURE = Figure(
     "on a GPU machine profile", _reproduce,
     ("pipeline_validation.csv", "pipeline_validation_stages.csv", "pipeline_validation.png",
      "pipeline_validation_summary.json", "pipeline_validation_contention.json", "pipeline_projection.csv"),
-    "quick: 28 short runs, then a contention microbenchmark of each calibration run's workload (not timed "
-    "on a quiet machine yet); full size not timed", __name__,
+    "about 20 minutes (estimated, not timed: the grid's 48 runs of two 12-batch epochs on arxiv-like, the "
+    "workload of the pipeline speed grid's arxiv-like runs, ~20 s each as recorded; then a contention "
+    "microbenchmark of each calibration run's workload)", __name__,
     plots=(Plot("pipeline_validation", plot_pipeline_validation, "pipeline_validation.csv"),),
     claims=(simulator_predicts,),
     tables={"pipeline_validation.csv": TableSpec(("dataset", "sampler", "configuration", "seed")),
