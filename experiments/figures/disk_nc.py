@@ -633,9 +633,10 @@ def _reproduce(mode: Mode, paths: Paths) -> None:
 FIGURE = Figure(
     "disk_nc", "disk-based vs in-memory node classification: epoch time, IO wait, bytes read, accuracy", _reproduce,
     ("disk_nc.csv", "disk_nc_runs.csv", "disk_nc_curve.csv", "disk_nc_timeline.csv", "disk_nc.png",
-     "disk_nc_timeline.png"), "about 57 minutes (measured 56.5 on the quiet 2 cores, 69 runs: papers-like-s 42 in about 20 "
-    "minutes, its dispersed p = 64 runs 2-3 minutes each; Coauthor Physics 27 in about 37, its evaluations' cost); papers-like-s at 200,000 nodes, "
-    "Coauthor Physics and their partitioned copies (p = 16 and 64, one per seed)", __name__,
+     "disk_nc_timeline.png"),
+    "about 57 minutes (measured 56.5 on the quiet 2 cores, 69 runs: papers-like-s 42 in about 20 minutes, its "
+    "dispersed p = 64 runs 2-3 minutes each; Coauthor Physics 27 in about 37, its evaluations' cost); papers-like-s "
+    "at 200,000 nodes, Coauthor Physics and their partitioned copies (p = 16 and 64, one per seed)", __name__,
     plots=(Plot("disk_nc", plot_disk_nc, "disk_nc.csv"),
            Plot("disk_nc_timeline", plot_disk_nc_timeline, "disk_nc_timeline.csv")),
     claims=(disk_out_of_core, disk_accuracy), tables={"disk_nc.csv": TableSpec(("dataset", "configuration"))})

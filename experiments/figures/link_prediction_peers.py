@@ -4,13 +4,13 @@ Usage::
 
     python -m experiments.figures.link_prediction_peers [--quick] [--out out/lp_peers] [--results out/results]
         [--configurations suite pbg-p1 pbg-p8 pykeen] [--threads 1 2] [--seeds 0 1 2] [--epochs 10]
-        [--pykeen-epochs 1] [--pykeen-seeds 0] [--target 0.24] [--valid-sample 2000] [--pbg-python .venv-pbg/bin/python]
-        [--data-dir data] [--no-run] [--no-plot] [--overwrite]
+        [--pykeen-epochs 1] [--pykeen-seeds 0] [--target 0.24] [--valid-sample 2000]
+        [--pbg-python .venv-pbg/bin/python] [--data-dir data] [--no-run] [--no-plot] [--overwrite]
 
 Every system trains DistMult of width 100 on FB15k-237's 272,115 training triples for ``--epochs`` epochs (PyKEEN
-``--pykeen-epochs``, on ``--pykeen-seeds``; batches of 1000 positives, softmax loss, Adagrad with learning rate 0.1, initial embeddings
-normal with standard deviation 0.001, relation diagonals ones) against 1000 uniform negatives per positive and side,
-as close as each allows (:data:`CONFIGURATIONS` says what differs, and the table repeats it):
+``--pykeen-epochs``, on ``--pykeen-seeds``; batches of 1000 positives, softmax loss, Adagrad with learning rate 0.1,
+initial embeddings normal with standard deviation 0.001, relation diagonals ones) against 1000 uniform negatives per
+positive and side, as close as each allows (:data:`CONFIGURATIONS` says what differs, and the table repeats it):
 
 - ``suite``: the suite's in-memory system (``experiments/specs/fb15k237_peers.yaml``): chunks of 1000 positives share
   1000 uniform negatives per side (``num_chunks: 1``), inverse relations (separate head-query diagonals),
