@@ -424,9 +424,9 @@ FIGURE = Figure(
     "(3 seeds); on a GPU machine also experiments/measure/pipeline_cuda.py (3 seeds)", _reproduce,
     ("pipeline_speed.csv", "pipeline_accuracy.csv", "pipeline_accuracy_summary.csv", "pipeline_speed.png",
      "pipeline_cuda.csv"),
-    "about 20 minutes (estimated: the speed grid's 26 runs of two short epochs, ~20 s each as recorded, and "
-    "products-like's generation; the accuracy grid's 9 runs of 4 epochs on 50,000 nodes, ~45 s each); arxiv-like "
-    "and products-like stores, ~3 GiB", __name__,
+    "about 17 minutes (measured 16.5 on the quiet 2 cores from a fresh data folder: the speed grid's 26 runs and "
+    "products-like's generation about 11, the accuracy grid's 9 runs of 4 epochs on 50,000 nodes about 6); "
+    "arxiv-like and products-like stores, ~3 GiB", __name__,
     plots=(Plot("pipeline_speed", plot_pipeline_speed, "pipeline_speed.csv"),),
     claims=(pipeline_utilization, async_accuracy),
     tables={"pipeline_speed.csv": TableSpec(("dataset", "sampler", "configuration")),
