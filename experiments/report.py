@@ -215,19 +215,42 @@ def _short_sha(sha: str) -> str:
     return commit[:12] + sha[len(commit):]
 
 
-def provenance_lines(commits: dict[str, list[str]], report_sha: str) -> list[str]:
-    """The report's provenance section: which tables record rows of a commit other than the report's own (or of
-    uncommitted code, ``-dirty``); empty when every row was measured at ``report_sha``."""
-    flagged = {name: [sha for sha in shas if sha != report_sha or sha.endswith("-dirty")]
-               for name, shas in commits.items()}
+def provenance_lines(commits: dict[str, list[str]], report_sha: str,
+                     same_code: Callable[[str, str], bool] | None = None, side: frozenset[str] = frozenset()
+                     ) -> list[str]:
+    """The report's provenance section: which tables record rows of code other than the report's own commit (or of
+    uncommitted code, ``-dirty``); empty when every row was measured at ``report_sha``'s code. ``same_code(measured,
+    report_sha)`` says when another commit holds the same code (default: only the same commit; the report passes
+    :func:`suite.provenance.same_code`, which accepts commits that differ only in the recorded results). Tables in
+    ``side`` (no reproduction job writes them: side commands such as ``disk_nc --deep``) are listed apart."""
+    def other(sha: str) -> bool:
+        if sha.endswith("-dirty"):
+            return True
+        return sha != report_sha and not (same_code is not None and same_code(sha, report_sha))
+
+    flagged = {name: [sha for sha in shas if other(sha)] for name, shas in commits.items()}
     flagged = {name: shas for name, shas in flagged.items() if shas}
     if not flagged:
         return []
     lines = ["", "## Provenance", "",
-             f"Rows measured at another commit than this report's ({report_sha[:12]}) or from uncommitted code:", ""]
+             f"Rows measured at other code than this report's commit ({report_sha[:12]}; commits that differ from it "
+             "only in `results/` count as its code) or from uncommitted code:", ""]
     for name, shas in flagged.items():
-        lines.append(f"- `{name}`: " + ", ".join(_short_sha(sha) for sha in shas))
+        if name not in side:
+            lines.append(f"- `{name}`: " + ", ".join(_short_sha(sha) for sha in shas))
+    kept = [name for name in flagged if name in side]
+    if kept:
+        lines += ["", "Tables no job of the reproduction writes (from side commands; a reproduction keeps them as "
+                  "they were):", ""]
+        lines += [f"- `{name}`: " + ", ".join(_short_sha(sha) for sha in flagged[name]) for name in kept]
     return lines
+
+
+def reproduced_tables() -> frozenset[str]:
+    """The files the reproduction's jobs write (every registered figure's outputs)."""
+    from experiments.plugins import figures
+
+    return frozenset(name for figure in figures() for name in figure.outputs)
 
 
 def findings(results: Path) -> dict[str, Finding]:
@@ -261,7 +284,12 @@ def render(results: Path, mode: str, job_times: dict[str, float] | None = None) 
               f"repeat; accuracy claims need {MIN_SEEDS} seeds); **not testable here** when this machine lacks what "
               "the claim needs (a simulator projection, labelled PROJECTION, is shown instead where one exists). "
               "Timing claims leave out runs measured under foreign load (`under_load` in the tables)."]
-    lines += provenance_lines(table_commits(results), _git_sha())
+    from suite.provenance import same_code
+
+    commits = table_commits(results)
+    outputs = reproduced_tables()
+    side = frozenset(name for name in commits if name not in outputs)
+    lines += provenance_lines(commits, _git_sha(), same_code, side)
     figures = sorted(p.name for p in results.glob("*.png"))
     lines += ["", "## Figures", ""] + [f"- [{name}]({name})" for name in figures]
     if job_times:

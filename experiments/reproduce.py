@@ -200,10 +200,21 @@ def require_clean_tree(root: Path = REPO_ROOT) -> str:
     return sha
 
 
+def merged_times(reference: dict[str, float], updated: dict[str, float] | None) -> dict[str, float] | None:
+    """The reference's time per figure after an update that ran the jobs ``updated``: their new times, the other
+    jobs' recorded ones kept (a reference regenerated job by job), in the order of the reproduction's jobs."""
+    if not updated:
+        return updated
+    times = {**reference, **updated}
+    order = {name: number for number, name in enumerate(figure_names())}
+    return dict(sorted(times.items(), key=lambda item: order.get(item[0], len(order))))
+
+
 def update_reference(out: Path, mode: str, only: Sequence[str] | None = None, root: Path = REPO_ROOT,
                      job_times: dict[str, float] | None = None) -> Path:
     """Copy the outputs of the jobs of a completed reproduction in ``out`` into the committed reference of
-    ``mode`` (each file atomically), then regenerate the reference's ``REPORT.md`` from its tables. The only code
+    ``mode`` (each file atomically), then regenerate the reference's ``REPORT.md`` from its tables (its time per
+    figure: ``job_times``, the other jobs' earlier times kept, :func:`merged_times`). The only code
     path that writes under ``results/``; refused for a checkout with uncommitted changes
     (:func:`require_clean_tree`)."""
     from experiments.report import write_report
@@ -218,7 +229,7 @@ def update_reference(out: Path, mode: str, only: Sequence[str] | None = None, ro
             if (source / name).exists():
                 atomic_write_bytes(target / name, (source / name).read_bytes())
                 copied += 1
-    report = write_report(target, mode=mode, job_times=job_times)
+    report = write_report(target, mode=mode, job_times=merged_times(reference_times(mode, root), job_times))
     print(f"updated the reference {target}: {copied} files and {report.name}", file=sys.stderr)
     return target
 

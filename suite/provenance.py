@@ -30,6 +30,27 @@ def git_sha() -> str | None:
     return f"{sha}-dirty" if dirty else sha
 
 
+RECORDS = ("results",)
+"""Folders of recorded results: commits that differ only there (a regenerated reference) run the same code."""
+
+
+def same_code(measured: str, current: str, root: Path = REPO_ROOT) -> bool:
+    """Whether the commits ``measured`` and ``current`` hold the same code: equal, or differing only under the
+    recorded results (:data:`RECORDS`), so a reference regenerated job by job at one code commit is one
+    measurement. False for uncommitted code (``-dirty``), an unknown commit, or outside git."""
+    if measured.endswith("-dirty") or current.endswith("-dirty"):
+        return False
+    if measured == current:
+        return True
+    excluded = [f":(exclude){folder}" for folder in RECORDS]
+    try:
+        diff = subprocess.run(["git", "diff", "--quiet", measured, current, "--", ".", *excluded], cwd=root,
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return diff.returncode == 0
+
+
 def versions() -> dict[str, Any]:
     """Versions of Python, torch, PyG, numpy, ogb and the suite, and the suite's git SHA."""
     import numpy

@@ -172,6 +172,47 @@ def test_the_report_flags_rows_of_another_commit_or_of_uncommitted_code(tmp_path
     assert report.provenance_lines({"same.csv": ["aaa-dirty"]}, "aaa-dirty")[-1] == "- `same.csv`: aaa-dirty"
 
 
+def test_rows_of_a_commit_that_differs_only_in_results_count_as_the_reports_code(repo):
+    """A reference regenerated job by job at one code commit: the commits that only add results hold that code;
+    a commit that changes code, uncommitted code and an unknown commit do not."""
+    from suite.provenance import same_code
+
+    def commit(path: str, text: str) -> str:
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+        _git(repo, "add", "-A")
+        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", path)
+        return _git(repo, "rev-parse", "HEAD")
+
+    code = commit("code.py", "x = 1\n")
+    results_only = commit("results/full/a.csv", "seed\n0\n")
+    changed = commit("code.py", "x = 2\n")
+    assert same_code(code, results_only, repo) and same_code(results_only, code, repo)
+    assert not same_code(code, changed, repo) and not same_code(results_only, changed, repo)
+    assert not same_code(code + "-dirty", results_only, repo) and not same_code("0" * 40, code, repo)
+    commits = {"a.csv": [code], "b.csv": [changed]}
+    lines = report.provenance_lines(commits, results_only, lambda a, b: same_code(a, b, repo))
+    assert lines[-1] == f"- `b.csv`: {changed[:12]}" and not any("a.csv" in line for line in lines)
+    assert report.provenance_lines({"a.csv": [code]}, results_only, lambda a, b: same_code(a, b, repo)) == []
+
+
+def test_the_report_lists_tables_no_job_writes_apart():
+    commits = {"disk_nc.csv": ["bbb"], "disk_nc_deep.csv": ["ccc"], "same.csv": ["aaa"]}
+    lines = report.provenance_lines(commits, "aaa", side=frozenset({"disk_nc_deep.csv"}))
+    apart = lines.index(next(line for line in lines if line.startswith("Tables no job of the reproduction writes")))
+    assert "- `disk_nc.csv`: bbb" in lines[:apart] and lines[apart + 2:] == ["- `disk_nc_deep.csv`: ccc"]
+    assert {"disk_nc.csv", "sampling.csv", "REPORT.md"} - report.reproduced_tables() == {"REPORT.md"}
+    assert "disk_nc_deep.csv" not in report.reproduced_tables()
+
+
+def test_a_reference_updated_job_by_job_keeps_the_other_jobs_times():
+    reference = {"sampling": 400.0, "pipeline": 990.0, "disk_nc": 3390.0}
+    merged = reproduce.merged_times(reference, {"disk_nc": 1900.0, "disk_lp": 2000.0})
+    assert merged == {"sampling": 400.0, "pipeline": 990.0, "disk_nc": 1900.0, "disk_lp": 2000.0}
+    assert list(merged) == [name for name in reproduce.figure_names() if name in merged]
+    assert reproduce.merged_times(reference, None) is None
+
+
 def test_cli_refuses_results_as_out_with_a_one_line_error(capsys):
     assert gnnsuite(["reproduce", "--quick", "--only", "buffer_io", "--out", str(reproduce.reference_dir("quick")),
                      "--no-compare"]) == 2

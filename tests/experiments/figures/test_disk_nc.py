@@ -223,9 +223,14 @@ def test_full_mode_shares_the_accuracy_grids_runs_and_holds_every_claims_evidenc
     full = disk_nc.all_specs([], quick=False)
     assert len({spec.run_id for spec in full}) == len(full)
     own = disk_nc.grid_specs(disk_nc.GRID, list(disk_nc.FULL), False)
-    accuracy = disk_nc.grid_specs(disk_nc.FULL_SWEEP, [], False)
+    accuracy = [spec for spec in disk_nc.grid_specs(disk_nc.FULL_SWEEP, [], False)
+                if not disk_nc.left_out_of_full(spec)]
     assert {spec.run_id for spec in own} & {spec.run_id for spec in accuracy}  # shared, not run twice
-    assert len(full) == len({spec.run_id for spec in own} | {spec.run_id for spec in accuracy})
+    assert len(full) == len({spec.run_id for spec in own} | {spec.run_id for spec in accuracy}) == 54
+    left_out = [spec for spec in disk_nc.grid_specs(disk_nc.FULL_SWEEP, [], False) if disk_nc.left_out_of_full(spec)]
+    assert len(left_out) == 15 and all(spec.system.name == "disk" for spec in left_out)
+    assert all(spec.dataset.name == "coauthor-physics" or spec.system.options["policy"] == "dispersed"
+               for spec in left_out)
 
     def seeds(dataset, system, **options):
         return {spec.seed for spec in full if (spec.dataset.preset or spec.dataset.name) == dataset
