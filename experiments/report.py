@@ -96,7 +96,8 @@ class Claim:
         """The finding on the tables under ``results`` (see the module docstring for the rules it enforces)."""
         missing = [name for name in self.source if not (Path(results) / name).exists()]
         if missing:
-            return Finding("not measured", "", NOT_TESTABLE, reason=f"{', '.join(missing)} missing from {results}")
+            return Finding("not measured", "", NOT_TESTABLE,
+                           reason=f"{', '.join(missing)} missing (the job that writes it did not run)")
         try:
             finding = self.check(Path(results))
         except KeyError as err:  # a table written by an older version, without the columns the check needs
@@ -232,12 +233,12 @@ def provenance_lines(commits: dict[str, list[str]], report_sha: str,
     flagged = {name: shas for name, shas in flagged.items() if shas}
     if not flagged:
         return []
-    lines = ["", "## Provenance", "",
-             f"Rows measured at other code than this report's commit ({report_sha[:12]}; commits that differ from it "
-             "only in `results/` count as its code) or from uncommitted code:", ""]
-    for name, shas in flagged.items():
-        if name not in side:
-            lines.append(f"- `{name}`: " + ", ".join(_short_sha(sha) for sha in shas))
+    lines = ["", "## Provenance"]
+    measured = [name for name in flagged if name not in side]
+    if measured:
+        lines += ["", f"Rows measured at other code than this report's commit ({report_sha[:12]}; commits that differ "
+                  "from it only in `results/` count as its code) or from uncommitted code:", ""]
+        lines += [f"- `{name}`: " + ", ".join(_short_sha(sha) for sha in flagged[name]) for name in measured]
     kept = [name for name in flagged if name in side]
     if kept:
         lines += ["", "Tables no job of the reproduction writes (from side commands; a reproduction keeps them as "
@@ -258,14 +259,16 @@ def findings(results: Path) -> dict[str, Finding]:
     return {item.name: item.evaluate(Path(results)) for item in claims().in_order()}
 
 
-def render(results: Path, mode: str, job_times: dict[str, float] | None = None) -> str:
-    """The report's Markdown (pure: reads only the tables under ``results``)."""
+def render(results: Path, mode: str, job_times: dict[str, float] | None = None, sha: str | None = None) -> str:
+    """The report's Markdown (pure: reads only the tables under ``results``), naming the commit ``sha`` (default:
+    the checkout's, ``-dirty`` when it has uncommitted changes)."""
     results = Path(results)
+    sha = sha or _git_sha()
     listed = claims().in_order()
     found = {item.name: item.evaluate(results) for item in listed}
     lines = [f"# Reproduction report ({mode})", "",
              f"Generated {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')} from the tables in "
-             f"this folder (git {_git_sha()[:12]}). Every number below is read from them by "
+             f"this folder (git {sha[:12]}). Every number below is read from them by "
              "`experiments/report.py`; brackets are 95 % confidence intervals (t intervals over seeds or repeats, "
              "or a percentile bootstrap; `suite/stats.py`).", "",
              "| claim | paper | measured here (95 % CI) | setting | verdict |", "|---|---|---|---|---|"]
@@ -289,7 +292,7 @@ def render(results: Path, mode: str, job_times: dict[str, float] | None = None) 
     commits = table_commits(results)
     outputs = reproduced_tables()
     side = frozenset(name for name in commits if name not in outputs)
-    lines += provenance_lines(commits, _git_sha(), same_code, side)
+    lines += provenance_lines(commits, sha, same_code, side)
     figures = sorted(p.name for p in results.glob("*.png"))
     lines += ["", "## Figures", ""] + [f"- [{name}]({name})" for name in figures]
     if job_times:
@@ -299,10 +302,12 @@ def render(results: Path, mode: str, job_times: dict[str, float] | None = None) 
     return "\n".join(lines) + "\n"
 
 
-def write_report(results: Path, mode: str = "quick", job_times: dict[str, float] | None = None) -> Path:
-    """Write ``results/REPORT.md`` atomically; return its path."""
+def write_report(results: Path, mode: str = "quick", job_times: dict[str, float] | None = None,
+                 sha: str | None = None) -> Path:
+    """Write ``results/REPORT.md`` atomically, naming the commit ``sha`` (default: the checkout's); return its
+    path."""
     path = Path(results) / "REPORT.md"
-    atomic_write_bytes(path, render(Path(results), mode, job_times).encode())
+    atomic_write_bytes(path, render(Path(results), mode, job_times, sha).encode())
     return path
 
 

@@ -155,10 +155,16 @@ def reproduce(mode: str, only: Sequence[str] | None = None, out: Path | None = N
             print(f"  {item.name}: {item.full_cost}", file=sys.stderr)
     from suite.provenance import git_sha
 
-    manifest = {"mode": mode, "git_sha": git_sha(), "jobs": [item.name for item in jobs], "times_s": {},
-                "started": _now(), "status": "running"}
+    # A resumed reproduction keeps the earlier jobs' times in the manifest from its start: interrupted again, the
+    # folder still records every job that completed.
+    manifest = {"mode": mode, "git_sha": git_sha(), "jobs": list(dict.fromkeys([*earlier, *(i.name for i in jobs)])),
+                "times_s": earlier, "started": _now(), "status": "running"}
     _write_manifest(out, manifest)
     times: dict[str, float] = {}
+
+    def recorded() -> dict[str, float]:
+        return {**{name: seconds for name, seconds in earlier.items() if name not in times}, **times}
+
     reference = reference_times(mode, root)
     for number, item in enumerate(jobs, 1):
         remaining = expected_remaining([job.name for job in jobs], times, reference)
@@ -168,13 +174,12 @@ def reproduce(mode: str, only: Sequence[str] | None = None, out: Path | None = N
         item.run(mode, paths)
         times[item.name] = time.perf_counter() - started
         print(f"[reproduce {mode}] {item.name}: done in {times[item.name]:.0f} s", file=sys.stderr, flush=True)
-        _write_manifest(out, {**manifest, "times_s": times})
+        _write_manifest(out, {**manifest, "times_s": recorded()})
     from experiments.report import write_report
 
     # Figures an earlier reproduction in this folder made (--resume with --only) keep their times in the report.
-    times = {**{name: seconds for name, seconds in earlier.items() if name not in times}, **times}
+    times = recorded()
     report = write_report(paths.results, mode=mode, job_times=times)
-    manifest["jobs"] = list(dict.fromkeys([*earlier, *manifest["jobs"]]))
     _write_manifest(out, {**manifest, "times_s": times, "finished": _now(), "status": "completed"})
     print(f"wrote {report}", file=sys.stderr)
     return times
@@ -220,7 +225,7 @@ def update_reference(out: Path, mode: str, only: Sequence[str] | None = None, ro
     from experiments.report import write_report
     from suite.io import atomic_write_bytes
 
-    require_clean_tree(root)
+    sha = require_clean_tree(root)  # the tree is dirty once the tables are copied: the report names this commit
     source, target = Path(out) / "results", reference_dir(mode, root)
     target.mkdir(parents=True, exist_ok=True)
     copied = 0
@@ -229,7 +234,8 @@ def update_reference(out: Path, mode: str, only: Sequence[str] | None = None, ro
             if (source / name).exists():
                 atomic_write_bytes(target / name, (source / name).read_bytes())
                 copied += 1
-    report = write_report(target, mode=mode, job_times=merged_times(reference_times(mode, root), job_times))
+    report = write_report(target, mode=mode, job_times=merged_times(reference_times(mode, root), job_times),
+                          sha=sha)
     print(f"updated the reference {target}: {copied} files and {report.name}", file=sys.stderr)
     return target
 

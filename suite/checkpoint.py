@@ -115,10 +115,11 @@ def rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore what :func:`rng_state` returned."""
-    torch.set_rng_state(state["torch"])
+    """Restore what :func:`rng_state` returned. The states are byte tensors that torch takes on the CPU only; a
+    checkpoint loaded with ``map_location`` a CUDA device holds them there, so they are moved back first."""
+    torch.set_rng_state(state["torch"].cpu())
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        torch.cuda.set_rng_state_all([generator_state.cpu() for generator_state in state["cuda"]])
 
 
 def improved(value: float | None, best: float | None) -> bool:

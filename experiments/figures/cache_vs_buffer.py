@@ -477,8 +477,9 @@ def _reproduce(mode: Mode, paths: Paths) -> None:
 FIGURE = Figure(
     "cache_vs_buffer", "feature cache vs partition buffer at equal memory: epoch time, bytes read, accuracy, time to "
     "target against the budget", _reproduce, ("cache_vs_buffer.csv", "cache_vs_buffer_runs.csv", "cache_vs_buffer.png"),
-    "about 17 minutes (measured 16 min 36 s on the quiet 2 cores from a fresh data folder, 84 runs each in its own "
-    "process, with the stores' generation and partitioning); partitioned copies of both graphs at p = 40", __name__,
+    "about 17 minutes (measured 17.4 on the quiet 2 cores at 16234ac from a fresh data folder: 84 runs each in its "
+    "own process, with the stores' generation and partitioning); partitioned copies of both graphs at p = 40",
+    __name__,
     plots=(Plot("cache_vs_buffer", plot_cache_vs_buffer, "cache_vs_buffer.csv"),),
     claims=(cache_vs_buffer,), tables={"cache_vs_buffer.csv": TableSpec(("dataset", "configuration"))})
 """The feature cache against the partition buffer, registered in :data:`experiments.plugins.FIGURES`."""

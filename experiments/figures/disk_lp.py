@@ -457,8 +457,8 @@ def _reproduce(mode: Mode, paths: Paths) -> None:
 FIGURE = Figure(
     "disk_lp", "disk-based link prediction on FB15k-237: MRR, epoch time and IO of BETA, COMET, random and "
     "in-memory", _reproduce, ("disk_lp.csv", "disk_lp_runs.csv", "disk_lp.png"),
-    "about 38 minutes at two runs at a time (estimated; 30 runs: 6 DistMult and 4 GraphSAGE configurations x 3 "
-    "seeds, the random policy left out); FB15k-237 from "
+    "about 20 minutes at two runs at a time (measured 20.2 on the quiet 2 cores at 16234ac from a fresh data "
+    "folder; 30 runs: 6 DistMult and 4 GraphSAGE configurations x 3 seeds, the random policy left out); FB15k-237 from "
     "../shared/datasets, under 100 MiB", __name__, plots=(Plot("disk_lp", plot_disk_lp, "disk_lp.csv"),),
     claims=(comet_accuracy,),
     tables={"disk_lp.csv": TableSpec(("model", "configuration")),

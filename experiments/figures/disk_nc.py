@@ -650,8 +650,9 @@ FIGURE = Figure(
     "disk_nc", "disk-based vs in-memory node classification: epoch time, IO wait, bytes read, accuracy", _reproduce,
     ("disk_nc.csv", "disk_nc_runs.csv", "disk_nc_curve.csv", "disk_nc_timeline.csv", "disk_nc.png",
      "disk_nc_timeline.png"),
-    "about 32 minutes (estimated: 54 runs, of the 69 that took 56.5 minutes on the quiet 2 cores, 12 Coauthor "
-    "Physics runs at about 80 s each and 3 papers-like-s dispersed p = 64 runs at about 3 minutes each left out); "
+    "about 24 minutes (measured 24.2 on the quiet 2 cores at 16234ac from a fresh data folder: 54 runs; the "
+    "grid's 12 Coauthor Physics runs at c/p 0.4375 and 3 papers-like-s dispersed p = 64, c = 28 runs left out of "
+    "the full mode); "
     "papers-like-s at 200,000 nodes, Coauthor Physics and their partitioned copies (p = 16 and 64, one per seed)",
     __name__,
     plots=(Plot("disk_nc", plot_disk_nc, "disk_nc.csv"),

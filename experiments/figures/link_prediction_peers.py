@@ -91,6 +91,7 @@ from experiments.style import caption, color_of, save_figure, styled
 from experiments.report import Estimate, Finding, MIN_SEEDS, NOT_TESTABLE, claim, table_interval
 from suite.errors import ConfigError
 from suite.io import atomic_write_bytes
+from suite.provenance import git_sha
 from suite.stats import (FAILS, HOLDS, INCONCLUSIVE, Interval, above, any_of, below, combine, difference_interval,
                          ratio_interval)
 from suite.registry import Registry
@@ -264,7 +265,8 @@ def run_one(context: Context, configuration: Configuration, threads: int, seed: 
         if row.get("target") == setting.target and row.get("valid_sample") == setting.valid_sample:
             return row  # else recorded before the curve, or for another target: trained again
     base = {"configuration": configuration.name, "system": configuration.system, "label": configuration.label,
-            "threads": threads, "seed": seed, "epochs": context.setting.epochs_of(configuration.system)}
+            "threads": threads, "seed": seed, "epochs": context.setting.epochs_of(configuration.system),
+            "git_sha": git_sha()}  # the harness's commit (the suite's code that ran and measured the peer)
     reason = configuration.missing(context)
     if reason is not None:
         print(f"[{configuration.name} t{threads} s{seed}] skipped: {reason}", flush=True)
@@ -316,6 +318,13 @@ def recorded_rows(out: Path) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------- the table
+def _commits(group: pd.DataFrame) -> str | None:
+    """The commits a group of runs was measured at (``git_sha``), space-separated; None when none is recorded."""
+    if "git_sha" not in group:
+        return None
+    return " ".join(sorted({str(sha) for sha in group["git_sha"].dropna()})) or None
+
+
 def _interval(values: Sequence[float]) -> tuple[float, float]:
     """Mean and half-width of its 95 % t-interval (NaN half-width for fewer than 2 values)."""
     from scipy import stats
@@ -336,7 +345,8 @@ def summary_table(runs: pd.DataFrame, reference: str = "pbg-p1") -> pd.DataFrame
         first = group.iloc[0]
         done = group[group["status"] == "ok"]
         base = {"configuration": name, "system": first["system"], "label": first["label"], "threads": threads,
-                "differs": CONFIGURATIONS.get(name).differs if name in CONFIGURATIONS else ""}
+                "differs": CONFIGURATIONS.get(name).differs if name in CONFIGURATIONS else "",
+                "git_sha": _commits(group)}
         if done.empty:
             rows.append({**base, "status": "skipped", "reason": first.get("reason", "")})
             continue
@@ -474,7 +484,7 @@ def time_to_target_table(runs: pd.DataFrame, goal: float = TIME_TO_TARGET_GOAL) 
                "time_to_target_s_min": float(reached["time_to_target_s"].min()) if len(reached) else math.nan,
                "time_to_target_s_max": float(reached["time_to_target_s"].max()) if len(reached) else math.nan,
                "train_time_s": float(group["train_time_s"].median()), "epochs": int(group["epochs"].iloc[0]),
-               "under_load_runs": int(group["under_load"].astype(bool).sum())}
+               "under_load_runs": int(group["under_load"].astype(bool).sum()), "git_sha": _commits(group)}
         rows.append(row)
     table = pd.DataFrame(rows)
     if table.empty:

@@ -354,9 +354,11 @@ def _pipeline_utilization_measured(table: pd.DataFrame) -> Finding:
             estimates += [Estimate(f"{dataset}/{sampler} {configuration} compute utilization", utilization, ">= 0.9"),
                           Estimate(f"{dataset}/{sampler} {configuration} epoch / in-memory", ratio, "< 1")]
             verdicts.append(combine([above(utilization, 0.9), below(ratio, 1.0)]))
+            nvml = runs["gpu_utilization"].dropna() if "gpu_utilization" in runs else runs.iloc[0:0]
+            context = f" (NVML GPU busy {nvml.mean():.2f} over the whole run, setup included)" if len(nvml) else ""
             parts.append(f"{dataset}/{sampler} {configuration}: compute utilization {utilization}, epoch "
-                         f"x{ratio} of in-memory")
-    device = str(table["device"].iloc[0])
+                         f"x{ratio} of in-memory{context}")
+    device = str(table["device"].iloc[0]) + (f" ({table['device_name'].iloc[0]})" if "device_name" in table else "")
     return Finding("; ".join(parts) or "no pipelined run beside an in-memory one", f"measured on {device} "
                    f"(experiments/measure/pipeline_cuda.py), {table['seed'].nunique()} seeds", combine(verdicts),
                    tuple(estimates), excluded=load_exclusions(loaded, lambda r: str(r.get("run_id"))))
@@ -415,18 +417,18 @@ def _reproduce(mode: Mode, paths: Paths) -> None:
 
     run(mode=mode, runs=paths.runs / "pipeline", results=paths.results, data=paths.data, quiet=True)
     if torch.cuda.is_available():  # the claim needs an accelerator: measure it where there is one
-        pipeline_cuda.run(runs=paths.runs / "pipeline_cuda", results=paths.results, seeds=3,
-                          batches=10 if mode == "quick" else 30)
+        pipeline_cuda.run(runs=paths.runs / "pipeline_cuda", results=paths.results,
+                          seeds=3 if mode == "quick" else pipeline_cuda.CLAIM_SEEDS)  # whole epochs: the steady state
 
 
 FIGURE = Figure(
     "pipeline", "pipelined vs in-memory: epoch time, compute utilization, efficiency; async vs sync accuracy "
-    "(3 seeds); on a GPU machine also experiments/measure/pipeline_cuda.py (3 seeds)", _reproduce,
+    "(3 seeds); on a GPU machine also experiments/measure/pipeline_cuda.py (10 seeds)", _reproduce,
     ("pipeline_speed.csv", "pipeline_accuracy.csv", "pipeline_accuracy_summary.csv", "pipeline_speed.png",
      "pipeline_cuda.csv"),
-    "about 17 minutes (measured 16.5 on the quiet 2 cores from a fresh data folder: the speed grid's 26 runs and "
-    "products-like's generation about 11, the accuracy grid's 9 runs of 4 epochs on 50,000 nodes about 6); "
-    "arxiv-like and products-like stores, ~3 GiB", __name__,
+    "about 16 minutes (measured 15.6 on the quiet 2 cores at 16234ac from a fresh data folder: the speed grid's 26 "
+    "runs with products-like's generation, then the accuracy grid's 9 runs of 4 epochs on 50,000 nodes; on a GPU "
+    "the CUDA grid adds about 4 minutes); arxiv-like and products-like stores, ~3 GiB", __name__,
     plots=(Plot("pipeline_speed", plot_pipeline_speed, "pipeline_speed.csv"),),
     claims=(pipeline_utilization, async_accuracy),
     tables={"pipeline_speed.csv": TableSpec(("dataset", "sampler", "configuration")),

@@ -3,6 +3,7 @@ decided from intervals, and ``gnnsuite report DIR --against REF``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -77,6 +78,8 @@ def test_one_job_goes_to_the_out_folder_and_never_to_the_reference(repo, tmp_pat
         assert (out / "results" / name).stat().st_size > 0
     text = (out / "results" / "REPORT.md").read_text()
     assert "| dense-speedup |" in text and "**not testable here**" in text and "buffer_io.png" in text
+    assert "sampling.csv missing (the job that writes it did not run)" in text
+    assert str(tmp_path) not in text  # no machine's path in the report
     manifest = json.loads((out / reproduce.MANIFEST).read_text())
     assert manifest["mode"] == "quick" and manifest["status"] == "completed" and "buffer_io" in manifest["times_s"]
     assert sorted(p.name for p in (repo / "results").iterdir()) == ["buffer_io.csv"]
@@ -110,6 +113,22 @@ def test_a_resumed_reproduction_of_another_figure_keeps_the_earlier_times(repo, 
     assert "| buffer_io |" in text and "| work_depth |" in text
     manifest = json.loads((out / reproduce.MANIFEST).read_text())
     assert manifest["jobs"] == ["buffer_io", "work_depth"] and set(manifest["times_s"]) == set(times)
+
+
+def test_a_resumed_reproduction_interrupted_again_keeps_the_earlier_times(repo, tmp_path, monkeypatch):
+    out = tmp_path / "repro"
+    first = reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo)
+
+    def interrupted(mode, paths):
+        raise KeyboardInterrupt
+
+    job = dataclasses.replace(FIGURES.get("work_depth"), run=interrupted)
+    monkeypatch.setattr(reproduce, "plan", lambda only: [job])
+    with pytest.raises(KeyboardInterrupt):
+        reproduce.reproduce("quick", ["work_depth"], out, data=tmp_path / "data", root=repo, resume=True)
+    manifest = json.loads((out / reproduce.MANIFEST).read_text())
+    assert manifest["status"] == "running" and manifest["times_s"] == first
+    assert manifest["jobs"] == ["buffer_io", "work_depth"]
 
 
 def test_expected_remaining_time_from_the_reference_at_this_machines_pace(tmp_path):
@@ -146,6 +165,9 @@ def test_update_reference_copies_the_outputs_and_regenerates_the_report(repo, tm
     assert target == repo / "results"
     assert (repo / "results" / "buffer_io.csv").read_bytes() == (out / "results" / "buffer_io.csv").read_bytes()
     assert (repo / "results" / "buffer_io.png").exists() and (repo / "results" / "REPORT.md").exists()
+    # the copied tables make the tree dirty: the report names the clean commit they were measured at
+    head = _git(repo, "rev-parse", "HEAD")
+    assert f"(git {head[:12]})" in (repo / "results" / "REPORT.md").read_text()
 
 
 def test_update_reference_refuses_a_tree_with_uncommitted_changes(repo, tmp_path):
@@ -203,6 +225,9 @@ def test_the_report_lists_tables_no_job_writes_apart():
     assert "- `disk_nc.csv`: bbb" in lines[:apart] and lines[apart + 2:] == ["- `disk_nc_deep.csv`: ccc"]
     assert {"disk_nc.csv", "sampling.csv", "REPORT.md"} - report.reproduced_tables() == {"REPORT.md"}
     assert "disk_nc_deep.csv" not in report.reproduced_tables()
+    only_side = report.provenance_lines({"disk_nc_deep.csv": ["ccc"]}, "aaa", side=frozenset({"disk_nc_deep.csv"}))
+    assert not any(line.startswith("Rows measured at other code") for line in only_side)  # no header without rows
+    assert only_side[1] == "## Provenance" and only_side[-1] == "- `disk_nc_deep.csv`: ccc"
 
 
 def test_a_reference_updated_job_by_job_keeps_the_other_jobs_times():

@@ -145,6 +145,16 @@ def test_pipeline_utilization(tmp_path, device, utilization, ratio, verdict):
         assert f"measured on {device}" in finding.setting
 
 
+def test_pipeline_utilization_names_the_gpu_and_shows_nvml_as_context(tmp_path):
+    write_pipeline_speed(tmp_path, "pipeline_speed.csv", "cpu", [0.95] * 3, [0.6] * 3)
+    write_pipeline_speed(tmp_path, "pipeline_cuda.csv", "cuda", [0.95, 0.96, 0.97], [0.60, 0.62, 0.61])
+    table = pd.read_csv(tmp_path / "pipeline_cuda.csv")
+    table.assign(device_name="NVIDIA H200").to_csv(tmp_path / "pipeline_cuda.csv", index=False)
+    finding = evaluate("pipeline-utilization", tmp_path)
+    assert finding.verdict == HOLDS and "measured on cuda (NVIDIA H200)" in finding.setting
+    assert "NVML GPU busy 0.96 over the whole run" in finding.measured  # the pipelined runs' mean, not a verdict
+
+
 def write_pipeline_accuracy(folder: Path, gaps: dict[str, list[float]], *, staleness: int = 12,
                             sync: bool = True) -> None:
     """``pipeline_accuracy.csv`` as :func:`experiments.figures.pipeline_speed.accuracy_table` writes it: sync

@@ -140,6 +140,15 @@ def test_table_pairs_seeds_against_pbg_and_the_figure_reads_it(recorded, tmp_pat
     assert [plot.draw for plot in peers.FIGURE.plots] == [peers.plot_link_prediction_peers, peers.plot_time_to_mrr]
 
 
+def test_every_table_records_the_commit_its_runs_were_measured_at(recorded):
+    from experiments.report import table_commits
+    from suite.provenance import git_sha
+
+    commits = table_commits(recorded)
+    for name in (peers.RUNS_CSV, peers.TABLE_CSV, peers.TTT_CSV):
+        assert commits.get(name) == [git_sha()], name
+
+
 def test_claim_reads_the_table_and_one_seed_decides_nothing(recorded):
     finding = claims().get("lp-vs-pbg").evaluate(recorded)
     if missing("pbg-p1") is not None:
