@@ -9,8 +9,11 @@ Inputs (a model, no system internals)
   (:class:`PassWork`): bytes read and read extents, in-buffer edges, training examples and batches, and, for
   learnable partitions, the bytes written back at the end of the pass.
 - Costs (:class:`DiskCosts`) fitted by :func:`calibrate` on the ``state`` and ``epoch`` records of one recorded
-  run (its read events give the read bandwidth and the per-read latency; its prepare intervals the CSR build and
-  hold costs; its compute intervals the per-state and per-batch compute; its flushes the write bandwidth).
+  run, or by :func:`calibrate_pooled` on those of several runs pooled (its states' read events give the read
+  bandwidth and the per-read latency, on the wall-clock time each state spent reading, concurrent reads counted
+  once; its prepare intervals the CSR build and hold costs; its compute intervals the per-state, per-batch and
+  per-example compute, identified only when the states' batches and examples vary, :func:`compute_rank`; its
+  flushes the write bandwidth).
 
 Work of a state (the rules the disk system documents)
 -----------------------------------------------------
@@ -29,8 +32,8 @@ hold_per_byte * read_bytes_k + hold_per_edge * edges_k`` (reads; checksums of wh
 re-assembling the held buckets, both linear in the in-buffer edges); compute
 ``C_k = compute_state_s + compute_batch_s * batches_k + compute_example_s * examples_k``; per pass a flush
 ``F = flush_bytes / write_bandwidth`` (learnable partitions) and a fixed ``epoch_overhead_s``; the run's first
-state adds a warm-up (``warmup_prepare_s``, ``warmup_compute_s``); between passes a gap ``pass_gap_s`` (the harness's bookkeeping; the next pass's first wait starts that long after the last compute
-and flush).
+state adds a warm-up (``warmup_prepare_s``, ``warmup_compute_s``); between passes a gap ``pass_gap_s`` (the
+harness's bookkeeping; the next pass's first wait starts that long after the last compute and flush).
 
 - Without prefetch (serial): ``epoch = sum_k (P_k + C_k) + F + overhead``.
 - With prefetch (one state of lookahead, one prefetch thread): state ``k``'s prepare starts when state ``k-1``
@@ -291,7 +294,8 @@ def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
 def state_seconds(work: PassWork, costs: DiskCosts) -> StateSeconds:
     """Prepare and compute seconds of every state of a pass, and its flush."""
     prepare = (work.read_ops * costs.read_latency_s + work.read_bytes / costs.read_bandwidth
-               + work.read_bytes * costs.hold_per_byte_s + work.edges * (costs.build_per_edge_s + costs.hold_per_edge_s))
+               + work.read_bytes * costs.hold_per_byte_s
+               + work.edges * (costs.build_per_edge_s + costs.hold_per_edge_s))
     compute = costs.compute_state_s + work.batches * costs.compute_batch_s + work.examples * costs.compute_example_s
     flush = work.flush_bytes / costs.write_bandwidth if work.flush_bytes else 0.0
     return StateSeconds(prepare, compute, float(flush))
@@ -439,13 +443,27 @@ def measured_prepare_s(states: Sequence[Mapping[str, Any]], previous: Mapping[st
     return out
 
 
+def read_seconds(reads: Sequence[Mapping[str, Any]]) -> float:
+    """Wall-clock seconds during which at least one of a state's read events (``start``, ``end``) was in flight:
+    the sum of their durations when they follow one another, less when the system reads them concurrently
+    (``read_threads``)."""
+    total, end = 0.0, -math.inf
+    for start, stop in sorted((float(read["start"]), float(read["end"])) for read in reads):
+        total += max(0.0, stop - max(start, end))
+        end = max(end, stop)
+    return total
+
+
 def calibrate(states: Iterable[Mapping[str, Any]], epochs: Iterable[Mapping[str, Any]], work: Sequence[PassWork],
               prefetch: bool, warm_from: int = 1) -> DiskCosts:
     """Fit :class:`DiskCosts` on a recorded run: its ``state`` and ``epoch`` records (dicts as in
     ``records.jsonl``) and the work of its passes (:func:`plan_work` of its plans, in epoch order).
 
-    The read bandwidth and latency come from every read event (duration = latency + bytes / bandwidth, least
-    squares); the CSR build per edge from the build intervals; what remains of every prepare (measured by
+    The read bandwidth and latency come from every state's read events (the wall-clock time some read was in
+    flight, :func:`read_seconds`, = reads * latency + bytes / bandwidth, non-negative least squares): the state's
+    reads as the prediction prices them, whether the system issued them one after another or concurrently (its
+    ``read_threads`` read a state's runs at once, and then the sum of the events' durations exceeds the time the
+    state spent reading); the CSR build per edge from the build intervals; what remains of every prepare (measured by
     :func:`measured_prepare_s`) from a non-negative fit on in-buffer edges and bytes read (no constant: what a
     state's preparation does beyond its reads, re-assembling the held buckets and building the CSR, is linear in
     its edges, and checksums in its bytes; a constant would not be identified apart from the edges, which vary little
@@ -457,69 +475,124 @@ def calibrate(states: Iterable[Mapping[str, Any]], epochs: Iterable[Mapping[str,
     state of the runs it predicts (it matters to the epoch after: with prefetch its first state is prepared while
     the first epoch's last state computes).
 
+    A run of one state per epoch with the same examples every epoch does not tell the per-state, per-batch and
+    per-example compute apart (:func:`compute_rank` below 3); :func:`calibrate_pooled` fits on several runs at once.
+
     Raises:
         DataError: no warm training states, or the records and the work disagree on the states.
     """
-    by_epoch = _train_states(states)
-    epoch_rows = {int(r["epoch"]): r for r in epochs}
-    warm = [e for e in by_epoch if e >= warm_from and e < len(work)]
-    if not warm:
-        raise DataError(f"calibration: no training states recorded from epoch {warm_from} on")
-    reads = [(read["bytes"], read["end"] - read["start"]) for records in by_epoch.values() for r in records
-             for read in r["reads"]]
+    return calibrate_pooled([(states, epochs, work)], prefetch, warm_from)
+
+
+CalibrationRun = tuple[Iterable[Mapping[str, Any]], Iterable[Mapping[str, Any]], Sequence[PassWork]]
+"""One recorded run for :func:`calibrate_pooled`: its ``state`` records, its ``epoch`` records, its passes' work."""
+
+
+def compute_rank(works: Sequence[Sequence[PassWork]], warm_from: int = 1) -> int:
+    """Rank of the compute fit's features (a constant, batches, examples; columns scaled as the fit scales them) on
+    the warm passes (from ``warm_from`` on) of the runs whose work is ``works``: below 3, the runs do not tell
+    per-state, per-batch and per-example compute apart (e.g. one state per epoch and the same examples every epoch)
+    and the non-negative fit puts the compute on some of them."""
+    rows = [np.column_stack([np.ones(w.num_states), w.batches, w.examples]) for work in works
+            for w in work[warm_from:]]
+    if not rows:
+        return 0
+    features = np.vstack(rows)
+    scale = np.abs(features).max(axis=0)
+    scale[scale == 0] = 1.0
+    return int(np.linalg.matrix_rank(features / scale))
+
+
+def calibrate_pooled(runs: Sequence[CalibrationRun], prefetch: bool | Sequence[bool],
+                     warm_from: int = 1) -> DiskCosts:
+    """Fit one :class:`DiskCosts` on several recorded runs of the same system and model pooled (``runs``: per run its
+    ``state`` records, ``epoch`` records and passes' work; ``prefetch``: of every run, or one per run): every fit of
+    :func:`calibrate` on the observations of all runs together (the read events, the build intervals, what remains of
+    the prepares, the compute intervals, the flushes), the epoch overhead and the gap between passes as means over
+    all runs' warm epochs, the warm-up as the mean of the runs' first states' warm-ups. One run is
+    :func:`calibrate`. Runs that differ in how their compute splits into per-state, per-batch and per-example
+    (one state per epoch, several states of varying examples) identify the three together where neither alone
+    does (:func:`compute_rank`).
+
+    Raises:
+        DataError: no run, a run without warm training states, fewer than two states with reads over all runs, or
+            the records and the work of a run disagree on the states.
+    """
+    if not runs:
+        raise DataError("calibration: no recorded run")
+    prefetches = [bool(prefetch)] * len(runs) if isinstance(prefetch, bool) else [bool(p) for p in prefetch]
+    if len(prefetches) != len(runs):
+        raise DataError(f"calibration: {len(prefetches)} prefetch flags for {len(runs)} runs")
+    recorded = []
+    for index, (states, epochs, work) in enumerate(runs):
+        by_epoch = _train_states(states)
+        warm = [e for e in by_epoch if e >= warm_from and e < len(work)]
+        if not warm:
+            raise DataError(f"calibration: run {index}: no training states recorded from epoch {warm_from} on")
+        for e in warm:
+            if len(by_epoch[e]) != work[e].num_states:
+                raise DataError(f"calibration: run {index}: epoch {e} recorded {len(by_epoch[e])} states, its plan "
+                                f"has {work[e].num_states}")
+        recorded.append((by_epoch, {int(r["epoch"]): r for r in epochs}, work, warm))
+    reads = [(len(r["reads"]), sum(read["bytes"] for read in r["reads"]), read_seconds(r["reads"]))
+             for by_epoch, _, _, _ in recorded for records in by_epoch.values() for r in records if r["reads"]]
     if len(reads) < 2:
-        raise DataError("calibration: fewer than two read events recorded")
-    nbytes, seconds = np.array(reads, dtype=np.float64).T
-    latency, per_byte = _nonnegative_fit(np.column_stack([np.ones_like(nbytes), nbytes]), seconds)
+        raise DataError("calibration: fewer than two states with read events recorded")
+    count, nbytes, seconds = np.array(reads, dtype=np.float64).T
+    latency, per_byte = _nonnegative_fit(np.column_stack([count, nbytes]), seconds)
     if per_byte <= 0:
         per_byte = seconds.sum() / max(nbytes.sum(), 1.0)
-    build_s = sum(r["build_end"] - r["build_start"] for e in warm for r in by_epoch[e])
-    build_edges = sum(float(work[e].edges.sum()) for e in warm)
+    build_s = sum(r["build_end"] - r["build_start"] for by_epoch, _, _, warm in recorded for e in warm
+                  for r in by_epoch[e])
+    build_edges = sum(float(work[e].edges.sum()) for _, _, work, warm in recorded for e in warm)
     build_per_edge = build_s / build_edges if build_edges else 0.0
     rest, features, compute, compute_features = [], [], [], []
     overheads, gaps, flush_s, flush_bytes = [], [], [], []
-    for e in warm:
-        records, w = by_epoch[e], work[e]
-        if len(records) != w.num_states:
-            raise DataError(f"calibration: epoch {e} recorded {len(records)} states, its plan has {w.num_states}")
-        previous = by_epoch.get(e - 1, [None])[-1]
-        prepared = measured_prepare_s(records, previous, prefetch)
-        modeled = w.read_ops * latency + w.read_bytes * per_byte + w.edges * build_per_edge
-        rest.extend(prepared - modeled)
-        features.append(np.column_stack([w.edges, w.read_bytes]))
-        compute.extend(r["compute_end"] - r["compute_start"] for r in records)
-        compute_features.append(np.column_stack([np.ones(w.num_states), w.batches, w.examples]))
-        flush = float(epoch_rows.get(e, {}).get("flush_s", 0.0) or 0.0)
-        span = records[-1]["compute_end"] - records[0]["wait_start"]
-        if e in epoch_rows:
-            overheads.append(epoch_rows[e]["epoch_time_s"] - span - flush)
-        if w.flush_bytes and flush > 0:
-            flush_s.append(flush)
-            flush_bytes.append(w.flush_bytes)
-        if e - 1 in by_epoch:
-            before_flush = float(epoch_rows.get(e - 1, {}).get("flush_s", 0.0) or 0.0)
-            gaps.append(records[0]["wait_start"] - by_epoch[e - 1][-1]["compute_end"] - before_flush)
+    for (by_epoch, epoch_rows, work, warm), run_prefetch in zip(recorded, prefetches):
+        for e in warm:
+            records, w = by_epoch[e], work[e]
+            previous = by_epoch.get(e - 1, [None])[-1]
+            prepared = measured_prepare_s(records, previous, run_prefetch)
+            modeled = w.read_ops * latency + w.read_bytes * per_byte + w.edges * build_per_edge
+            rest.extend(prepared - modeled)
+            features.append(np.column_stack([w.edges, w.read_bytes]))
+            compute.extend(r["compute_end"] - r["compute_start"] for r in records)
+            compute_features.append(np.column_stack([np.ones(w.num_states), w.batches, w.examples]))
+            flush = float(epoch_rows.get(e, {}).get("flush_s", 0.0) or 0.0)
+            span = records[-1]["compute_end"] - records[0]["wait_start"]
+            if e in epoch_rows:
+                overheads.append(epoch_rows[e]["epoch_time_s"] - span - flush)
+            if w.flush_bytes and flush > 0:
+                flush_s.append(flush)
+                flush_bytes.append(w.flush_bytes)
+            if e - 1 in by_epoch:
+                before_flush = float(epoch_rows.get(e - 1, {}).get("flush_s", 0.0) or 0.0)
+                gaps.append(records[0]["wait_start"] - by_epoch[e - 1][-1]["compute_end"] - before_flush)
     hold_per_edge, hold_per_byte = _nonnegative_fit(np.vstack(features), np.asarray(rest))
     state_s, batch_s, example_s = _nonnegative_fit(np.vstack(compute_features), np.asarray(compute))
     warm_costs = DiskCosts(read_bandwidth=1.0 / per_byte, read_latency_s=float(latency),
                            build_per_edge_s=float(build_per_edge), hold_per_byte_s=float(hold_per_byte),
                            hold_per_edge_s=float(hold_per_edge), compute_state_s=float(state_s),
                            compute_batch_s=float(batch_s), compute_example_s=float(example_s))
-    warmup_prepare = warmup_compute = 0.0
-    if 0 in by_epoch and len(by_epoch[0]) == work[0].num_states:
-        first = by_epoch[0][0]
-        modeled = state_seconds(work[0], warm_costs)
-        warmup_prepare = max(0.0, (first["wait_end"] - first["wait_start"]) - float(modeled.prepare[0]))
-        warmup_compute = max(0.0, (first["compute_end"] - first["compute_start"]) - float(modeled.compute[0]))
+    warmup_prepare, warmup_compute = [], []
+    for by_epoch, _, work, _ in recorded:
+        if 0 in by_epoch and len(by_epoch[0]) == work[0].num_states:
+            first = by_epoch[0][0]
+            modeled = state_seconds(work[0], warm_costs)
+            warmup_prepare.append(max(0.0, (first["wait_end"] - first["wait_start"]) - float(modeled.prepare[0])))
+            warmup_compute.append(max(0.0, (first["compute_end"] - first["compute_start"])
+                                      - float(modeled.compute[0])))
     return DiskCosts(
         read_bandwidth=1.0 / per_byte, read_latency_s=float(latency), build_per_edge_s=float(build_per_edge),
         hold_per_byte_s=float(hold_per_byte), hold_per_edge_s=float(hold_per_edge), compute_state_s=float(state_s),
         compute_batch_s=float(batch_s), compute_example_s=float(example_s),
         write_bandwidth=(sum(flush_bytes) / sum(flush_s)) if flush_s else math.inf,
         epoch_overhead_s=max(0.0, float(np.mean(overheads))) if overheads else 0.0,
-        pass_gap_s=max(0.0, float(np.mean(gaps))) if gaps else 0.0, warmup_compute_s=warmup_compute,
-        warmup_prepare_s=warmup_prepare)
+        pass_gap_s=max(0.0, float(np.mean(gaps))) if gaps else 0.0,
+        warmup_compute_s=float(np.mean(warmup_compute)) if warmup_compute else 0.0,
+        warmup_prepare_s=float(np.mean(warmup_prepare)) if warmup_prepare else 0.0)
 
 
-__all__ = ["DiskCosts", "EpochPrediction", "PassWork", "StateSeconds", "StoreSizes", "calibrate", "load_factor",
-           "measured_prepare_s", "plan_work", "predict", "simulate_epochs", "simulate_epochs_simpy", "state_seconds"]
+__all__ = ["CalibrationRun", "DiskCosts", "EpochPrediction", "PassWork", "StateSeconds", "StoreSizes", "calibrate",
+           "calibrate_pooled", "compute_rank", "load_factor", "measured_prepare_s", "plan_work", "predict",
+           "read_seconds", "simulate_epochs", "simulate_epochs_simpy", "state_seconds"]

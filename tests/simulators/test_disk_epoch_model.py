@@ -1,13 +1,15 @@
 """Disk-system epoch simulator: the serial and prefetch schedules by hand, the recurrence against SimPy, the work of
-a plan by hand, calibration recovering the costs of a timeline the model wrote, bad input."""
+a plan by hand, calibration recovering the costs of a timeline the model wrote (its reads one after another or
+concurrent; two runs pooled where neither alone identifies the compute), bad input."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from simulators.disk_epoch_model import (DiskCosts, PassWork, StateSeconds, StoreSizes, calibrate, load_factor,
-                                         plan_work, predict, simulate_epochs, simulate_epochs_simpy, state_seconds)
+from simulators.disk_epoch_model import (DiskCosts, PassWork, StateSeconds, StoreSizes, calibrate, calibrate_pooled,
+                                         compute_rank, load_factor, plan_work, predict, read_seconds, simulate_epochs,
+                                         simulate_epochs_simpy, state_seconds)
 from suite.errors import ConfigError
 from systems.disk.policies import PolicySpec, make_plan
 
@@ -118,7 +120,8 @@ def timeline_records(work: list[PassWork], costs: DiskCosts) -> tuple[list[dict]
                            "reads": [{"bytes": float(w.read_bytes[k] / n), "start": submitted + i * read_s,
                                       "end": submitted + (i + 1) * read_s} for i in range(n)],
                            "build_start": build_end - w.edges[k] * costs.build_per_edge_s, "build_end": build_end,
-                           "build_ahead": k > 0, "wait_start": wait if k == 0 else entered[k - 1] + seconds.compute[k - 1],
+                           "build_ahead": k > 0,
+                           "wait_start": wait if k == 0 else entered[k - 1] + seconds.compute[k - 1],
                            "wait_end": entered[k], "compute_start": entered[k],
                            "compute_end": entered[k] + seconds.compute[k], "batches": int(w.batches[k])})
         end = entered[-1] + seconds.compute[-1]
@@ -176,3 +179,69 @@ def test_bad_input_names_the_field():
         StoreSizes(np.ones(3), np.ones((2, 2)))
     with pytest.raises(ConfigError, match="batch_size"):
         plan_work([], StoreSizes(np.ones(2), np.ones((2, 2))), batch_size=0, keeps_resident=False)
+
+
+def test_concurrent_reads_are_priced_by_the_time_the_state_spent_reading():
+    """The system reads a state's runs concurrently (read_threads): the same timeline with each state's reads
+    issued at once, every event spanning the whole read, calibrates to the same costs (the events' summed
+    durations would be n times the state's read time)."""
+    rng = np.random.default_rng(1)
+    truth = DiskCosts(read_bandwidth=2e8, read_latency_s=2e-3, build_per_edge_s=1e-7, compute_batch_s=0.03,
+                      epoch_overhead_s=0.01)
+    work = [PassWork(partition_bytes=rng.uniform(1e6, 5e7, 5), partition_reads=rng.integers(2, 6, 5) * 1.0,
+                     bucket_bytes=np.zeros(5), bucket_reads=np.zeros(5), edges=rng.uniform(1e5, 1e6, 5),
+                     examples=rng.integers(100, 3000, 5) * 1.0, batches=rng.integers(1, 4, 5) * 1.0)
+            for _ in range(4)]
+    states, epochs = timeline_records(work, truth)
+    for state in states:
+        start, end = state["reads"][0]["start"], state["reads"][-1]["end"]
+        state["reads"] = [{**read, "start": start, "end": end} for read in state["reads"]]
+    fitted = calibrate(states, epochs, work, prefetch=True)
+    for name in ("read_bandwidth", "read_latency_s", "build_per_edge_s", "compute_batch_s"):
+        assert getattr(fitted, name) == pytest.approx(getattr(truth, name), rel=1e-3, abs=1e-12), name
+
+
+def test_read_seconds_counts_overlapping_reads_once():
+    reads = [{"start": 0.0, "end": 2.0}, {"start": 1.0, "end": 3.0}, {"start": 5.0, "end": 6.0},
+             {"start": 5.5, "end": 5.8}]
+    assert read_seconds(reads) == pytest.approx(4.0)
+    assert read_seconds([]) == 0.0
+
+
+def test_two_runs_pooled_identify_the_compute_neither_identifies_alone():
+    """Run A: one state per epoch, the same 3 batches and 2500 examples every epoch (compute features of rank 1:
+    the fit cannot split its compute). Run B: five states per epoch of varying batches, 100 examples per batch
+    (rank 2: per-batch and per-example compute collinear). Pooled, the features have rank 3 and the fit recovers the
+    per-state, per-batch and per-example compute (and the other costs), and predicts both runs exactly; A alone
+    puts the compute elsewhere and mispredicts B."""
+    rng = np.random.default_rng(2)
+    truth = DiskCosts(read_bandwidth=1e8, read_latency_s=1e-3, build_per_edge_s=1e-7, hold_per_edge_s=2e-7,
+                      hold_per_byte_s=1e-9, compute_state_s=0.02, compute_batch_s=0.05, compute_example_s=1e-5,
+                      epoch_overhead_s=0.04, pass_gap_s=0.1)
+    one = PassWork(partition_bytes=np.array([3e7]), partition_reads=np.array([2.0]), bucket_bytes=np.array([5e5]),
+                   bucket_reads=np.array([1.0]), edges=np.array([1e6]), examples=np.array([2500.0]),
+                   batches=np.array([3.0]))
+    work_a = [one] * 5
+    work_b = []
+    for _ in range(5):
+        batches = rng.integers(1, 8, 5) * 1.0
+        work_b.append(PassWork(partition_bytes=rng.uniform(1e6, 5e7, 5), partition_reads=rng.integers(1, 4, 5) * 1.0,
+                               bucket_bytes=rng.uniform(0, 1e6, 5), bucket_reads=rng.integers(1, 5, 5) * 1.0,
+                               edges=rng.uniform(1e5, 2e6, 5), examples=100.0 * batches, batches=batches))
+    assert (compute_rank([work_a]), compute_rank([work_b]), compute_rank([work_a, work_b])) == (1, 2, 3)
+    (states_a, epochs_a), (states_b, epochs_b) = timeline_records(work_a, truth), timeline_records(work_b, truth)
+    pooled = calibrate_pooled([(states_a, epochs_a, work_a), (states_b, epochs_b, work_b)], prefetch=True)
+    for name in ("compute_state_s", "compute_batch_s", "compute_example_s", "read_bandwidth", "read_latency_s",
+                 "build_per_edge_s", "hold_per_edge_s", "hold_per_byte_s", "epoch_overhead_s", "pass_gap_s"):
+        assert getattr(pooled, name) == pytest.approx(getattr(truth, name), rel=1e-3, abs=1e-12), name
+    for work, epochs in ((work_a, epochs_a), (work_b, epochs_b)):
+        predicted = predict(work, pooled, prefetch=True, keeps_resident=False).epoch_time_s
+        assert np.allclose(predicted, [r["epoch_time_s"] for r in epochs], rtol=1e-6)
+    alone = calibrate(states_a, epochs_a, work_a, prefetch=True)
+    assert alone.compute_state_s + 3 * alone.compute_batch_s + 2500 * alone.compute_example_s == pytest.approx(
+        truth.compute_state_s + 3 * truth.compute_batch_s + 2500 * truth.compute_example_s, rel=1e-3)  # in sample
+    assert alone.compute_state_s != pytest.approx(truth.compute_state_s, rel=0.1)  # but not split
+    predicted_b = predict(work_b, alone, prefetch=True, keeps_resident=False).epoch_time_s
+    assert not np.allclose(predicted_b, [r["epoch_time_s"] for r in epochs_b], rtol=0.05)
+    single = calibrate_pooled([(states_a, epochs_a, work_a)], prefetch=[True])
+    assert single == alone  # one run pooled is calibrate

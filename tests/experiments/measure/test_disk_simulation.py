@@ -1,6 +1,9 @@
 """The disk-system simulation on real runs: a calibration run and a held-out run of the disk system on a small
 planted-partition store (a calibration run with prefetch, a held-out run without); the plans' bytes are the
-recorded bytes exactly, the calibration run is replayed by its own costs, the tables and the command read them."""
+recorded bytes exactly, the calibration run is replayed by its own costs, the tables and the command read them;
+and a recorded folder of tiny disk runs (validate_recorded): the rule designates per group the sequential run and
+the dispersed run of the same p and c, pooled, which are never predicted, every other run is, a group without a
+designated run is reported, not dropped, and a rank-deficient compute fit is flagged."""
 
 from __future__ import annotations
 
@@ -9,8 +12,9 @@ import math
 
 import pytest
 
-from experiments.measure.disk_simulation import (calibrate_on, compare, foreign_cores, load_run, run_to_run_spread,
-                                                 summarize)
+from experiments.measure.disk_simulation import (NO_CALIBRATION, calibrate_on, compare, designated_calibration,
+                                                 foreign_cores, load_run, main, measured_warm, run_to_run_spread,
+                                                 summarize, validate_recorded)
 from experiments.simulator_commands import add_commands
 from suite.config import spec_from_dict
 from suite.data import GraphStore
@@ -98,3 +102,103 @@ def test_the_command_predicts_a_recorded_run(recorded, capsys):
                              str(recorded["serial"] / "missing")])
     with pytest.raises(ConfigError, match="no config.yaml"):
         bad.func(bad)
+
+
+# ---------------------------------------------------------------------------------------------- recorded runs
+def test_the_rule_designates_seed_0_sequential_and_its_dispersed_partner_c_a_quarter_of_p_at_the_finest_p(store):
+    specs = [make_spec(store, 0, policy="sequential", num_partitions=8, buffer_capacity=2),
+             make_spec(store, 0, policy="sequential", num_partitions=16, buffer_capacity=8),  # c != p/4
+             make_spec(store, 1, policy="sequential", num_partitions=16, buffer_capacity=4),  # seed 1
+             make_spec(store, 0, policy="sequential", num_partitions=16, buffer_capacity=4, prefetch=False),
+             make_spec(store, 0, policy="dispersed", num_partitions=16, buffer_capacity=4),
+             make_spec(store, 0, policy="sequential", num_partitions=12, buffer_capacity=3),
+             make_spec(store, 0, policy="sequential", num_partitions=8, buffer_capacity=2)]
+    assert designated_calibration(specs) == (5,)  # the finest p of the eligible runs (8, 12, 8); no partner
+    partners = [make_spec(store, 1, num_partitions=12, buffer_capacity=3),  # seed 1
+                make_spec(store, 0, num_partitions=12, buffer_capacity=3, prefetch=False),
+                make_spec(store, 0, num_partitions=12, buffer_capacity=3, pipeline={"sync": True}),
+                make_spec(store, 0, num_partitions=12, buffer_capacity=3),  # the dispersed partner
+                make_spec(store, 0, num_partitions=12, buffer_capacity=3)]  # an equal: the first listed is taken
+    assert designated_calibration(specs + partners) == (5, 10)
+    assert designated_calibration(specs[:1] + specs[-1:]) == (0,)  # of equals, the first listed
+    assert designated_calibration(specs[1:5]) == ()  # a dispersed run alone designates nothing
+
+
+@pytest.fixture(scope="module")
+def recorded_folder(tmp_path_factory):
+    """A recorded experiment: on a store whose training nodes fit one partition of 8, the designated runs
+    (sequential and dispersed, p = 8, c = 2, seed 0, prefetch), the sequential run's seed 1, a dispersed run of
+    c = 4, a serial run of c != p/4 and a coarser eligible run (p = 4, c = 1); on a second store, a lone dispersed
+    run (a group without a designated run)."""
+    out, stores = tmp_path_factory.mktemp("disk-sim-recorded"), {}
+    for name, seed in (("narrow", 7), ("other", 8)):
+        graph = planted_partition(num_nodes=2000, num_classes=3, feature_dim=32, degree_in=10.0, seed=seed)
+        splits = {**graph.splits, "train": graph.splits["train"][:200]}  # 10 %: one partition of 8 in train-first
+        stores[name] = write_node_store(tmp_path_factory.mktemp("disk-sim-stores") / name, graph.src, graph.dst,
+                                        graph.features, graph.labels, splits, name=name)
+    narrow, sequential = stores["narrow"], {"policy": "sequential", "order": "train-first", "partition_seed": 0}
+    specs = {"designated": make_spec(narrow, 0, buffer_capacity=2, **sequential),
+             "partner": make_spec(narrow, 0, buffer_capacity=2, **{**sequential, "policy": "dispersed"}),
+             "seed1": make_spec(narrow, 1, buffer_capacity=2, **sequential),
+             "dispersed": make_spec(narrow, 0),
+             "serial": make_spec(narrow, 0, buffer_capacity=4, prefetch=False, **sequential),
+             "coarser": make_spec(narrow, 0, num_partitions=4, buffer_capacity=1, **sequential),
+             "alone": make_spec(stores["other"], 0)}
+    dirs = {}
+    for key, spec in specs.items():
+        _, _, recorder = run(spec, stores["other"] if key == "alone" else narrow, out)
+        dirs[key] = recorder.run_dir
+    return out, dirs
+
+
+def test_recorded_runs_are_predicted_from_the_designated_runs_pooled_and_none_is_dropped(recorded_folder):
+    out, dirs = recorded_folder
+    runs, summary, costs = validate_recorded(out)
+    by_id = runs.set_index("run_id")
+    designated = {dirs["designated"].name, dirs["partner"].name}
+    assert sorted(by_id.index) == sorted(d.name for d in dirs.values() if d.name not in designated)
+    assert not designated & set(by_id.index)  # the calibration runs are never predicted
+    calibrated = costs.dropna(subset=["calibration_run"]).set_index("group")
+    pooled = f"{dirs['designated'].name} + {dirs['partner'].name}"  # both, sequential first
+    assert list(calibrated["calibration_run"]) == [pooled]
+    group = calibrated.iloc[0]
+    assert group["read_bandwidth"] > 0
+    assert group["compute_ranks_alone"].split(" / ")[0] == "1"  # one state per epoch: the sequential run alone
+    assert group["compute_rank"] == 3 and group["compute_identified"] and not isinstance(group["note"], str)
+    predicted = by_id.drop(index=dirs["alone"].name)
+    assert (predicted["calibration_run"] == pooled).all() and (predicted["calibration_compute_rank"] == 3).all()
+    assert predicted["predicted_epoch_s"].gt(0).all() and predicted["error"].notna().all()
+    assert predicted["bytes_equal"].all()
+    alone = by_id.loc[dirs["alone"].name]  # reported, measured, not predicted
+    assert alone["note"] == NO_CALIBRATION and alone["measured_epoch_s"] > 0 and math.isnan(alone["error"])
+    seed0 = measured_warm(load_run(dirs["designated"]))[1]  # the spread pairs seed 1 with the designated seed 0
+    seed1 = by_id.loc[dirs["seed1"].name, "measured_epoch_s"]
+    assert by_id.loc[dirs["seed1"].name, "run_to_run"] == pytest.approx(seed1 / ((seed0 + seed1) / 2) - 1)
+    assert math.isnan(by_id.loc[dirs["dispersed"].name, "run_to_run"])  # alone in its configuration
+    tasks = summary[summary["over"] == "task"]
+    assert list(tasks["task"]) == ["node_classification", "all"] and (tasks["runs"] == 4).all()
+    assert (tasks["rank_deficient_runs"] == 0).all()
+
+
+def test_a_rank_deficient_calibration_is_flagged_not_silently_predicted(recorded_folder):
+    """Calibrated on the sequential run alone (one state per epoch: compute rank 1), the group's costs row, its
+    runs' rows and the summary say the compute fit is rank-deficient."""
+    out, dirs = recorded_folder
+    runs, summary, costs = validate_recorded(out, rule=lambda specs: designated_calibration(specs)[:1])
+    group = costs.dropna(subset=["calibration_run"]).iloc[0]
+    assert group["calibration_run"] == dirs["designated"].name and group["compute_rank"] == 1
+    assert not group["compute_identified"] and "rank-deficient (rank 1 of 3)" in group["note"]
+    predicted = runs[runs["error"].notna()]
+    assert dirs["partner"].name in set(predicted["run_id"])  # not designated here: predicted
+    assert predicted["note"].str.contains("rank-deficient").all() and len(predicted) == 5
+    assert (summary[summary["over"] == "task"]["rank_deficient_runs"] == 5).all()
+
+
+def test_the_command_validates_a_recorded_folder_without_running(recorded_folder, tmp_path, capsys):
+    out, dirs = recorded_folder
+    before = sorted(path.name for path in out.iterdir())
+    assert main(["--recorded", str(out), "--out", str(tmp_path), "--runs", str(tmp_path / "none")]) == 0
+    assert sorted(path.name for path in out.iterdir()) == before  # no run made
+    written = {path.name for path in tmp_path.iterdir()}
+    assert {f"disk_simulation_recorded_{name}.csv" for name in ("runs", "summary", "costs")} <= written
+    assert dirs["dispersed"].name in capsys.readouterr().out
