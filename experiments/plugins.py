@@ -18,6 +18,7 @@ FIGURE_TABLE: dict[str, str] = {
     "link_prediction_peers": "experiments.figures.link_prediction_peers:FIGURE",
     "disk_nc": "experiments.figures.disk_nc:FIGURE",
     "disk_lp": "experiments.figures.disk_lp:FIGURE",
+    "disk_simulation": "experiments.figures.disk_simulation:FIGURE",  # reads the runs of disk_nc and disk_lp
     "buffer_io": "experiments.figures.buffer_io:FIGURE",
     "work_depth": "experiments.figures.work_depth:FIGURE",
     "async_gnn": "experiments.figures.async_gnn:FIGURE",

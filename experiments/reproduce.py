@@ -37,6 +37,7 @@ repeated measurements:
   (disk_nc_sweep_quick.yaml), each run in its own process forked from one that has the libraries imported;
 - disk_lp: DistMult, in-memory (global and matched negatives, two learning rates each, chosen on a fixed sample of
   5,000 validation triples), BETA and COMET (random, which no claim reads, left out), 3 seeds, 2 epochs;
+- disk_simulation: the disk-system simulator on the disk runs of disk_nc and disk_lp (trains nothing);
 - buffer_io, work_depth: the scripts' quick sizes (deterministic); async_gnn: Cora, 20 iterations, s in {0, 2},
   3 seeds; cache_vs_buffer: Amazon Computers, budgets 10 and 25 %, 3 seeds (cache_vs_buffer_quick.yaml); cost:
   reads the runs above.

@@ -333,3 +333,20 @@ def test_lp_vs_pbg(tmp_path, speed, mrr_gap, options, verdict):
     if options.get("pbg_threads") == (2,):  # the suite's 1-thread runs have nothing to be compared with
         assert "2 thread(s): suite (in-memory)" in finding.measured and "1 thread(s)" not in finding.measured
         assert finding.excluded.startswith("suite runs at 1 thread(s) left out: no PBG p=1 run")
+
+
+def test_simulator_predicts_reports_the_configuration_means_beside_the_runs(tmp_path):
+    """Two repeats of each configuration whose errors cancel: every run is 10 % off (the verdict, on the runs, does
+    not hold), each configuration's mean prediction is exact, and the finding says both."""
+    from experiments.figures.pipeline_validation import run_to_run_deviation
+
+    write_pipeline_validation(tmp_path, [0.1, -0.1] * 6, [0.5] * 12)
+    table = pd.read_csv(tmp_path / "pipeline_validation.csv")
+    table["configuration"] = [f"c{i // 2}" for i in range(len(table))]
+    table["measured_epoch_time_s"] = 10.0
+    table["predicted_epoch_time_s"] = table["measured_epoch_time_s"] * (1 + table["epoch_time_error"])
+    table["repeats"], table["run_to_run_deviation"] = run_to_run_deviation(table)
+    table.to_csv(tmp_path / "pipeline_validation.csv", index=False)
+    finding = evaluate("simulator-predicts", tmp_path)
+    assert finding.verdict == FAILS
+    assert "repeats (6 configurations): median absolute 0.0 [0.0, 0.0] %" in finding.measured

@@ -176,3 +176,27 @@ def test_simulator_verdict_for_each_outcome(errors, points, verdict):
     from suite.stats import bootstrap_interval
 
     assert simulator_verdict(error_summary(errors), bootstrap_interval(points), min_n=3) == verdict
+
+
+def test_configuration_table_by_hand():
+    import pandas as pd
+
+    from experiments.figures.pipeline_validation import configuration_table, run_to_run_deviation
+
+    # configuration a: measured 9 and 11 (mean 10), predicted 10.5 and 11.5 (mean 11): errors of the runs +1/6 and
+    # +1/22, of the means +0.1; b: one run, measured 4, predicted 3
+    table = pd.DataFrame({"dataset": "d", "sampler": "s", "configuration": ["a", "a", "b"], "seed": [0, 1, 0],
+                          "measured_epoch_time_s": [9.0, 11.0, 4.0], "predicted_epoch_time_s": [10.5, 11.5, 3.0]})
+    table["epoch_time_error"] = (table["predicted_epoch_time_s"] - table["measured_epoch_time_s"]) \
+        / table["measured_epoch_time_s"]
+    table["repeats"], table["run_to_run_deviation"] = run_to_run_deviation(table)
+    stages = pd.DataFrame({"dataset": "d", "sampler": "s", "configuration": ["a", "a", "a", "b"],
+                           "stage": ["compute", "compute", "load", "compute"], "busy_error": [0.1, 0.3, -0.2, 0.5]})
+    rows = configuration_table(table, stages).set_index("configuration")
+    assert rows.loc["a", "repeats"] == 2 and rows.loc["b", "repeats"] == 1
+    assert rows.loc["a", "error_of_means"] == pytest.approx(0.1)
+    assert rows.loc["a", "mean_signed_error"] == pytest.approx((1 / 6 + 1 / 22) / 2)
+    assert rows.loc["a", "run_to_run_deviation"] == pytest.approx(0.1)
+    assert rows.loc["b", "error_of_means"] == pytest.approx(-0.25) and pd.isna(rows.loc["b", "run_to_run_deviation"])
+    assert rows.loc["a", "busy_error_compute"] == pytest.approx(0.2)
+    assert rows.loc["a", "busy_error_load"] == pytest.approx(-0.2) and pd.isna(rows.loc["b", "busy_error_load"])
