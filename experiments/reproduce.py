@@ -93,14 +93,17 @@ def reference_times(mode: str, root: Path = REPO_ROOT) -> dict[str, float]:
 def expected_remaining(names: Sequence[str], done: dict[str, float], reference: dict[str, float]) -> str:
     """What is left of a reproduction whose jobs ``names`` (in order) have taken ``done`` so far: the reference's
     times of the jobs not done, scaled by this machine's pace on the jobs done (their time over the reference's),
-    as ``"about N min"``; or which jobs the reference has no time for."""
+    as ``"about N min"``, naming the jobs left that the reference has no time for (a job added since: not counted);
+    ``"unknown"`` when it has a time for none of them."""
     left = [name for name in names if name not in done]
+    known = [name for name in left if name in reference]
     unknown = [name for name in left if name not in reference]
-    if unknown:
+    if unknown and not known:
         return f"unknown (no reference time for {', '.join(unknown)})"
     timed = [name for name in done if reference.get(name, 0) > 0]
     pace = sum(done[name] for name in timed) / sum(reference[name] for name in timed) if timed else 1.0
-    return f"about {pace * sum(reference[name] for name in left) / 60:.0f} min"
+    estimate = f"about {pace * sum(reference[name] for name in known) / 60:.0f} min"
+    return estimate + (f" and {', '.join(unknown)} (no reference time)" if unknown else "")
 
 
 def plan(only: Sequence[str] | None) -> list[Figure]:

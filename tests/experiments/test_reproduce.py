@@ -141,7 +141,8 @@ def test_expected_remaining_time_from_the_reference_at_this_machines_pace(tmp_pa
     assert reference == {"a": 60.0, "b": 120.0, "c": 240.0}
     assert reproduce.expected_remaining(["a", "b", "c"], {}, reference) == "about 7 min"
     assert reproduce.expected_remaining(["a", "b", "c"], {"a": 120.0}, reference) == "about 12 min"  # twice as slow
-    assert reproduce.expected_remaining(["a", "d"], {}, reference) == "unknown (no reference time for d)"
+    assert reproduce.expected_remaining(["a", "d"], {}, reference) == "about 1 min and d (no reference time)"
+    assert reproduce.expected_remaining(["d", "e"], {}, reference) == "unknown (no reference time for d, e)"
     assert reproduce.reference_times("full", tmp_path) == {}  # no results/full/REPORT.md
 
 
