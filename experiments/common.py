@@ -109,6 +109,11 @@ def check_failed(failed: Sequence[dict]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- tables
+def has_runs(folder: Path) -> bool:
+    """Whether ``folder`` holds at least one recorded run (a run folder with its ``summary.json``)."""
+    return folder.is_dir() and any((run / "summary.json").is_file() for run in folder.iterdir())
+
+
 def write_csv(table: pd.DataFrame, path: str | os.PathLike) -> Path:
     """Write ``table`` to ``path`` as CSV, atomically, creating its folder (:func:`suite.results.export`)."""
     from suite.results import export
@@ -221,4 +226,5 @@ def cli(run: Callable[..., object], options: dict[str, Any], name: str) -> int:
 
 
 __all__ = ["DATA", "Figure", "JobFailed", "MODES", "Mode", "PROVENANCE_FIELDS", "Paths", "Plot", "REPO_ROOT",
-           "RESULTS", "SPECS", "add_common_options", "check_failed", "cli", "parse", "provenance", "write_csv"]
+           "RESULTS", "SPECS", "add_common_options", "check_failed", "cli", "has_runs", "parse", "provenance",
+           "write_csv"]

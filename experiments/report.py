@@ -36,7 +36,7 @@ import pandas as pd
 from suite.io import atomic_write_bytes
 from suite.load import measured_under_load
 from suite.registry import Registry
-from suite.stats import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE, VERDICTS, Interval
+from suite.stats import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE, VERDICTS, Interval, below, combine, within
 
 MIN_SEEDS = 3
 """Seeds an accuracy claim needs before it can hold or fail."""
@@ -182,6 +182,25 @@ def percent(interval: Interval) -> str:
     return interval.format(1, percent=True)
 
 
+MEDIAN_GOAL, P90_GOAL, BIAS_GOAL = 0.05, 0.10, 0.03
+"""The simulators' goals (issue 33): median and 90th-percentile absolute epoch-time error, and |mean signed error|."""
+
+
+def epoch_time_error_verdict(errors: dict[str, Interval], min_n: int) -> str:
+    """A simulator's epoch-time verdict from :func:`suite.stats.error_summary` of its relative errors: median
+    <= 5 %, 90th percentile <= 10 %, |mean signed error| <= 3 % (:data:`MEDIAN_GOAL`...), each part decided on its
+    whole interval (holds, does not hold, inconclusive)."""
+    return combine([below(errors["median_abs"], MEDIAN_GOAL, min_n), below(errors["p90_abs"], P90_GOAL, min_n),
+                    within(errors["bias"], BIAS_GOAL, min_n)])
+
+
+def epoch_time_error_estimates(errors: dict[str, Interval]) -> tuple[Estimate, ...]:
+    """The estimates :func:`epoch_time_error_verdict` decides on, with their conditions (for a finding)."""
+    return (Estimate("median |epoch time error|", errors["median_abs"], f"<= {MEDIAN_GOAL:.2f}"),
+            Estimate("p90 |epoch time error|", errors["p90_abs"], f"<= {P90_GOAL:.2f}"),
+            Estimate("mean signed epoch time error", errors["bias"], f"within +-{BIAS_GOAL:.2f}"))
+
+
 # ---------------------------------------------------------------------------------------------- the report
 def _git_sha() -> str:
     from suite.provenance import versions
@@ -316,6 +335,7 @@ def verdicts(results: Path) -> dict[str, str]:
     return {name: finding.verdict for name, finding in findings(results).items()}
 
 
-__all__ = ["Claim", "Estimate", "FAILS", "Finding", "HOLDS", "INCONCLUSIVE", "MIN_SEEDS", "NOT_TESTABLE", "claim",
-           "claims", "findings", "load_exclusions", "percent", "provenance_lines", "render", "split_under_load",
+__all__ = ["BIAS_GOAL", "Claim", "Estimate", "FAILS", "Finding", "HOLDS", "INCONCLUSIVE", "MEDIAN_GOAL", "MIN_SEEDS",
+           "NOT_TESTABLE", "P90_GOAL", "claim", "claims", "epoch_time_error_estimates", "epoch_time_error_verdict",
+           "findings", "load_exclusions", "percent", "provenance_lines", "render", "split_under_load",
            "table_commits", "table_interval", "undecided_by", "verdicts", "write_report"]

@@ -272,6 +272,27 @@ def any_of(verdicts: Iterable[str]) -> str:
     return INCONCLUSIVE
 
 
+def within(interval: Interval, bound: float, min_n: int = 2) -> str:
+    """``holds`` when the whole interval lies inside (-bound, bound), ``does not hold`` when it lies outside,
+    else ``inconclusive`` (as :func:`above` and :func:`below`)."""
+    return combine([below(interval, bound, min_n), above(interval, -bound, min_n)])
+
+
+def p90(values: np.ndarray) -> float:
+    """The 90th percentile."""
+    return float(np.quantile(values, 0.9))
+
+
+def error_summary(errors: Iterable[float]) -> dict[str, Interval]:
+    """Relative errors (signed; NaN left out) summarized, each with its 95 % bootstrap interval over the values:
+    ``median_abs`` and ``p90_abs`` (of the absolute errors), ``bias`` (the mean signed error) and ``spread`` (the
+    signed errors' standard deviation)."""
+    signed = np.asarray([e for e in errors if math.isfinite(e)], dtype=float)
+    return {"median_abs": bootstrap_interval(np.abs(signed)), "p90_abs": bootstrap_interval(np.abs(signed), p90),
+            "bias": bootstrap_interval(signed, np.mean),
+            "spread": bootstrap_interval(signed, lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0)}
+
+
 __all__ = ["CONFIDENCE", "FAILS", "HOLDS", "INCONCLUSIVE", "Interval", "NOT_TESTABLE", "VERDICTS", "above",
-           "any_of", "below", "bootstrap_interval", "combine", "difference_interval", "mean_interval",
-           "ratio_interval", "slope_interval"]
+           "any_of", "below", "bootstrap_interval", "combine", "difference_interval", "error_summary",
+           "mean_interval", "p90", "ratio_interval", "slope_interval", "within"]

@@ -29,33 +29,25 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from experiments.common import RESULTS, Figure, JobFailed, Mode, Paths, Plot, add_common_options, cli
+from experiments.common import RESULTS, Figure, JobFailed, Mode, Paths, Plot, add_common_options, cli, has_runs
+from experiments.measure.disk_simulation import FULL_COMPUTE_RANK, validate_recorded
 from experiments.compare import TableSpec
-from experiments.report import Estimate, Finding, claim, percent
+from experiments.report import Finding, claim, epoch_time_error_estimates, epoch_time_error_verdict, percent
 from experiments.style import caption, save_figure, styled
 from suite.results import export
-from suite.stats import Interval, above, below, bootstrap_interval, combine
+from suite.stats import bootstrap_interval, error_summary
 
-MEDIAN_GOAL, P90_GOAL, BIAS_GOAL = 0.05, 0.10, 0.03
-"""The goals of issue 33, as for the pipeline simulator: median and 90th-percentile absolute epoch-time error, and
-the mean signed error's magnitude."""
 MIN_PREDICTED = 8
 """Predicted runs the claim needs before it decides anything."""
 RUN_FOLDERS = ("disk", "disk_lp")
 """The folders (under a reproduction's ``runs``) of the jobs whose disk runs are predicted."""
 
 
-def _has_runs(folder: Path) -> bool:
-    return folder.is_dir() and any((run / "summary.json").is_file() for run in folder.iterdir())
-
-
 def run(*, runs: Sequence[Path], results: Path = RESULTS, plot: bool = True) -> pd.DataFrame:
     """Validate the simulator on the disk runs recorded under ``runs`` (folders without runs are skipped); write
     the tables and the figure into ``results``; return the summary. Raises :class:`JobFailed` (status 2) when no
     folder holds a recorded run, saying which jobs to run first."""
-    from experiments.measure.disk_simulation import validate_recorded
-
-    present = [Path(folder) for folder in runs if _has_runs(Path(folder))]
+    present = [Path(folder) for folder in runs if has_runs(Path(folder))]
     if not present:
         raise JobFailed(f"error: no recorded runs under {', '.join(str(f) for f in runs)}: run the disk_nc and "
                         "disk_lp jobs first", status=2)
@@ -77,25 +69,8 @@ def predicted_runs(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["predicted_epoch_s"].notna() & table["error"].notna()]
 
 
-def error_intervals(errors: Sequence[float]) -> dict[str, Interval]:
-    """Median and 90th-percentile absolute error and the mean signed error of ``errors``, each with its 95 %
-    bootstrap interval."""
-    signed = np.asarray([e for e in errors if np.isfinite(e)], dtype=float)
-    return {"median_abs": bootstrap_interval(np.abs(signed)),
-            "p90_abs": bootstrap_interval(np.abs(signed), lambda x: float(np.quantile(x, 0.9))),
-            "bias": bootstrap_interval(signed, np.mean)}
-
-
-def simulator_verdict(errors: dict[str, Interval], min_n: int = MIN_PREDICTED) -> str:
-    """Holds when the median's and the 90th percentile's intervals lie below their goals and the bias's inside
-    +-3 %; does not hold when one lies wholly beyond; else inconclusive (suite.stats)."""
-    bias = combine([below(errors["bias"], BIAS_GOAL, min_n), above(errors["bias"], -BIAS_GOAL, min_n)])
-    return combine([below(errors["median_abs"], MEDIAN_GOAL, min_n), below(errors["p90_abs"], P90_GOAL, min_n),
-                    bias])
-
-
 def _describe(label: str, rows: pd.DataFrame) -> str:
-    errors = error_intervals(rows["error"])
+    errors = error_summary(rows["error"])
     text = (f"{label} ({len(rows)} runs): median absolute {percent(errors['median_abs'])}, 90th percentile "
             f"{percent(errors['p90_abs'])}, mean signed {percent(errors['bias'])}")
     spread = rows["run_to_run"].abs().dropna() if "run_to_run" in rows else pd.Series(dtype=float)
@@ -111,26 +86,26 @@ def _describe(label: str, rows: pd.DataFrame) -> str:
 def disk_simulator_predicts(results: Path) -> Finding:
     table = pd.read_csv(results / "disk_simulation.csv")
     used = predicted_runs(table)
-    errors = error_intervals(used["error"])
-    estimates = (Estimate("median |epoch time error|", errors["median_abs"], f"<= {MEDIAN_GOAL:.2f}"),
-                 Estimate("p90 |epoch time error|", errors["p90_abs"], f"<= {P90_GOAL:.2f}"),
-                 Estimate("mean signed epoch time error", errors["bias"], f"within +-{BIAS_GOAL:.2f}"))
+    errors = error_summary(used["error"])
     parts = [_describe(task.replace("_", " "), rows) for task, rows in used.groupby("task", sort=True)]
     measured = "; ".join(parts) if parts else "no predicted run"
     if len(used) and "bytes_equal" in used:
         measured += f"; planned bytes equal the recorded bytes in {int(used['bytes_equal'].sum())} of {len(used)}"
     if "states_per_s" in used and used["states_per_s"].notna().any():
         measured += f"; {used['states_per_s'].median():,.0f} states simulated per second"
-    if "note" in used and used["note"].astype(str).str.contains("rank", case=False).any():
-        measured += (f"; {int(used['note'].astype(str).str.contains('rank', case=False).sum())} run(s) predicted "
-                     "from a calibration whose compute costs it cannot tell apart (rank-deficient)")
+    ranks = used["calibration_compute_rank"] if "calibration_compute_rank" in used else pd.Series(dtype=float)
+    deficient = int((ranks < FULL_COMPUTE_RANK).sum())
+    if deficient:
+        measured += (f"; {deficient} run(s) predicted from a calibration whose compute costs it cannot tell apart "
+                     "(rank-deficient)")
     reason = f"{len(used)} predicted run(s); the claim needs {MIN_PREDICTED}" if len(used) < MIN_PREDICTED else ""
     calibrations = sorted(set(name.strip() for names in table.get("calibration_run", pd.Series(dtype=str)).dropna()
                               for name in str(names).split("+")))
-    setting = (f"disk runs of the disk_nc and disk_lp jobs, all tasks together; per dataset x task x encoder calibrated "
-               f"on its designated run(s) ({len(calibrations)} in all, never predicted), every other disk run "
-               "predicted from its plan and store sizes; warm epochs")
-    return Finding(measured, setting, simulator_verdict(errors), estimates, reason=reason)
+    setting = ("disk runs of the disk_nc and disk_lp jobs, all tasks together; per dataset x task x encoder "
+               f"calibrated on its designated run(s) ({len(calibrations)} in all, never predicted), every other disk "
+               "run predicted from its plan and store sizes; warm epochs")
+    return Finding(measured, setting, epoch_time_error_verdict(errors, MIN_PREDICTED),
+                   epoch_time_error_estimates(errors), reason=reason)
 
 
 # ---------------------------------------------------------------------------------------------- the figure

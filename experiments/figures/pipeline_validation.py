@@ -29,11 +29,11 @@ without it; the column ``contention`` says where the model comes from.
 The diagnosis (issue 33): per predicted run and stage, simulated vs recorded busy and wait time
 (:func:`stage_diagnosis`, ``pipeline_validation_stages.csv``), their bias and spread per stage (:func:`stage_bias`);
 over the runs, the median and 90th-percentile absolute epoch-time error, the mean signed error (bias) and the
-signed errors' spread, each with a 95 % bootstrap interval (:func:`error_summary`); and per run its deviation from
-its configuration's repeats (:func:`run_to_run_deviation`): the floor no simulator can beat. Per configuration
-(:func:`configuration_table`, ``pipeline_validation_configurations.csv``): its repeats, the error of its mean
-prediction against the mean of its measured repeats (the runs' noise averaged out), its runs' signed and absolute
-errors, their run-to-run deviation and each stage's mean busy-time error. The claim is decided on the runs; the
+signed errors' spread, each with a 95 % bootstrap interval (:func:`suite.stats.error_summary`); and per run its
+deviation from its configuration's repeats (:func:`run_to_run_deviation`): the floor no simulator can beat. Per
+configuration (:func:`configuration_table`, ``pipeline_validation_configurations.csv``): its repeats, the error of
+its mean prediction against the mean of its measured repeats (the runs' noise averaged out), its runs' signed and
+absolute errors, their run-to-run deviation and each stage's mean busy-time error. The claim is decided on the runs; the
 configuration means are reported beside it.
 
 Outputs: ``out/results/pipeline_validation.csv`` (one row per predicted run: measured and predicted epoch time and
@@ -68,10 +68,11 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 from experiments.common import (REPO_ROOT, RESULTS, SPECS, Figure, JobFailed, Mode, Paths, Plot, add_common_options,
-                                check_failed, cli)
+                                check_failed, cli, has_runs)
 from experiments.compare import TableSpec
 from experiments.style import caption, marker_of, flagged_under_load, load_note, plain_log_ticks, save_figure, styled
-from experiments.report import Estimate, Finding, claim, load_exclusions, percent, split_under_load
+from experiments.report import (Estimate, Finding, claim, epoch_time_error_estimates, epoch_time_error_verdict,
+                                load_exclusions, percent, split_under_load)
 from experiments.measure.contention import measure_for_run
 from experiments.pipeline_runs import speed_table
 from simulators.calibrate import STAGES, calibrate, handoff_gaps, model_for, summary_of, warm_epoch_batches
@@ -81,8 +82,8 @@ from suite.config import read_yaml, spec_from_dict
 from suite.grid import expand_grid, failures, run_grid
 from suite.io import atomic_write_json, strict_json_dumps
 from suite.results import export
-from suite.stats import (Interval, above, below, bootstrap_interval, combine, mean_interval, ratio_interval,
-                         slope_interval)
+from suite.stats import (Interval, below, bootstrap_interval, combine, error_summary, mean_interval, p90,
+                         ratio_interval, slope_interval)
 from systems.pipelined import PipelineOptions
 
 
@@ -327,10 +328,6 @@ QUICK_DEFAULTS = {**DEFAULTS, "runs": REPO_ROOT / "out" / "pipeline-quick" / "pi
 uses)."""
 
 
-def _has_runs(folder: Path) -> bool:
-    return folder.is_dir() and any((run / "summary.json").is_file() for run in folder.iterdir())
-
-
 def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULTS, seeds: int | None = None,
         speed_batches: int | None = None, contention: str = "measure", contention_window: float | None = None,
         contention_repeats: int | None = None, projection_profile: str = PROJECTION_PROFILE,
@@ -346,7 +343,7 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         defaults[name] if value is None else value for name, value in given.items())
     if run_runs:
         run_validation_grid(runs, mode)
-    if not _has_runs(runs):
+    if not has_runs(runs):
         first = "python -m experiments.figures.pipeline_validation --run-grid" + (" --quick" if mode == "quick" else "")
         raise JobFailed(f"error: {runs}: no recorded pipelined runs (a sync run and held-out configurations); run "
                         f"`{first}` first", status=2)
@@ -563,37 +560,11 @@ def configuration_table(table: pd.DataFrame, stages: pd.DataFrame | None = None,
     return result.reset_index()
 
 
-MEDIAN_GOAL, P90_GOAL, BIAS_GOAL = 0.05, 0.10, 0.03
-"""The simulator's goals (issue 33): median and 90th-percentile absolute epoch-time error, and |mean signed error|."""
-
-
-def p90(values: np.ndarray) -> float:
-    """The 90th percentile."""
-    return float(np.quantile(values, 0.9))
-
-
-def error_summary(errors: Sequence[float]) -> dict[str, Interval]:
-    """Relative epoch-time errors (signed) summarized, each with its 95 % bootstrap interval over the runs:
-    ``median_abs`` and ``p90_abs`` (of the absolute errors), ``bias`` (the mean signed error) and ``spread`` (the
-    signed errors' standard deviation)."""
-    signed = np.asarray([e for e in errors if math.isfinite(e)], dtype=float)
-    return {"median_abs": bootstrap_interval(np.abs(signed)), "p90_abs": bootstrap_interval(np.abs(signed), p90),
-            "bias": bootstrap_interval(signed, np.mean),
-            "spread": bootstrap_interval(signed, lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0)}
-
-
-def within(interval: Interval, bound: float, min_n: int = 2) -> str:
-    """``holds`` when the whole interval lies inside (-bound, bound), ``does not hold`` when it lies outside,
-    else ``inconclusive``."""
-    return combine([below(interval, bound, min_n), above(interval, -bound, min_n)])
-
-
 def simulator_verdict(errors: dict[str, Interval], points: Interval, min_n: int) -> str:
-    """The simulator claim's verdict from :func:`error_summary` and the median absolute utilization error (points):
-    median <= 5 %, p90 <= 10 %, |bias| <= 3 % (:data:`MEDIAN_GOAL`...), utilization within 5 points; each part
-    decided on its whole interval (suite.stats: holds, does not hold, inconclusive)."""
-    return combine([below(errors["median_abs"], MEDIAN_GOAL, min_n=min_n), below(errors["p90_abs"], P90_GOAL, min_n),
-                    within(errors["bias"], BIAS_GOAL, min_n), below(points, 5.0, min_n=min_n)])
+    """The simulator claim's verdict from :func:`suite.stats.error_summary` and the median absolute utilization
+    error (points): the epoch-time goals (:func:`experiments.report.epoch_time_error_verdict`) and utilization
+    within 5 points, each part decided on its whole interval (suite.stats: holds, does not hold, inconclusive)."""
+    return combine([epoch_time_error_verdict(errors, min_n), below(points, 5.0, min_n=min_n)])
 
 
 def _interval_json(interval: Interval) -> dict[str, float]:
@@ -678,10 +649,7 @@ def simulator_predicts(results: Path) -> Finding:
     used, loaded = split_under_load(table)
     errors = error_summary(used["epoch_time_error"])
     points = bootstrap_interval(used["utilization_error_points"].abs())
-    estimates = (Estimate("median |epoch time error|", errors["median_abs"], f"<= {MEDIAN_GOAL:.2f}"),
-                 Estimate("p90 |epoch time error|", errors["p90_abs"], f"<= {P90_GOAL:.2f}"),
-                 Estimate("mean signed epoch time error", errors["bias"], f"within +-{BIAS_GOAL:.2f}"),
-                 Estimate("median |utilization error| (points)", points, "< 5"))
+    estimates = (*epoch_time_error_estimates(errors), Estimate("median |utilization error| (points)", points, "< 5"))
     verdict = simulator_verdict(errors, points, MIN_HELD_OUT)
     reason = f"{len(used)} held-out run(s); the claim needs {MIN_HELD_OUT}" if len(used) < MIN_HELD_OUT else ""
     configurations = used.drop_duplicates(["dataset", "sampler", "configuration"]) if len(used) else used

@@ -41,7 +41,6 @@ fit is still rank-deficient is flagged in the costs table, on its runs' rows and
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -59,7 +58,7 @@ from simulators.disk_epoch_model import (DiskCosts, PassWork, StoreSizes, calibr
 from simulators.disk_epoch_model import compute_rank as features_rank
 from suite.config import RunSpec, load_spec
 from suite.errors import ConfigError, SuiteError
-from suite.recorder import read_records
+from suite.recorder import read_records, read_summary
 from suite.stats import bootstrap_interval
 
 TASKS = {"nc": "disk_simulation_nc", "lp": "disk_simulation_lp"}
@@ -410,10 +409,7 @@ def run_identity(run_dir: Path, spec: RunSpec) -> dict[str, Any]:
 
 def machine_cores(run_dir: Path, default: float = MACHINE_CORES) -> float:
     """Cores of the machine a run was recorded on (its ``summary.json``), else ``default``."""
-    try:
-        cores = json.loads((run_dir / "summary.json").read_text())["machine"]["cpu_cores"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return default
+    cores = ((read_summary(run_dir) or {}).get("machine") or {}).get("cpu_cores")
     return float(cores) if cores else default
 
 
