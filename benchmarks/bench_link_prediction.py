@@ -16,7 +16,8 @@ FB15k-237 specs (14,541 entities, d = 100, batches of 1,000 positives; ``experim
 - ``FilteredRanking``: the ranks of one block of all-entity evaluation scores (488 queries x all entities, the
   block :func:`systems.tasks.link_prediction.rank_triples` scores at once), unfiltered and filtered:
   ``int64_twice`` (bool counts summed in int64, and the filtered ranks counting every score again: before) against
-  ``int32_once`` (:func:`suite.metrics.target_ranks` counting in int32, the filtered ranks reusing them).
+  ``int32_once`` (two bool matrices counted in int32, the filtered ranks reusing them) against ``compiled_once``
+  (:func:`suite.metrics.target_ranks`: one compiled pass per row, :mod:`suite.rank_kernels`).
 
 The sizes are class attributes (``tests/test_benchmarks.py`` runs every benchmark once on tiny ones). The ratio of
 the variants is what the benchmarks are for: absolute times move with the machine's load.
@@ -142,6 +143,14 @@ class RGCNLayer:
         torch.autograd.grad(out.square().sum(), [self.x, *self.conv.parameters()])
 
 
+def int32_target_ranks(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """:func:`suite.metrics.target_ranks` before its compiled pass: two bool matrices, counted in int32."""
+    target_scores = scores.gather(1, targets.view(-1, 1))
+    greater = (scores > target_scores).sum(dim=1, dtype=torch.int32)
+    ties = (scores == target_scores).sum(dim=1, dtype=torch.int32) - 1
+    return 1.0 + greater.to(torch.float64) + 0.5 * ties.to(torch.float64)
+
+
 def int64_target_ranks(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """:func:`suite.metrics.target_ranks` as it was before its speed-up: bool counts summed in int64."""
     target_scores = scores.gather(1, targets.view(-1, 1))
@@ -154,7 +163,7 @@ class FilteredRanking:
     """Unfiltered and filtered ranks of the targets of one block of all-entity scores (both sides' work of one
     evaluation block is twice this)."""
 
-    params = [["int64_twice", "int32_once"]]
+    params = [["int64_twice", "int32_once", "compiled_once"]]
     param_names = ["variant"]
     timeout = 300.0
     num_queries = 488  # rank_triples' rows: 2**23 scores a block / 14,541 entities
@@ -184,7 +193,8 @@ class FilteredRanking:
             filtered = int64_target_ranks(self.scores, self.targets) - torch.bincount(
                 self.rows, weights=weight, minlength=len(self.targets))
             return unfiltered, filtered
-        unfiltered = target_ranks(self.scores, self.targets)
+        ranks = int32_target_ranks if variant == "int32_once" else target_ranks
+        unfiltered = ranks(self.scores, self.targets)
         return unfiltered, filtered_target_ranks(self.scores, self.targets, self.rows, self.columns, unfiltered)
 
     def time_ranks(self, variant: str) -> None:

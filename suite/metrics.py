@@ -75,9 +75,14 @@ def target_ranks(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     Returns:
         ``(B,)`` float64 ranks, 1 = best.
     """
-    target_scores = scores.gather(1, targets.view(-1, 1))
-    greater = _row_count(scores > target_scores)
-    ties = _row_count(scores == target_scores) - 1  # the target itself is not a tie
+    from suite import rank_kernels  # numba's import only where ranks are computed
+
+    if rank_kernels.compiled(scores):
+        greater, ties = rank_kernels.above_and_ties(scores, targets)  # one pass over the rows, no bool matrices
+    else:
+        target_scores = scores.gather(1, targets.view(-1, 1))
+        greater = _row_count(scores > target_scores)
+        ties = _row_count(scores == target_scores) - 1  # the target itself is not a tie
     return 1.0 + greater.to(torch.float64) + 0.5 * ties.to(torch.float64)
 
 

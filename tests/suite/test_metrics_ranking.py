@@ -20,6 +20,24 @@ def test_target_ranks_ties_at_mean_rank() -> None:
     assert target_ranks(scores, targets).tolist() == [2.5, 2.5, 1.0]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_target_ranks_compiled_counts_equal_torch_comparisons(dtype) -> None:
+    """The compiled pass (float32/64 on the CPU) counts what torch's two comparisons count, ties and filtered
+    (-inf) candidates included; bfloat16 takes torch's path."""
+    from suite import rank_kernels
+
+    generator = torch.Generator().manual_seed(0)
+    scores = torch.randint(0, 6, (40, 300), generator=generator).to(dtype)  # few distinct values: many ties
+    scores[torch.rand(40, 300, generator=generator) < 0.1] = float("-inf")
+    targets = torch.randint(0, 300, (40,), generator=generator)
+    scores[0, targets[0]] = float("-inf")  # a filtered-out target ties every other -inf
+    wanted = scores.gather(1, targets.view(-1, 1))
+    expected = 1.0 + (scores > wanted).sum(1).double() + 0.5 * ((scores == wanted).sum(1) - 1).double()
+    assert rank_kernels.compiled(scores) == (rank_kernels.NUMBA_AVAILABLE and dtype != torch.bfloat16)
+    assert torch.equal(target_ranks(scores, targets), expected)
+    assert torch.equal(target_ranks(scores.t().contiguous().t(), targets), expected)  # a strided view too
+
+
 def test_ranking_metrics_by_hand() -> None:
     metrics = ranking_metrics(torch.tensor([2.5, 2.5, 1.0, 12.0]))
     assert math.isclose(metrics["mrr"], (0.4 + 0.4 + 1.0 + 1 / 12) / 4)
