@@ -12,12 +12,18 @@ PBG_VENV ?= .venv-pbg
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# The package and its run-time dependencies: what `make main` needs.
+$(VENV)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# The CPU build of torch first (pinned), so that nothing pulls a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
-	# The scale-out engines (Ray, submitit) too: the executor tests run for real, never skipped, in `make test`.
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+# The test tools and the scale-out engines (Ray, submitit) too: the executor tests run for real, never skipped, in
+# `make test` (about 25 s of installing that `make main` skips).
+$(VENV)/.installed: $(VENV)/.base
 	$(BIN)/pip install --quiet -e '.[test,scale]'
 	touch $@
 
@@ -25,19 +31,19 @@ $(VENV)/.installed: pyproject.toml
 # PyTorch-BigGraph in $(PBG_VENV), which sees the suite's torch and numpy through a .pth file and has its own
 # setuptools < 70, h5py and torchbiggraph. Without $(WHEELS), torch-sparse/torch-scatter build from source
 # (about 15 minutes).
-peers: setup $(VENV)/.peers $(PBG_VENV)/.installed
+peers: $(VENV)/.peers $(PBG_VENV)/.installed
 
-$(VENV)/.peers: $(VENV)/.installed
+$(VENV)/.peers: $(VENV)/.base
 	if [ -d "$(WHEELS)" ]; then \
 	  $(BIN)/pip install --quiet --no-deps $(WHEELS)/torch_scatter-2.1.2-*.whl $(WHEELS)/torch_sparse-0.6.18-*.whl; \
 	else \
 	  echo "$(WHEELS) not found: building torch-scatter and torch-sparse from source (about 15 minutes)"; \
 	  $(BIN)/pip install --quiet --no-build-isolation torch-scatter==2.1.2 torch-sparse==0.6.18; \
 	fi
-	$(BIN)/pip install --quiet -e '.[test,scale,peers]'
+	$(BIN)/pip install --quiet -e '.[peers]'
 	touch $@
 
-$(PBG_VENV)/.installed: $(VENV)/.installed
+$(PBG_VENV)/.installed: $(VENV)/.base
 	$(PYTHON) -m venv $(PBG_VENV)
 	$(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
 	  "$$($(PBG_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/gnnsuite-main.pth"
@@ -67,12 +73,12 @@ test-all: setup
 
 # The quick reproduction: every figure's experiment on small settings into out/reproduce/ (tables, figures,
 # REPORT.md with 95 % intervals and verdicts), compared with the committed reference results/ (never written here).
-main: setup
+main: $(VENV)/.base
 	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; fi
 	$(BIN)/gnnsuite reproduce --quick --overwrite
 
 # Regenerate the committed quick reference results/ (the only command that writes there).
-reference: setup
+reference: $(VENV)/.base
 	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; fi
 	$(BIN)/gnnsuite reproduce --quick --overwrite --update-reference
 

@@ -29,14 +29,16 @@ repeated measurements:
   arxiv-like shrunk to 20,000 nodes; contention microbenchmark windows of 0.3 s, one repeat, once per sampler (the
   seeds' calibration runs share its workload), 2 simulator seeds per prediction,
   a 20,000-batch simulator speed test; the accelerator projection on p3.2xlarge over 5 simulator seeds;
-- link_prediction (no claim reads it): 2 epochs, tested only, on a fixed sample of 5,000 test triples;
+- link_prediction (no claim reads it): DistMult in memory (the pipelined runs in full mode only), 2 epochs, tested
+  only, on a fixed sample of 5,000 test triples;
 - link_prediction_peers: FB15k-237's dense core (500 entities), 3 epochs, one seed, one thread, the suite and PBG
   (p = 1, 8; PyKEEN, x4 slower than any other, in full mode only);
 - disk_nc: papers-like-s shrunk to 200,000 nodes, p = 8, c = 2 and 4, 3 epochs, seeds 0-2 (the timing repeats:
   each run's mean over its 2 warm epochs), and Amazon Computers at p = 16 and 64, c / p = 0.25, 20 epochs, seeds 0-2
   (disk_nc_sweep_quick.yaml), each run in its own process forked from one that has the libraries imported;
-- disk_lp: DistMult, in-memory (global and matched negatives, two learning rates each, chosen on a fixed sample of
-  5,000 validation triples), BETA and COMET (random, which no claim reads, left out), 3 seeds, 2 epochs;
+- disk_lp: DistMult, the matched in-memory baseline (two learning rates, chosen on a fixed sample of 5,000 validation
+  triples), BETA and COMET (random, which no claim reads, left out; in-memory with global negatives, the finding
+  about buffer-like negatives, in full mode only), 3 seeds, 2 epochs;
 - disk_simulation: the disk-system simulator on the disk runs of disk_nc and disk_lp (trains nothing);
 - buffer_io, work_depth: the scripts' quick sizes (deterministic); async_gnn: Cora, 20 iterations, s in {0, 2},
   3 seeds; cache_vs_buffer: Amazon Computers, budgets 10 and 25 %, 3 seeds (cache_vs_buffer_quick.yaml); cost:

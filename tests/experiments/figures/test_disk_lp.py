@@ -9,7 +9,7 @@ from experiments import report
 from experiments.common import SPECS
 from suite.grid import expand_grid
 from systems.disk.policies import PolicySpec, make_plan
-from experiments.figures.disk_lp import configuration, select_tuned, summary_table
+from experiments.figures.disk_lp import configuration, job_specs, select_tuned, summary_table
 from experiments.figures.disk_lp import plot_disk_lp
 
 
@@ -191,6 +191,15 @@ def test_figure_from_the_summary(tmp_path):
     assert plot_disk_lp(tmp_path / "disk_lp.csv", tmp_path / "disk_lp.png").stat().st_size > 10_000
 
 
+def test_figure_without_the_global_baseline_draws_the_matched_one(tmp_path):
+    """Quick mode's table: the matched in-memory baseline, no global one (so no ratios to in-memory)."""
+    table = summary_table(runs({MATCHED: [0.25, 0.26], "comet p32 c8 l8": [0.24, 0.25]},
+                               {MATCHED: 1.0, "comet p32 c8 l8": 1.2}))
+    assert "time_ratio_vs_in_memory" not in table
+    table.to_csv(tmp_path / "disk_lp.csv", index=False)
+    assert plot_disk_lp(tmp_path / "disk_lp.csv", tmp_path / "disk_lp.png").stat().st_size > 10_000
+
+
 def _disk_nc_row(configuration: str, ratio: tuple[float, float, float], wait: tuple[float, float, float],
                  **extra) -> dict:
     """A disk row of disk_nc.csv whose time to target is ``ratio`` of in-memory's (3 seeds, all reached it)."""
@@ -256,3 +265,15 @@ def test_one_thread_per_run_leaves_the_reproductions_next_jobs_their_cores(monke
         assert os.environ["OMP_NUM_THREADS"] == "1" and torch.get_num_threads() == 1 and usable_cores() == 1
     assert os.environ.get("OMP_NUM_THREADS") == before
     assert torch.get_num_threads() == threads and usable_cores() == cores
+
+
+def test_quick_mode_runs_the_claims_baseline_and_policies_and_leaves_the_global_baseline_to_full_mode():
+    quick = job_specs([], quick=True)
+    labels = sorted(configuration(s.system.name, s.system.options, s.training.negatives.subset_fraction,
+                                  s.training.negatives.subset_batches) for s in quick)
+    assert len(quick) == 12 and {s.seed for s in quick} == {0, 1, 2}
+    assert labels.count("in_memory subset0.25 b10") == 6 and "in_memory" not in labels
+    assert {label.split()[0] for label in labels} == {"beta", "comet", "in_memory"}
+    full = job_specs([], quick=False)
+    assert sum(s.system.name == "in_memory" and s.training.negatives.subset_fraction is None for s in full) == 9  # 6 DistMult, 3 GraphSAGE
+    assert not any(s.system.options.get("policy") == "random" for s in full)
