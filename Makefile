@@ -7,47 +7,54 @@ DATA ?= data
 # checkout, and PyTorch-BigGraph in an environment of its own (it imports pkg_resources: setuptools < 70).
 WHEELS ?= ../shared/wheels
 PBG_VENV ?= .venv-pbg
+# No byte-compiling at install time (about 45 s of a fresh set-up on 2 cores, for files most runs never import):
+# Python compiles what is imported, once, into the environment's __pycache__.
+PIP := $(BIN)/pip install --quiet --no-compile
 
-.PHONY: setup peers test test-all main reference quickstart clean
+.PHONY: setup peers quick-peers test test-all main reference quickstart clean
 
 setup: $(VENV)/.installed
 
 # The package and its run-time dependencies: what `make main` needs.
 $(VENV)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(PIP) --upgrade pip
 	# The CPU build of torch first (pinned), so that nothing pulls a multi-GB CUDA build.
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e .
+	$(PIP) torch==2.13.0
+	$(PIP) -e .
 	touch $@
 
 # The test tools and the scale-out engines (Ray, submitit) too: the executor tests run for real, never skipped, in
 # `make test` (about 25 s of installing that `make main` skips).
 $(VENV)/.installed: $(VENV)/.base
-	$(BIN)/pip install --quiet -e '.[test,scale]'
+	$(PIP) -e '.[test,scale]'
 	touch $@
 
 # The peer systems the experiments compare with: PyG's samplers (torch-sparse + torch-scatter), PyKEEN, and
 # PyTorch-BigGraph in $(PBG_VENV), which sees the suite's torch and numpy through a .pth file and has its own
 # setuptools < 70, h5py and torchbiggraph. Without $(WHEELS), torch-sparse/torch-scatter build from source
-# (about 15 minutes).
+# (about 15 minutes). `quick-peers` leaves PyKEEN out: the quick reproduction does not run it.
 peers: $(VENV)/.peers $(PBG_VENV)/.installed
+quick-peers: $(VENV)/.pyg $(PBG_VENV)/.installed
 
-$(VENV)/.peers: $(VENV)/.base
+$(VENV)/.pyg: $(VENV)/.base
 	if [ -d "$(WHEELS)" ]; then \
-	  $(BIN)/pip install --quiet --no-deps $(WHEELS)/torch_scatter-2.1.2-*.whl $(WHEELS)/torch_sparse-0.6.18-*.whl; \
+	  $(PIP) --no-deps $(WHEELS)/torch_scatter-2.1.2-*.whl $(WHEELS)/torch_sparse-0.6.18-*.whl; \
 	else \
 	  echo "$(WHEELS) not found: building torch-scatter and torch-sparse from source (about 15 minutes)"; \
-	  $(BIN)/pip install --quiet --no-build-isolation torch-scatter==2.1.2 torch-sparse==0.6.18; \
+	  $(PIP) --no-build-isolation torch-scatter==2.1.2 torch-sparse==0.6.18; \
 	fi
-	$(BIN)/pip install --quiet -e '.[peers]'
+	touch $@
+
+$(VENV)/.peers: $(VENV)/.pyg
+	$(PIP) -e '.[peers]'
 	touch $@
 
 $(PBG_VENV)/.installed: $(VENV)/.base
 	$(PYTHON) -m venv $(PBG_VENV)
 	$(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
 	  "$$($(PBG_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/gnnsuite-main.pth"
-	$(PBG_VENV)/bin/pip install --quiet --no-deps 'setuptools<70' h5py==3.16.0 torchbiggraph==1.0.0
+	$(PBG_VENV)/bin/pip install --quiet --no-compile --no-deps 'setuptools<70' h5py==3.16.0 torchbiggraph==1.0.0
 	$(PBG_VENV)/bin/python -c "import torchbiggraph.train, torch; print('PyTorch-BigGraph', torchbiggraph.__version__, 'torch', torch.__version__)"
 	touch $@
 
@@ -74,12 +81,12 @@ test-all: setup
 # The quick reproduction: every figure's experiment on small settings into out/reproduce/ (tables, figures,
 # REPORT.md with 95 % intervals and verdicts), compared with the committed reference results/ (never written here).
 main: $(VENV)/.base
-	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; fi
+	if [ -d "$(WHEELS)" ]; then $(MAKE) quick-peers; fi
 	$(BIN)/gnnsuite reproduce --quick --overwrite
 
 # Regenerate the committed quick reference results/ (the only command that writes there).
 reference: $(VENV)/.base
-	if [ -d "$(WHEELS)" ]; then $(MAKE) peers; fi
+	if [ -d "$(WHEELS)" ]; then $(MAKE) quick-peers; fi
 	$(BIN)/gnnsuite reproduce --quick --overwrite --update-reference
 
 # GraphSAGE vs a features-only MLP on the default synthetic dataset (arxiv-like), recorded under out/quickstart.
