@@ -199,8 +199,8 @@ def test_write_backs_wait_for_the_writer_beyond_the_bound(tmp_path):
     store.begin_epoch()
     writer_free = threading.Event()
     store._writer.submit(writer_free.wait)  # the writer thread busy (a slow disk) until the timer frees it
+    started = time.perf_counter()  # before the timer: it frees the writer 0.3 s after its own start
     threading.Timer(0.3, writer_free.set).start()
-    started = time.perf_counter()
     store.write_async(0, torch.full((3, 4), 5.0))  # nothing unfinished yet: queued at once
     assert time.perf_counter() - started < 0.25
     first = store._pending[0]
