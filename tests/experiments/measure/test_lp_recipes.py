@@ -100,3 +100,14 @@ def test_the_grids_expand():
     sweep = expand_grid(REPO_ROOT / "experiments/specs/fb15k237_recipes_sweep.yaml")
     assert len({spec.run_id for spec in sweep}) == len(sweep) >= 5
     assert all(spec.evaluation.splits == ("valid",) and spec.seed == 0 for spec in sweep)
+
+
+def test_the_long_grid_is_the_chosen_distmult_recipe_trained_longer():
+    """fb15k237_recipes_long.yaml differs from the chosen DistMult recipe in its epochs (and name) only."""
+    chosen = next(spec for spec in expand_grid(DEFAULT_GRID) if spec.model.decoder == "distmult" and spec.seed == 0)
+    long = next(spec for spec in expand_grid(REPO_ROOT / "experiments/specs/fb15k237_recipes_long.yaml")
+                if spec.seed == 0)
+    assert long.training.epochs > chosen.training.epochs
+    assert {**recipe(long), "epochs": None} == {**recipe(chosen), "epochs": None}
+    assert long.model == chosen.model and long.evaluation == chosen.evaluation
+    assert long.training.model_copy(update={"epochs": chosen.training.epochs}) == chosen.training
