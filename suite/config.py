@@ -129,6 +129,9 @@ class ModelSpec(_Spec):
     embedding_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="link prediction: dropout on the node "
                                                                       "representations the decoder scores, in "
                                                                       "training (LibKGE's entity-embedder dropout)")
+    relation_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="link prediction: dropout on the relation "
+                                                                     "embeddings the decoder scores with, in "
+                                                                     "training (LibKGE's relation-embedder dropout)")
 
     @model_validator(mode="after")
     def _fanouts_match_layers(self) -> "ModelSpec":
@@ -358,7 +361,8 @@ _ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "n
                  ("evaluation", "valid_sample"): None, ("evaluation", "test_sample"): None,
                  ("training", "negatives", "subset_fraction"): None,
                  ("training", "negatives", "subset_batches"): 1, ("model", "gcn_normalization"): "row",
-                 ("dataset", "split", "component"): "all", ("model", "embedding_dropout"): 0.0}
+                 ("dataset", "split", "component"): "all", ("model", "embedding_dropout"): 0.0,
+                 ("model", "relation_dropout"): 0.0}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
 earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
 

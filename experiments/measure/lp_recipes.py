@@ -7,14 +7,14 @@ Usage::
 
 Runs a grid through the suite's harness (``suite.run_grid``: completed runs in ``--out`` are reused, a killed grid
 resumes), then prints one row per configuration (the grid's points that differ only in ``seed``; a run stopped
-before its last epoch, as a sweep's point given up early, counts with the epochs it ran): the decoder and
-the fields that make the recipe (dimension, learning rate, regularizer and weight, embedding dropout, negatives),
-the epochs run, the number of seeds, the mean training time in minutes (epochs only, evaluation excluded), the
-best and the last validation filtered MRR (mean over the seeds), and, where the runs tested, the filtered test MRR and Hits@10 with
-the 95 % t interval of the MRR over the seeds and the goal of issue 32 for the decoder (:data:`GOALS`: holds when
-the interval lies at or above it, missed when below, else undecided). Rows are sorted by decoder and by the
-validation MRR at equal epochs (the latest evaluated epoch every recipe of the decoder reached); the first row of
-each decoder is the one a sweep chooses (``chosen``): on validation only.
+before its last epoch, as a sweep's point given up early, counts with the epochs it ran): the decoder and the fields
+that make the recipe (dimension, initialization scale, learning rate, regularizer and weight, entity and relation
+embedding dropout, negatives), the epochs run, the number of seeds, the mean training time in minutes (epochs only,
+evaluation excluded), the best and the last validation filtered MRR (mean over the seeds), and, where the runs
+tested, the filtered test MRR and Hits@10 with the 95 % t interval of the MRR over the seeds and the goal of issue
+32 for the decoder (:data:`GOALS`: holds when the interval lies at or above it, missed when below, else undecided).
+Rows are sorted by decoder and by the validation MRR at equal epochs (the latest evaluated epoch every recipe of the
+decoder reached); the first row of each decoder is the one a sweep chooses (``chosen``): on validation only.
 
 Two grids use it: ``experiments/specs/fb15k237_recipes_sweep.yaml`` (the sweep: one seed, validation on a fixed
 sample) and ``experiments/specs/fb15k237_recipes.yaml`` (the chosen recipes: 3 seeds, the whole test split).
@@ -35,16 +35,18 @@ GOALS = {"distmult": 0.33, "complex": 0.34}
 TIME_BUDGET_MIN = 60.0
 """The training time a recipe may take (minutes)."""
 DEFAULT_GRID = Path(__file__).resolve().parents[1] / "specs" / "fb15k237_recipes.yaml"
-RECIPE_FIELDS = ("decoder", "dim", "lr", "regularizer", "weight", "dropout", "negatives", "epochs")
+RECIPE_FIELDS = ("decoder", "dim", "init", "lr", "regularizer", "weight", "dropout", "relation_dropout", "negatives",
+                 "epochs")
 
 
 def recipe(spec) -> dict:
     """The fields of a run spec that make its recipe (what the grids vary; not the seed)."""
     model, training = spec.model, spec.training
     negatives = training.negatives
-    return {"decoder": model.decoder, "dim": model.embedding_dim, "lr": training.learning_rate,
-            "regularizer": training.regularizer if training.regularization else "none",
+    return {"decoder": model.decoder, "dim": model.embedding_dim, "init": model.embedding_init_scale,
+            "lr": training.learning_rate, "regularizer": training.regularizer if training.regularization else "none",
             "weight": training.regularization, "dropout": model.embedding_dropout,
+            "relation_dropout": model.relation_dropout,
             "negatives": str(negatives.negatives_per_positive) if negatives.mode == "chunked" else negatives.mode,
             "epochs": training.epochs}
 
@@ -163,42 +165,48 @@ def _text(value, digits: int = 3) -> str:
     return "" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
+def _dropout(row: dict) -> str:
+    """The entity embeddings' dropout, and the relation embeddings' after a slash where there is one."""
+    return f"{row['dropout']:g}" + (f" / {row['relation_dropout']:g}" if row["relation_dropout"] else "")
+
+
 def print_rows(rows: list[dict], markdown: bool) -> None:
     """The recipe table as CSV, or as Markdown."""
-    columns = RECIPE_FIELDS + ("seeds", "train_min", "valid_epoch", "valid_at", "best_valid", "last_valid", "test", "low", "high", "hits10",
-                               "goal", "verdict", "chosen")
+    columns = RECIPE_FIELDS + ("seeds", "train_min", "valid_epoch", "valid_at", "best_valid", "last_valid", "test",
+                               "low", "high", "hits10", "goal", "verdict", "chosen")
     if not markdown:
         print(",".join(columns))
         for row in rows:
             print(",".join(_text(row[column], 4) for column in columns))
         return
-    print("| decoder | d | lr | regularizer | dropout | negatives | epochs | seeds | training (min) | "
+    print("| decoder | d | init | lr | regularizer | dropout | negatives | epochs | seeds | training (min) | "
           "valid MRR at equal epochs | best valid MRR | test MRR [95 % interval] | Hits@10 | goal | chosen |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         regularizer = "none" if row["regularizer"] == "none" else f"{row['regularizer']} {row['weight']:g}"
         test = "" if row["test"] is None else (f"{row['test']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
                                                 if row["seeds"] > 1 else f"{row['test']:.3f}")
         goal = "" if row["goal"] is None else f">= {row['goal']}" + (f": {row['verdict']}" if row["verdict"] else "")
-        print(f"| {row['decoder']} | {row['dim']} | {row['lr']:g} | {regularizer} | {row['dropout']:g} | "
-              f"{row['negatives']} | {row['epochs']} | {row['seeds']} | {row['train_min']:.1f} | "
-              f"{_text(row['valid_at'])} (epoch {row['valid_epoch']}) | {_text(row['best_valid'])} | {test} | {_text(row['hits10'])} | {goal} | "
-              f"{'yes' if row['chosen'] else ''} |")
+        print(f"| {row['decoder']} | {row['dim']} | {row['init']:g} | {row['lr']:g} | {regularizer} | "
+              f"{_dropout(row)} | {row['negatives']} | {row['epochs']} | {row['seeds']} | {row['train_min']:.1f} | "
+              f"{_text(row['valid_at'])} (epoch {row['valid_epoch']}) | {_text(row['best_valid'])} | {test} | "
+              f"{_text(row['hits10'])} | {goal} | {'yes' if row['chosen'] else ''} |")
 
 
 def print_curves(rows: list[dict], markdown: bool) -> None:
     """The curves as CSV, or as Markdown."""
     if not markdown:
-        print("decoder,dim,lr,regularizer,weight,dropout,negatives,epoch,seeds,train_min,valid_mrr")
+        keys = ("decoder", "dim", "init", "lr", "regularizer", "weight", "dropout", "relation_dropout", "negatives",
+                "epoch", "seeds", "train_min", "valid_mrr")
+        print(",".join(keys))
         for row in rows:
-            print(",".join(_text(row[key], 4) for key in ("decoder", "dim", "lr", "regularizer", "weight", "dropout",
-                                                           "negatives", "epoch", "seeds", "train_min", "valid_mrr")))
+            print(",".join(_text(row[key], 4) for key in keys))
         return
     print("| recipe | epoch | seeds | training (min) | valid MRR |")
     print("|---|---|---|---|---|")
     for row in rows:
-        label = f"{row['decoder']} d{row['dim']} lr {row['lr']:g} {row['regularizer']} {row['weight']:g} " \
-                f"dropout {row['dropout']:g}"
+        label = f"{row['decoder']} d{row['dim']} init {row['init']:g} lr {row['lr']:g} {row['regularizer']} " \
+                f"{row['weight']:g} dropout {_dropout(row)}"
         print(f"| {label} | {row['epoch']} | {row['seeds']} | {row['train_min']:.1f} | {row['valid_mrr']:.3f} |")
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from suite.errors import ConfigError
 from suite.registry import DECODERS
@@ -52,6 +53,8 @@ class Decoder(nn.Module):
 
     dot_product = True
     """Whether ``score = <query, candidate>`` (the fused softmax losses and matrix-product scoring rely on it)."""
+    relation_dropout = 0.0
+    """Dropout rate on the relation embeddings in training (:meth:`relation_table`; ``model.relation_dropout``)."""
 
     def __init__(self, num_relations: int, dim: int, inverse_relations: bool = False):
         super().__init__()
@@ -63,11 +66,18 @@ class Decoder(nn.Module):
         """Rows of the relation table: one per relation, twice as many with inverse relations."""
         return self.num_relations * (2 if self.inverse_relations else 1)
 
+    def relation_table(self) -> torch.Tensor:
+        """The relation embeddings scores use: in training with ``relation_dropout`` > 0, the table after dropout
+        (LibKGE's relation-embedder dropout; a fresh mask on every call), otherwise the table itself."""
+        if self.training and self.relation_dropout > 0:
+            return F.dropout(self.relations, self.relation_dropout, training=True)
+        return self.relations
+
     def relation_rows_of(self, relations: torch.Tensor) -> torch.Tensor:
-        """The rows of the relation table for ``relations`` (any shape), through ``index_select`` with a one-pass
-        backward (:func:`systems.models.row_kernels.gather_rows`), several times cheaper than advanced indexing's
-        accumulating ``index_put_``."""
-        return gather_rows(self.relations, relations)
+        """The rows of :meth:`relation_table` for ``relations`` (any shape), through ``index_select`` with a
+        one-pass backward (:func:`systems.models.row_kernels.gather_rows`), several times cheaper than advanced
+        indexing's accumulating ``index_put_``."""
+        return gather_rows(self.relation_table(), relations)
 
     def inverse(self, relations: torch.Tensor) -> torch.Tensor:
         """The relation rows head queries use: ``r`` itself, or ``r + num_relations`` with inverse relations."""
@@ -211,11 +221,15 @@ class TransEL2(TransE):
 
 
 
-def build_decoder(name: str, num_relations: int, dim: int, inverse_relations: bool = False) -> Decoder:
-    """The registered decoder ``name`` (ConfigError naming the field and the known ones if unknown)."""
+def build_decoder(name: str, num_relations: int, dim: int, inverse_relations: bool = False,
+                  relation_dropout: float = 0.0) -> Decoder:
+    """The registered decoder ``name`` (ConfigError naming the field and the known ones if unknown), with dropout
+    of rate ``relation_dropout`` on its relation embeddings in training."""
     if name not in DECODERS:
         raise ConfigError(f"model.decoder: unknown decoder {name!r} (known: {', '.join(DECODERS.names())})")
-    return DECODERS.get(name)(num_relations, dim, inverse_relations)
+    decoder = DECODERS.get(name)(num_relations, dim, inverse_relations)
+    decoder.relation_dropout = relation_dropout
+    return decoder
 
 
 __all__ = ["ComplEx", "Decoder", "DistMult", "Dot", "TransE", "TransEL2", "build_decoder"]

@@ -126,8 +126,8 @@ def rows(z: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 
 def _distmult_softmax(decoder: DistMult, z, src, rel, dst, tail_neg, head_neg, chunk_size, precision):
-    return distmult_softmax_loss(z, decoder.relations, src, rel, decoder.inverse(rel), dst, tail_neg, head_neg,
-                                 chunk_size, precision)
+    return distmult_softmax_loss(z, decoder.relation_table(), src, rel, decoder.inverse(rel), dst, tail_neg,
+                                 head_neg, chunk_size, precision)
 
 
 FUSED_SOFTMAX_LOSSES = {DistMult: _distmult_softmax}
@@ -491,9 +491,9 @@ class LinkPredictionTask(Task):
         if not getattr(encoder, "uses_neighbours", True) and not spec.model.learnable_embeddings:
             raise ConfigError(f"model.learnable_embeddings: encoder {spec.model.encoder!r} reads only the nodes' "
                               f"own rows; without learnable embeddings it has nothing to learn")
-        self.model = LinkPredictionModel(encoder, build_decoder(spec.model.decoder, self.store.num_relations, dim,
-                                                                     spec.model.inverse_relations),
-                                         spec.model.embedding_dropout)
+        decoder = build_decoder(spec.model.decoder, self.store.num_relations, dim, spec.model.inverse_relations,
+                                spec.model.relation_dropout)
+        self.model = LinkPredictionModel(encoder, decoder, spec.model.embedding_dropout)
         self.model.to(self.device)
         parameters = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = make_optimizer(spec.training.optimizer, parameters, spec.training.learning_rate,

@@ -13,11 +13,12 @@ from experiments.common import REPO_ROOT
 
 
 def spec(decoder: str = "distmult", dim: int = 100, regularization: float = 0.0, dropout: float = 0.0,
-         seed: int = 0) -> RunSpec:
+         seed: int = 0, relation_dropout: float = 0.0, init: float = 0.001) -> RunSpec:
     return RunSpec.model_validate({
         "dataset": {"name": "fb15k237"}, "seed": seed,
         "model": {"encoder": "shallow", "num_layers": 0, "fanouts": [], "decoder": decoder, "embedding_dim": dim,
-                  "learnable_embeddings": True, "embedding_dropout": dropout},
+                  "learnable_embeddings": True, "embedding_dropout": dropout,
+                  "relation_dropout": relation_dropout, "embedding_init_scale": init},
         "training": {"task": "link_prediction", "optimizer": "adagrad", "learning_rate": 0.1, "epochs": 3,
                      "regularization": regularization, "regularizer": "n3"}})
 
@@ -34,6 +35,7 @@ def test_the_recipe_is_everything_but_the_seed():
     assert recipe(spec(seed=0)) == recipe(spec(seed=1))
     assert recipe(spec(regularization=0.05))["regularizer"] == "n3" and recipe(spec())["regularizer"] == "none"
     assert recipe(spec(dropout=0.3)) != recipe(spec())
+    assert recipe(spec(relation_dropout=0.3)) != recipe(spec()) and recipe(spec(init=0.5)) != recipe(spec())
 
 
 def test_rows_group_seeds_decide_the_goal_and_choose_on_validation_at_equal_epochs():
@@ -111,3 +113,14 @@ def test_the_long_grid_is_the_chosen_distmult_recipe_trained_longer():
     assert {**recipe(long), "epochs": None} == {**recipe(chosen), "epochs": None}
     assert long.model == chosen.model and long.evaluation == chosen.evaluation
     assert long.training.model_copy(update={"epochs": chosen.training.epochs}) == chosen.training
+
+
+def test_the_libkge_grid_carries_libkge_s_distmult_in_the_suite_s_terms():
+    """fb15k237_recipes_libkge.yaml: LibKGE's best FB15k-237 DistMult (large initialization, entity and relation
+    dropout, no penalty, ~400 negatives, Adagrad 0.16), 3 seeds, tested on the whole test split."""
+    runs = expand_grid(REPO_ROOT / "experiments/specs/fb15k237_recipes_libkge.yaml")
+    assert {spec.seed for spec in runs} == {0, 1, 2} and len({spec.run_id for spec in runs}) == 3
+    fields = recipe(runs[0])
+    assert fields["regularizer"] == "none" and fields["dropout"] > 0.4 and fields["relation_dropout"] > 0.4
+    assert fields["init"] == pytest.approx(0.54) and fields["lr"] == pytest.approx(0.16) and fields["dim"] == 256
+    assert runs[0].model.inverse_relations and runs[0].evaluation.splits == ("valid", "test")

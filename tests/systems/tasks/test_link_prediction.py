@@ -427,6 +427,26 @@ def test_embedding_dropout_drops_scored_rows_in_training_only(tiny, baseline, tm
     assert make_spec(model={"embedding_dropout": 0.3}).run_id != make_spec().run_id
 
 
+def test_relation_dropout_drops_relation_embeddings_in_training_only(tiny, baseline, tmp_path) -> None:
+    task = LinkPredictionTask(make_spec(model={"relation_dropout": 0.5}), tiny, torch.device("cpu"))
+    task.setup()
+    decoder = task.model.decoder
+    with torch.no_grad():
+        decoder.relations.fill_(1.0)
+    task.model.train()
+    dropped = decoder.relation_table()
+    assert set(dropped.unique().tolist()) == {0.0, 2.0} and 0.3 < (dropped == 0).float().mean() < 0.7
+    relations = torch.arange(decoder.relation_rows())
+    assert not torch.equal(decoder.relation_rows_of(relations), decoder.relation_rows_of(relations))  # fresh masks
+    task.model.eval()
+    assert torch.equal(decoder.relation_rows_of(relations), decoder.relations[relations])
+    # DistMult's fused softmax loss sees the dropped table too: it trains, and differently from the run without it
+    outcome, _ = run(make_spec(model={"relation_dropout": 0.3}), tiny, tmp_path / "dropout")
+    assert outcome.epochs[0].loss != baseline.epochs[0].loss and outcome.test_metrics["filtered_mrr"] > 0.025
+    assert make_spec(model={"relation_dropout": 0.0}).run_id == make_spec().run_id
+    assert make_spec(model={"relation_dropout": 0.3}).run_id != make_spec().run_id
+
+
 def test_deterministic(tiny, baseline, tmp_path) -> None:
     again, _ = run(make_spec(), tiny, tmp_path)
     assert [s.loss for s in again.epochs] == [s.loss for s in baseline.epochs]
