@@ -205,8 +205,9 @@ def print_curves(rows: list[dict], markdown: bool) -> None:
     print("| recipe | epoch | seeds | training (min) | valid MRR |")
     print("|---|---|---|---|---|")
     for row in rows:
-        label = f"{row['decoder']} d{row['dim']} init {row['init']:g} lr {row['lr']:g} {row['regularizer']} " \
-                f"{row['weight']:g} dropout {_dropout(row)}"
+        penalty = "no penalty" if row["regularizer"] == "none" else f"{row['regularizer']} {row['weight']:g}"
+        label = (f"{row['decoder']} d{row['dim']} init {row['init']:g} lr {row['lr']:g} {penalty} "
+                 f"dropout {_dropout(row)}")
         print(f"| {label} | {row['epoch']} | {row['seeds']} | {row['train_min']:.1f} | {row['valid_mrr']:.3f} |")
 
 
