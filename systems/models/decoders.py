@@ -228,6 +228,8 @@ def build_decoder(name: str, num_relations: int, dim: int, inverse_relations: bo
     if name not in DECODERS:
         raise ConfigError(f"model.decoder: unknown decoder {name!r} (known: {', '.join(DECODERS.names())})")
     decoder = DECODERS.get(name)(num_relations, dim, inverse_relations)
+    if relation_dropout > 0 and not hasattr(decoder, "relations"):
+        raise ConfigError(f"model.relation_dropout: decoder {name!r} has no relation embeddings to drop (leave it 0)")
     decoder.relation_dropout = relation_dropout
     return decoder
 

@@ -225,7 +225,7 @@ def embedding_penalty(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, rel:
         raise ConfigError(f"training.regularizer: unknown regularizer {kind!r} (known: l2, n3)")
     penalty = heads.abs().pow(3).sum(-1) + tails.abs().pow(3).sum(-1)
     if hasattr(decoder, "relations"):
-        penalty = penalty + decoder.relation_rows_of(rel).abs().pow(3).sum(-1)
+        penalty = penalty + rows(decoder.relations, rel).abs().pow(3).sum(-1)  # the stored rows, not dropped out
     return penalty.mean()
 
 

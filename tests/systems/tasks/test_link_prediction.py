@@ -22,7 +22,8 @@ from suite.run_contract import RunOutcome
 from systems.pipelined import PipelinedSystem
 from systems.models.decoders import ComplEx, DistMult, Dot, build_decoder
 from systems.models.embeddings import EmbeddingTable
-from systems.tasks.link_prediction import LinkPredictionTask, link_prediction_loss, validation_sample
+from systems.tasks.link_prediction import (LinkPredictionTask, embedding_penalty, link_prediction_loss,
+                                          validation_sample)
 from systems.tasks.negatives import NegativeSampler, chunked_scores, chunking, node_subset
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # fixtures one_thread and tiny: tests/systems/conftest.py
@@ -445,6 +446,15 @@ def test_relation_dropout_drops_relation_embeddings_in_training_only(tiny, basel
     assert outcome.epochs[0].loss != baseline.epochs[0].loss and outcome.test_metrics["filtered_mrr"] > 0.025
     assert make_spec(model={"relation_dropout": 0.0}).run_id == make_spec().run_id
     assert make_spec(model={"relation_dropout": 0.3}).run_id != make_spec().run_id
+    # the N3 penalty weighs the stored relation rows, dropout or not; a decoder without relations refuses the field
+    rel = torch.arange(decoder.relation_rows())
+    task.model.train()
+    z = torch.ones(3, 32)
+    src = dst = torch.zeros(len(rel), dtype=torch.int64)
+    assert embedding_penalty(decoder, z, src, rel, dst, "n3").item() == pytest.approx(3 * 32)
+    with pytest.raises(ConfigError, match="model.relation_dropout"):
+        LinkPredictionTask(make_spec(model={"relation_dropout": 0.3, "decoder": "dot"}), tiny,
+                           torch.device("cpu")).setup()
 
 
 def test_deterministic(tiny, baseline, tmp_path) -> None:
