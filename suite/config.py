@@ -220,6 +220,11 @@ class TrainingSpec(_Spec):
                                "dot-product decoder): precision of the two matrix products of the scores' "
                                "backward (bfloat16: inputs rounded, float32 accumulation; the scores, the loss "
                                "and everything else stay float32)")
+    score_precision: Literal["float32", "bfloat16"] = Field(
+        "float32", description="link prediction, softmax loss of sampled (chunked) negatives with a dot-product "
+                               "decoder: precision of the forward's score products (bfloat16: inputs rounded, "
+                               "float32 accumulation, the scores rounded to bfloat16, then softmax, loss and "
+                               "gradients in float32, as mixed-precision training does; evaluation stays float32)")
     checkpoint_every: int = Field(1, ge=0, description="write the last checkpoint (model, optimizer, learnable "
                                                        "embeddings, RNG, epoch) every k epochs and after the last "
                                                        "one, and the best one when the validation metric improves; "
@@ -362,7 +367,7 @@ _ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "n
                  ("training", "negatives", "subset_fraction"): None,
                  ("training", "negatives", "subset_batches"): 1, ("model", "gcn_normalization"): "row",
                  ("dataset", "split", "component"): "all", ("model", "embedding_dropout"): 0.0,
-                 ("model", "relation_dropout"): 0.0}
+                 ("model", "relation_dropout"): 0.0, ("training", "score_precision"): "float32"}
 """Fields added after runs were recorded: left at these defaults they are not part of the run id, so the ids of
 earlier runs (and the results they name) stay valid; the resolved spec written with a result holds them all."""
 

@@ -72,6 +72,8 @@ class Configuration:
         differs: what its negatives, loss and optimizer do differently from the suite's.
         missing: ``missing(context) -> reason or None`` (not installed here).
         train: ``train(context, threads, seed, run_dir) -> result`` (trains, exports, writes nothing itself).
+        min_threads: the fewest threads it runs with (a configuration whose helper threads would compute on cores
+            beyond a smaller count is not run there).
     """
 
     name: str
@@ -80,6 +82,7 @@ class Configuration:
     differs: str
     missing: Callable[[Context], str | None]
     train: Callable[[Context, int, int, Path], dict[str, Any]]
+    min_threads: int = 1
 
 
 # ---------------------------------------------------------------------------------------------- load

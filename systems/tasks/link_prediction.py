@@ -125,9 +125,10 @@ def rows(z: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return gather_rows(z, index)
 
 
-def _distmult_softmax(decoder: DistMult, z, src, rel, dst, tail_neg, head_neg, chunk_size, precision):
+def _distmult_softmax(decoder: DistMult, z, src, rel, dst, tail_neg, head_neg, chunk_size, precision,
+                      score_precision="float32"):
     return distmult_softmax_loss(z, decoder.relation_table(), src, rel, decoder.inverse(rel), dst, tail_neg,
-                                 head_neg, chunk_size, precision)
+                                 head_neg, chunk_size, precision, score_precision)
 
 
 FUSED_SOFTMAX_LOSSES = {DistMult: _distmult_softmax}
@@ -139,7 +140,7 @@ def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, r
                          dst: torch.Tensor, tail_neg: torch.Tensor | None, head_neg: torch.Tensor | None,
                          chunk_size: int,
                          loss: str = "softmax", margin: float = 1.0,
-                         gradient_precision: str = "float32") -> torch.Tensor:
+                         gradient_precision: str = "float32", score_precision: str = "float32") -> torch.Tensor:
     """Mean loss of the positives ``(src, rel, dst)`` against their chunks' negatives, both sides averaged.
 
     Args:
@@ -153,6 +154,7 @@ def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, r
             class 0 of K + 1); ``margin``: mean of ``relu(margin - positive + negative)`` over all pairs.
         margin: the margin of the margin loss.
         gradient_precision: the softmax loss's backward products (:func:`~systems.tasks.scoring.chunked_softmax_loss`).
+        score_precision: its forward's score products (sampled negatives, dot-product decoders; as there).
     """
     if loss not in ("softmax", "margin"):
         raise ConfigError(f"training.loss: unknown loss {loss!r} (known: margin, softmax)")
@@ -160,7 +162,7 @@ def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, r
         return all_entities_loss(decoder, z, src, rel, dst, loss, margin, gradient_precision)
     fused = FUSED_SOFTMAX_LOSSES.get(type(decoder)) if loss == "softmax" else None
     if fused is not None:
-        return fused(decoder, z, src, rel, dst, tail_neg, head_neg, chunk_size, gradient_precision)
+        return fused(decoder, z, src, rel, dst, tail_neg, head_neg, chunk_size, gradient_precision, score_precision)
     heads, tails = rows(z, src), rows(z, dst)
     tail_queries, head_queries = decoder.tail_query(heads, rel), decoder.head_query(tails, rel)
     # per side, the positive is scored by that side's queries (they differ with inverse relations)
@@ -170,7 +172,7 @@ def link_prediction_loss(decoder: Decoder, z: torch.Tensor, src: torch.Tensor, r
     for queries, positive, negatives in sides:
         if loss == "softmax" and decoder.dot_product:  # scores, loss and gradients in one function (scoring.py)
             total = total + chunked_softmax_loss(queries, rows(z, negatives), positive, chunk_size,
-                                                 gradient_precision)
+                                                 gradient_precision, score_precision)
             continue
         negative = decoder.chunk_scores(queries, rows(z, negatives), chunk_size)
         if loss == "softmax":
@@ -427,6 +429,14 @@ class LinkPredictionTask(Task):
         if spec.dataset.feature_normalization != "none":
             raise ConfigError(f"dataset.feature_normalization: applied by node classification only; link prediction "
                               f"reads the features as stored (got {spec.dataset.feature_normalization!r})")
+        training = spec.training
+        if training.score_precision != "float32" and (
+                training.loss != "softmax" or training.negatives.mode != "chunked"
+                or not DECODERS.get(spec.model.decoder).dot_product):
+            raise ConfigError(f"training.score_precision: {training.score_precision} applies to the softmax loss of "
+                              f"sampled (chunked) negatives with a dot-product decoder (got loss "
+                              f"{training.loss!r}, negatives.mode {training.negatives.mode!r}, decoder "
+                              f"{spec.model.decoder!r})")
         check_edge_split(store, "train", required=True)
         for split in ("valid", "test"):
             check_edge_split(store, split, required=False)
@@ -710,7 +720,8 @@ class LinkPredictionTask(Task):
             loss = link_prediction_loss(self.model.decoder, z, extra["src"], extra["rel"], extra["dst"],
                                         None if all_entities else extra["tail_neg"],
                                         None if all_entities else extra["head_neg"], extra["chunk_size"],
-                                        training.loss, training.margin, training.gradient_precision)
+                                        training.loss, training.margin, training.gradient_precision,
+                                        training.score_precision)
         if training.regularization > 0:
             loss = loss + training.regularization * embedding_penalty(self.model.decoder, z, extra["src"],
                                                                       extra["rel"], extra["dst"],

@@ -38,8 +38,12 @@ def _bounds(count: int, chunks: int, chunk_size: int) -> list[tuple[int, int]]:
     return [(c * chunk_size, min((c + 1) * chunk_size, count)) for c in range(chunks)]
 
 
-def _scores(queries: torch.Tensor, negatives: torch.Tensor, chunk_size: int) -> torch.Tensor:
-    """``(B, K)`` scores of every query against its chunk's negatives."""
+def _scores(queries: torch.Tensor, negatives: torch.Tensor, chunk_size: int,
+            dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``(B, K)`` scores of every query against its chunk's negatives; with ``dtype`` (bfloat16) the products take
+    inputs rounded to it and give scores rounded to it, returned in the inputs' dtype."""
+    if dtype is not None and dtype != queries.dtype:
+        return _scores(queries.to(dtype), negatives.to(dtype), chunk_size).to(queries.dtype)
     count, (chunks, num, dim) = queries.shape[0], negatives.shape
     if chunks > _LOOP_CHUNKS:
         padded = F.pad(queries, (0, 0, 0, chunks * chunk_size - count)).view(chunks, chunk_size, dim)
@@ -102,13 +106,14 @@ class _ChunkedSoftmaxLoss(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, queries: torch.Tensor, negatives: torch.Tensor, positive: torch.Tensor,
-                chunk_size: int, gradient_dtype: torch.dtype | None) -> torch.Tensor:
+                chunk_size: int, gradient_dtype: torch.dtype | None, score_dtype: torch.dtype | None = None
+                ) -> torch.Tensor:
         chunks = negatives.shape[0]
         count = queries.shape[0]
         if chunks * chunk_size < count:
             raise ValueError(f"{chunks} chunks of {chunk_size} cannot hold {count} queries")
-        loss, probabilities, positive_probability = _softmax_with_positive(_scores(queries, negatives, chunk_size),
-                                                                           positive)
+        loss, probabilities, positive_probability = _softmax_with_positive(
+            _scores(queries, negatives, chunk_size, score_dtype), positive)
         ctx.chunk_size, ctx.gradient_dtype = chunk_size, gradient_dtype
         ctx.save_for_backward(queries, negatives, probabilities, positive_probability)
         return loss
@@ -122,7 +127,7 @@ class _ChunkedSoftmaxLoss(torch.autograd.Function):
                                                   ctx.gradient_dtype)
         grad_positive = (positive_probability - 1.0).mul_(scale) if ctx.needs_input_grad[2] else None
         return (grad_queries.mul_(scale) if grad_queries is not None else None,
-                grad_negatives.mul_(scale) if grad_negatives is not None else None, grad_positive, None, None)
+                grad_negatives.mul_(scale) if grad_negatives is not None else None, grad_positive, None, None, None)
 
 
 class _DistMultSoftmaxLoss(torch.autograd.Function):
@@ -131,7 +136,8 @@ class _DistMultSoftmaxLoss(torch.autograd.Function):
     @staticmethod
     def forward(ctx, z: torch.Tensor, relations: torch.Tensor, src: torch.Tensor, tail_rel: torch.Tensor,
                 head_rel: torch.Tensor, dst: torch.Tensor, tail_neg: torch.Tensor, head_neg: torch.Tensor,
-                chunk_size: int, gradient_dtype: torch.dtype | None) -> torch.Tensor:
+                chunk_size: int, gradient_dtype: torch.dtype | None, score_dtype: torch.dtype | None = None
+                ) -> torch.Tensor:
         chunks, num = tail_neg.shape
         if chunks * chunk_size < len(src):
             raise ValueError(f"{chunks} chunks of {chunk_size} cannot hold {len(src)} queries")
@@ -140,9 +146,9 @@ class _DistMultSoftmaxLoss(torch.autograd.Function):
         tail_q, head_q = heads * tail_r, tails * head_r
         tail_n = z.index_select(0, tail_neg.reshape(-1)).view(chunks, num, -1)
         head_n = z.index_select(0, head_neg.reshape(-1)).view(chunks, num, -1)
-        tail_loss, tail_p, tail_pp = _softmax_with_positive(_scores(tail_q, tail_n, chunk_size),
+        tail_loss, tail_p, tail_pp = _softmax_with_positive(_scores(tail_q, tail_n, chunk_size, score_dtype),
                                                             (tail_q * tails).sum(dim=1))
-        head_loss, head_p, head_pp = _softmax_with_positive(_scores(head_q, head_n, chunk_size),
+        head_loss, head_p, head_pp = _softmax_with_positive(_scores(head_q, head_n, chunk_size, score_dtype),
                                                             (head_q * heads).sum(dim=1))
         ctx.chunk_size, ctx.gradient_dtype, ctx.shapes = chunk_size, gradient_dtype, (z.shape, relations.shape)
         ctx.save_for_backward(src, dst, tail_rel, head_rel, tail_neg, head_neg, heads, tails, tail_r, head_r,
@@ -168,12 +174,13 @@ class _DistMultSoftmaxLoss(torch.autograd.Function):
                            head_gn.mul_(scale).view(-1, dim)))
         grad_relations = add_rows(heads.new_zeros(relations_shape), (tail_rel, head_rel),
                                   (tail_gq * heads, head_gq * tails))
-        return grad_z, grad_relations, None, None, None, None, None, None, None, None
+        return grad_z, grad_relations, None, None, None, None, None, None, None, None, None
 
 
 def distmult_softmax_loss(z: torch.Tensor, relations: torch.Tensor, src: torch.Tensor, tail_rel: torch.Tensor,
                           head_rel: torch.Tensor, dst: torch.Tensor, tail_neg: torch.Tensor, head_neg: torch.Tensor,
-                          chunk_size: int, gradient_precision: str = "float32") -> torch.Tensor:
+                          chunk_size: int, gradient_precision: str = "float32",
+                          score_precision: str = "float32") -> torch.Tensor:
     """DistMult's softmax loss of chunked negatives on both sides, forward and backward in one function.
 
     Equals ``(chunked_softmax_loss(h * r_t, z[tail_neg], <h * r_t, t>) + chunked_softmax_loss(t * r_h,
@@ -191,18 +198,20 @@ def distmult_softmax_loss(z: torch.Tensor, relations: torch.Tensor, src: torch.T
         tail_rel, head_rel: ``(B,)`` the relation rows of the tail queries and of the head queries (the same, or
             the inverse relations').
         tail_neg, head_neg: ``(C, K)`` rows of ``z`` of each chunk's negatives.
-        chunk_size, gradient_precision: as :func:`chunked_softmax_loss`.
+        chunk_size, gradient_precision, score_precision: as :func:`chunked_softmax_loss`.
     """
     return _DistMultSoftmaxLoss.apply(z, relations, src, tail_rel, head_rel, dst, tail_neg, head_neg, chunk_size,
-                                      GRADIENT_DTYPES[gradient_precision])
+                                      GRADIENT_DTYPES[gradient_precision], GRADIENT_DTYPES[score_precision])
 
 
 GRADIENT_DTYPES = {"float32": None, "bfloat16": torch.bfloat16}
-"""``training.gradient_precision`` -> the dtype of the backward's two matrix products (None: the inputs')."""
+"""``training.gradient_precision`` -> the dtype of the backward's two matrix products (None: the inputs'); the same
+for ``training.score_precision`` and the forward's score products."""
 
 
 def chunked_softmax_loss(queries: torch.Tensor, negatives: torch.Tensor, positive: torch.Tensor,
-                         chunk_size: int, gradient_precision: str = "float32") -> torch.Tensor:
+                         chunk_size: int, gradient_precision: str = "float32",
+                         score_precision: str = "float32") -> torch.Tensor:
     """Mean over the queries of the cross-entropy of each positive score against its chunk's negative scores.
 
     Args:
@@ -213,12 +222,16 @@ def chunked_softmax_loss(queries: torch.Tensor, negatives: torch.Tensor, positiv
         gradient_precision: ``float32``, or ``bfloat16``: the backward's two matrix products (two thirds of the
             loss's arithmetic) take bfloat16 inputs (rounded from float32: about 0.4 % relative error per
             gradient entry; CPUs with AVX512-BF16 or AMX run them about 2x faster), accumulate in float32 and
-            return float32; the forward (scores, loss) is float32 either way.
+            return float32.
+        score_precision: ``float32``, or ``bfloat16``: the forward's score products take bfloat16 inputs and give
+            bfloat16 scores (mixed-precision training's rounding; about 2x faster with AVX512-BF16), converted to
+            float32 for the softmax and the loss; the positive scores stay float32.
 
     Returns:
         The scalar loss, differentiable in all three tensors.
     """
-    return _ChunkedSoftmaxLoss.apply(queries, negatives, positive, chunk_size, GRADIENT_DTYPES[gradient_precision])
+    return _ChunkedSoftmaxLoss.apply(queries, negatives, positive, chunk_size, GRADIENT_DTYPES[gradient_precision],
+                                     GRADIENT_DTYPES[score_precision])
 
 
 _ALL_ENTITY_BLOCK_ELEMENTS = 1 << 22

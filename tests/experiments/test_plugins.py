@@ -93,9 +93,10 @@ def test_the_link_prediction_peers_run_every_registered_peer_s_configurations():
     peers = [plugins.PEERS.get(name) for name in plugins.PEER_TABLE]
     supplied = [c.name for peer in peers for c in peer.link_prediction]
     assert supplied == ["pbg-p1", "pbg-p8", "pykeen"]
-    assert link_prediction_peers.CONFIGURATIONS.names_in_order() == ["suite", "suite-bf16", "suite-pipelined",
-                                                                     *supplied]
-    assert link_prediction_peers.DEFAULT_CONFIGURATIONS == ("suite", *supplied)
+    suite = ["suite", "suite-bf16", "suite-bf16-all", "suite-pipelined", "suite-hogwild"]
+    assert link_prediction_peers.CONFIGURATIONS.names_in_order() == [*suite, *supplied]
+    assert link_prediction_peers.DEFAULT_CONFIGURATIONS == ("suite", "suite-bf16-all", *supplied)
+    assert link_prediction_peers.QUICK_CONFIGURATIONS == ("suite", "pbg-p1", "pbg-p8")
     assert not any(peer.needs(_spec("in_memory", "dense")) for peer in peers if peer.link_prediction)
 
 

@@ -302,6 +302,42 @@ def test_time_to_target_table_pairs_the_suite_with_the_fastest_peer_by_hand():
     assert pd.isna(table.loc["pbg-p1"].get("verdict"))
 
 
+def test_the_time_to_mrr_claim_needs_some_suite_configuration_at_every_thread_count(tmp_path):
+    """lp-time-to-mrr, as lp-vs-pbg: per thread count it holds when one of the suite's configurations (float32 or
+    bfloat16 gradient products) holds against the best peer; every thread count must."""
+    def row(name, system, threads, seed, time_s):
+        return {"configuration": name, "system": system, "label": name, "threads": threads, "seed": seed,
+                "epochs": 10, "status": "ok", "target": 0.24, "reached_target": True, "time_to_target_s": time_s,
+                "train_time_s": 40.0, "under_load": False}
+
+    def verdict(suite_times: dict[int, float], bf16_times: dict[int, float]) -> str:
+        runs = [row("pbg-p1", "pbg", t, s, 10.0 + s) for t in (1, 2) for s in range(3)]
+        runs += [row("suite", "suite", t, s, suite_times[t] * (10.0 + s)) for t in (1, 2) for s in range(3)]
+        runs += [row("suite-bf16", "suite", t, s, bf16_times[t] * (10.0 + s)) for t in (1, 2) for s in range(3)]
+        peers.time_to_target_table(pd.DataFrame(runs)).to_csv(tmp_path / peers.TTT_CSV, index=False)
+        return claims().get("lp-time-to-mrr").evaluate(tmp_path).verdict
+
+    assert verdict({1: 0.8, 2: 0.8}, {1: 0.5, 2: 0.6}) == "holds"  # bfloat16 reaches it at both thread counts
+    assert verdict({1: 0.5, 2: 0.8}, {1: 0.8, 2: 0.5}) == "holds"  # a different configuration per thread count
+    assert verdict({1: 0.5, 2: 0.8}, {1: 0.5, 2: 0.9}) == "does not hold"  # none at 2 threads
+    assert verdict({1: 0.5, 2: 0.8}, {1: 0.5, 2: 0.8}) == "does not hold"
+
+
+def test_the_hogwild_configuration_trains_at_two_threads_and_is_left_out_at_one(tmp_path, shared_datasets):
+    """suite-hogwild (the pipelined system, one compute worker per thread, one intra-op thread each) runs from 2
+    threads on (at 1 its helper threads would compute on the other core) and learns like the in-memory suite."""
+    status = peers.main(["--quick", "--out", str(tmp_path / "runs"), "--results", str(tmp_path), "--data-dir",
+                         str(tmp_path / "data"), "--dataset-root", str(shared_datasets / "fb15k237"),
+                         "--configurations", "suite", "suite-hogwild", "--threads", "1", "2",
+                         "--quick-entities", str(ENTITIES), "--no-plot"])
+    assert status == 0
+    runs = pd.read_csv(tmp_path / peers.RUNS_CSV).set_index(["configuration", "threads"])
+    assert sorted(runs.index) == [("suite", 1), ("suite", 2), ("suite-hogwild", 2)]
+    hogwild, suite = runs.loc[("suite-hogwild", 2)], runs.loc[("suite", 2)]
+    assert hogwild["status"] == "ok" and json.loads(hogwild["compute_threads"]) == [1] * peers.QUICK_EPOCHS
+    assert hogwild["test_mrr"] > 0.5 * suite["test_mrr"] > 0.05  # it learns (Hogwild: not bitwise the suite's)
+
+
 def test_run_all_runs_a_system_only_on_its_own_seeds(monkeypatch):
     """Full mode runs PyKEEN (minutes an epoch) on fewer seeds than the others: every other configuration runs every
     seed and thread count, PyKEEN only its seeds."""

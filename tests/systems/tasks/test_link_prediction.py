@@ -618,3 +618,16 @@ def test_config_errors(tiny: GraphStore) -> None:
     data["training"]["negatives"]["degree_fraction"] = 1.5
     with pytest.raises(ConfigError, match=r"spec\.yaml: training\.negatives\.degree_fraction: .*less than or equal"):
         spec_from_dict(data, source="spec.yaml")
+
+
+def test_bfloat16_scores_train_and_apply_to_sampled_softmax_with_dot_products_only(tiny, baseline, tmp_path):
+    outcome, _ = run(make_spec(training={"score_precision": "bfloat16"}), tiny, tmp_path / "bf16")
+    assert outcome.epochs[0].loss != baseline.epochs[0].loss and outcome.test_metrics["filtered_mrr"] > 0.025
+    assert make_spec(training={"score_precision": "float32"}).run_id == make_spec().run_id
+    assert make_spec(training={"score_precision": "bfloat16"}).run_id != make_spec().run_id
+    for sections in ({"model": {"decoder": "transe"}}, {"training": {"loss": "margin"}},
+                     {"training": {"negatives": {"mode": "all"}}}):
+        spec = make_spec(**sections)
+        spec = spec.model_copy(update={"training": spec.training.model_copy(update={"score_precision": "bfloat16"})})
+        with pytest.raises(ConfigError, match="training.score_precision: bfloat16 applies to the softmax loss"):
+            LinkPredictionTask.check_inputs(spec, tiny)

@@ -72,6 +72,60 @@ def test_bfloat16_gradient_products_stay_close_and_the_loss_exact():
         assert (mine - other).norm() / other.norm() < 0.01
 
 
+def test_bfloat16_scores_are_the_float32_loss_of_rounded_scores():
+    """score_precision bfloat16: the loss is that of the scores computed from bfloat16 inputs and rounded to
+    bfloat16 (the positive scores untouched), and its gradients stay close to float32's."""
+    generator = torch.Generator().manual_seed(6)
+    inputs = [torch.randn(40, 16, generator=generator), torch.randn(2, 30, 16, generator=generator),
+              torch.randn(40, generator=generator)]
+    results = {}
+    for precision in ("float32", "bfloat16"):
+        leaves = [t.clone().requires_grad_(True) for t in inputs]
+        loss = chunked_softmax_loss(*leaves, 20, score_precision=precision)
+        loss.backward()
+        results[precision] = (loss.detach(), [leaf.grad for leaf in leaves])
+    queries, negatives, positive = inputs
+    rounded = chunked_scores(queries.bfloat16(), negatives.bfloat16(), 20).float()
+    expected = F.cross_entropy(torch.cat([positive.unsqueeze(1), rounded], dim=1), torch.zeros(40, dtype=torch.int64))
+    (exact, exact_grads), (approximate, approximate_grads) = results["float32"], results["bfloat16"]
+    torch.testing.assert_close(approximate, expected)
+    assert not torch.equal(approximate, exact) and abs(approximate - exact) < 0.01 * exact
+    for mine, other in zip(approximate_grads, exact_grads):
+        assert mine.dtype == torch.float32 and (mine - other).norm() / other.norm() < 0.02
+
+
+def test_fused_distmult_with_bfloat16_scores_equals_the_generic_path():
+    from systems.models.decoders import DistMult
+    from systems.tasks import link_prediction
+
+    generator = torch.Generator().manual_seed(3)
+    decoder = DistMult(5, 16, inverse_relations=True)
+    with torch.no_grad():
+        decoder.relations.normal_(generator=generator)
+    z = torch.randn(40, 16, generator=generator)
+    src, dst = torch.randint(40, (12,), generator=generator), torch.randint(40, (12,), generator=generator)
+    rel = torch.randint(5, (12,), generator=generator)
+    negatives = [torch.randint(40, (3, 7), generator=generator) for _ in range(2)]
+    results = []
+    for fused in (True, False):
+        table = z.clone().requires_grad_(True)
+        decoder.zero_grad()
+        if fused:
+            loss = link_prediction.link_prediction_loss(decoder, table, src, rel, dst, *negatives, 4,
+                                                        score_precision="bfloat16")
+        else:
+            heads, tails = table[src], table[dst]
+            tail_q, head_q = decoder.tail_query(heads, rel), decoder.head_query(tails, rel)
+            loss = (chunked_softmax_loss(tail_q, table[negatives[0]], (tail_q * tails).sum(1), 4,
+                                         score_precision="bfloat16")
+                    + chunked_softmax_loss(head_q, table[negatives[1]], (head_q * heads).sum(1), 4,
+                                           score_precision="bfloat16")) / 2
+        loss.backward()
+        results.append((loss.detach(), table.grad, decoder.relations.grad.clone()))
+    for mine, generic in zip(*results):
+        torch.testing.assert_close(mine, generic)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])  # float32: the compiled row accumulation
 @pytest.mark.parametrize("inverse", [False, True])
 @pytest.mark.parametrize(("count", "chunks", "chunk_size"), [(12, 3, 4), (10, 4, 3), (200, 70, 3)])
