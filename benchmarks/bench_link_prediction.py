@@ -6,6 +6,10 @@ FB15k-237 specs (14,541 entities, d = 100, batches of 1,000 positives; ``experim
 - ``AllEntitySoftmax``: the 1vsAll softmax loss of one side of a batch: ``autograd`` (the scores ``Q @ Z^T``, then
   ``F.cross_entropy``: the speed-up's *before*), ``blocked`` (:func:`systems.tasks.scoring.all_entities_softmax_loss`)
   and ``blocked_bf16`` (its gradient products in bfloat16, ``training.gradient_precision: bfloat16``);
+- ``SampledDistMultSoftmax``: one batch of DistMult's softmax loss against sampled negatives in the peers
+  comparison's setting (1,000 positives sharing 1,000 negatives per side, inverse relations, about 3,000 distinct
+  rows; :func:`systems.tasks.scoring.distmult_softmax_loss`): ``float32``, ``bf16_gradients``
+  (``training.gradient_precision: bfloat16``) and ``bf16_all`` (also ``training.score_precision: bfloat16``);
 - ``TransEDistances``: TransE's L1 distances: ``cdist`` (``torch.cdist(p=1)`` and its backward: before) against
   ``kernel`` (:func:`systems.models.distance_kernels.l1_distances`), for one side's chunked negatives (10 chunks
   of 100 queries x 500 negatives) and for a quarter of one side's all-entity scores (250 queries x all entities);
@@ -30,7 +34,7 @@ from torch.nn import functional as F
 
 from suite.metrics import filtered_target_ranks, target_ranks
 from systems.models.distance_kernels import l1_distances
-from systems.tasks.scoring import all_entities_softmax_loss
+from systems.tasks.scoring import all_entities_softmax_loss, distmult_softmax_loss
 
 NUM_ENTITIES = 14_541
 DIM = 100
@@ -62,6 +66,45 @@ class AllEntitySoftmax:
             precision = "bfloat16" if variant == "blocked_bf16" else "float32"
             loss = all_entities_softmax_loss(self.queries, self.entities, self.targets, precision)
         torch.autograd.grad(loss, (self.queries, self.entities))
+
+
+class SampledDistMultSoftmax:
+    """One batch of DistMult's sampled-negative softmax loss, both sides: loss, then the gradients of the batch's
+    rows and of the relation diagonals."""
+
+    params = [["float32", "bf16_gradients", "bf16_all"]]
+    param_names = ["variant"]
+    timeout = 120.0
+    num_rows = 3000  # distinct rows of a batch: 1,000 heads and tails and 2 x 1,000 negatives among 14,541
+    num_positives = 1000
+    num_negatives = 1000
+    num_relations = 237
+    dim = DIM
+    PRECISIONS = {"float32": ("float32", "float32"), "bf16_gradients": ("bfloat16", "float32"),
+                  "bf16_all": ("bfloat16", "bfloat16")}  # variant -> (gradient, score) precision
+
+    def setup(self, variant: str) -> None:
+        """Random rows, relation diagonals, positives and one chunk of negatives per side; one call first."""
+        generator = torch.Generator().manual_seed(0)
+        self.z = (torch.randn(self.num_rows, self.dim, generator=generator) * 0.1).requires_grad_(True)
+        self.relations = torch.randn(2 * self.num_relations, self.dim, generator=generator).requires_grad_(True)
+        self.src = torch.randint(self.num_rows, (self.num_positives,), generator=generator)
+        self.dst = torch.randint(self.num_rows, (self.num_positives,), generator=generator)
+        self.rel = torch.randint(self.num_relations, (self.num_positives,), generator=generator)
+        self.tail_neg = torch.randint(self.num_rows, (1, self.num_negatives), generator=generator)
+        self.head_neg = torch.randint(self.num_rows, (1, self.num_negatives), generator=generator)
+        self.time_loss_and_gradients(variant)
+
+    def loss(self, variant: str) -> torch.Tensor:
+        """The batch's loss in ``variant``'s precisions."""
+        gradients, scores = self.PRECISIONS[variant]
+        return distmult_softmax_loss(self.z, self.relations, self.src, self.rel, self.rel + self.num_relations,
+                                     self.dst, self.tail_neg, self.head_neg, self.num_positives, gradients, scores)
+
+    def time_loss_and_gradients(self, variant: str) -> None:
+        """Forward and backward of the loss."""
+        self.loss(variant).backward()
+        self.z.grad = self.relations.grad = None
 
 
 class TransEDistances:

@@ -138,6 +138,9 @@ def test_link_prediction_benchmarks_run():
     assert bench.AllEntitySoftmax.params == [["autograd", "blocked", "blocked_bf16"]]
     for variant in bench.AllEntitySoftmax.params[0]:
         run_benchmark(bench.AllEntitySoftmax, None, (variant,), {"num_queries": 6, "num_entities": 9, "dim": 4})
+    tiny_batch = {"num_rows": 20, "num_positives": 6, "num_negatives": 5, "num_relations": 3, "dim": 4}
+    for variant in bench.SampledDistMultSoftmax.params[0]:
+        run_benchmark(bench.SampledDistMultSoftmax, None, (variant,), tiny_batch)
     tiny_shapes = {"chunked": (2, 3, 5), "all_entities": (1, 3, 9)}
     for params in itertools.product(*bench.TransEDistances.params):
         run_benchmark(bench.TransEDistances, None, params, {"shapes": tiny_shapes, "dim": 4})

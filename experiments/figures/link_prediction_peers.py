@@ -14,8 +14,12 @@ positive and side, as close as each allows (:data:`CONFIGURATIONS` says what dif
 
 - ``suite``: the suite's in-memory system (``experiments/specs/fb15k237_peers.yaml``): chunks of 1000 positives share
   1000 uniform negatives per side (``num_chunks: 1``), inverse relations (separate head-query diagonals),
-  element-wise sparse Adagrad on the gathered embedding rows; ``suite-pipelined``: the same task in the pipelined
-  system (sampling, gathers and the Adagrad update overlapped with compute; staleness bound 2);
+  element-wise sparse Adagrad on the gathered embedding rows; ``suite-bf16-all`` (run by default too): the same
+  with the score products of the loss in bfloat16 (``training.score_precision`` and ``gradient_precision``:
+  inputs rounded, float32 accumulation, softmax and loss float32), ``suite-bf16`` the backward's products only;
+  ``suite-pipelined``: the same task in the pipelined system (sampling, gathers and the Adagrad update overlapped
+  with compute; staleness bound 2); ``suite-hogwild`` (from 2 threads on): the pipelined system with one compute
+  thread per thread of the run, each training its own batches on the shared table (PBG's Hogwild workers);
 - ``pbg-p1`` / ``pbg-p8``: PyTorch-BigGraph 1.0.0 (:mod:`experiments.peers.pbg_driver`, in ``.venv-pbg``) with 1
   and 8 entity partitions (8 x 8 edge buckets, two partitions in memory at a time), ``num_batch_negs: 0`` and
   ``num_uniform_negs: 1000`` (chunks of 1000 positives share 1000 uniform negatives per side, drawn from the
@@ -62,7 +66,7 @@ A peer that is not installed is a ``skipped`` row with the reason (``make peers`
 
 ``--quick``: FB15k-237's dense core (:func:`write_quick_dataset`: its 500 entities of highest degree, the 9,703
 training triples between them, 300 valid and test triples), 3 epochs, target MRR 0.15, one seed, one thread, PyKEEN
-left out (:data:`QUICK_CONFIGURATIONS`): seconds per system, for the tests and ``gnnsuite reproduce --quick``; every
+and the suite's bfloat16 configuration left out (:data:`QUICK_CONFIGURATIONS`): seconds per system, for the tests and ``gnnsuite reproduce --quick``; every
 system learns on it (filtered MRR well above chance), so the quick comparison is one of trained models. Finished
 runs are not repeated (``--overwrite`` repeats them).
 """
@@ -853,9 +857,8 @@ FIGURE = Figure(
     "link_prediction_peers", "link prediction against its peers on FB15k-237: the suite vs PyTorch-BigGraph "
     "(p=1, p=8) vs PyKEEN, triples/s and filtered MRR by the suite's ranking", _reproduce,
     (TABLE_CSV, RUNS_CSV, FIGURE_PNG, TTT_CSV, CURVES_PNG),
-    "about 35 minutes (estimated: of the 79 measured on the quiet 2 cores with PyKEEN at 2 epochs x 3 seeds, 25 were "
-    "the other systems' 10 epochs x 3 seeds x 1 and 2 threads; PyKEEN now 1 epoch on seed 0, about 9 minutes); "
-    "peers from make peers",
+    "about 30 minutes (29 measured on the quiet 2 cores at f427745: the suite in float32 and bfloat16, PBG p=1 and "
+    "p=8, 10 epochs x 3 seeds x 1 and 2 threads, PyKEEN 1 epoch on seed 0); peers from make peers",
     __name__, plots=(Plot("link_prediction_peers", plot_link_prediction_peers, TABLE_CSV),
                      Plot("link_prediction_peers_time_to_mrr", plot_time_to_mrr, RUNS_CSV)),
     claims=(lp_vs_pbg, lp_time_to_mrr))
