@@ -54,17 +54,25 @@ def test_too_few_chunks_rejected():
         chunked_softmax_loss(torch.randn(5, 2), torch.randn(2, 3, 2), torch.randn(5), 2)
 
 
+def _chunked_inputs(seed: int) -> list[torch.Tensor]:
+    """40 queries in 2 chunks of 20 against 30 negatives each (d = 16), and their positive scores."""
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(40, 16, generator=generator), torch.randn(2, 30, 16, generator=generator),
+            torch.randn(40, generator=generator)]
+
+
+def _loss_and_gradients(inputs: list[torch.Tensor], **precision: str) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """:func:`chunked_softmax_loss` of ``inputs`` (chunks of 20) in the given precisions, and its gradients."""
+    leaves = [t.clone().requires_grad_(True) for t in inputs]
+    loss = chunked_softmax_loss(*leaves, 20, **precision)
+    loss.backward()
+    return loss.detach(), [leaf.grad for leaf in leaves]
+
+
 def test_bfloat16_gradient_products_stay_close_and_the_loss_exact():
-    generator = torch.Generator().manual_seed(5)
-    inputs = [torch.randn(40, 16, generator=generator), torch.randn(2, 30, 16, generator=generator),
-              torch.randn(40, generator=generator)]
-    grads = {}
-    for precision in ("float32", "bfloat16"):
-        leaves = [t.clone().requires_grad_(True) for t in inputs]
-        loss = chunked_softmax_loss(*leaves, 20, precision)
-        loss.backward()
-        grads[precision] = (loss.detach(), [leaf.grad for leaf in leaves])
-    (exact, exact_grads), (approximate, approximate_grads) = grads["float32"], grads["bfloat16"]
+    inputs = _chunked_inputs(5)
+    exact, exact_grads = _loss_and_gradients(inputs)
+    approximate, approximate_grads = _loss_and_gradients(inputs, gradient_precision="bfloat16")
     assert torch.equal(exact, approximate)  # the forward is float32 either way
     assert torch.equal(exact_grads[2], approximate_grads[2])  # so is the positive scores' gradient
     for mine, other in zip(approximate_grads[:2], exact_grads[:2]):
@@ -75,19 +83,12 @@ def test_bfloat16_gradient_products_stay_close_and_the_loss_exact():
 def test_bfloat16_scores_are_the_float32_loss_of_rounded_scores():
     """score_precision bfloat16: the loss is that of the scores computed from bfloat16 inputs and rounded to
     bfloat16 (the positive scores untouched), and its gradients stay close to float32's."""
-    generator = torch.Generator().manual_seed(6)
-    inputs = [torch.randn(40, 16, generator=generator), torch.randn(2, 30, 16, generator=generator),
-              torch.randn(40, generator=generator)]
-    results = {}
-    for precision in ("float32", "bfloat16"):
-        leaves = [t.clone().requires_grad_(True) for t in inputs]
-        loss = chunked_softmax_loss(*leaves, 20, score_precision=precision)
-        loss.backward()
-        results[precision] = (loss.detach(), [leaf.grad for leaf in leaves])
+    inputs = _chunked_inputs(6)
+    exact, exact_grads = _loss_and_gradients(inputs)
+    approximate, approximate_grads = _loss_and_gradients(inputs, score_precision="bfloat16")
     queries, negatives, positive = inputs
     rounded = chunked_scores(queries.bfloat16(), negatives.bfloat16(), 20).float()
     expected = F.cross_entropy(torch.cat([positive.unsqueeze(1), rounded], dim=1), torch.zeros(40, dtype=torch.int64))
-    (exact, exact_grads), (approximate, approximate_grads) = results["float32"], results["bfloat16"]
     torch.testing.assert_close(approximate, expected)
     assert not torch.equal(approximate, exact) and abs(approximate - exact) < 0.01 * exact
     for mine, other in zip(approximate_grads, exact_grads):
