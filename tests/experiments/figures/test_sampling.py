@@ -191,3 +191,31 @@ def test_a_newly_registered_sampler_gets_its_rows_and_its_line_in_the_figure(tmp
     assert toy["backend"].startswith(f"{__name__} (")
     assert sampling.sampler_styles(["naive", "toy"])["toy"][1] == "every other root"
     assert (tmp_path / "s.png").is_file()
+
+
+def test_a_slow_peer_does_not_stop_the_extra_rounds_of_the_compared_samplers():
+    # The extra rounds are decided on the compared samplers' own time: a peer whose two calls alone exceed
+    # min_seconds used to end every configuration at the planned rounds (papers, 5 layers: 5 naive/DENSE pairs).
+    import time
+
+    from systems.sampling.sampler import SampleCounts
+
+    class Toy:
+        def __init__(self, seconds: float):
+            self.seconds = seconds
+
+        def build(self, graph, fanouts, replace):
+            def sample(roots, seed):
+                time.sleep(self.seconds)
+                return roots
+
+            return sample
+
+        def stats(self, result):
+            return SampleCounts(len(result), [len(result)], 1)
+
+    adapters = {"naive": Toy(0.0), "dense": Toy(0.0), "peer": Toy(0.05)}
+    plans = {"naive": (0, 2, True), "dense": (0, 2, True), "peer": (0, 2, False)}
+    measured = sampling.measure_interleaved(None, (2,), adapters, plans, torch.arange(10), 4, seed=0, replace=False,
+                                            min_seconds=0.05, max_repeats=6)
+    assert [len(measured[name].times) for name in ("naive", "dense", "peer")] == [6, 6, 2]
