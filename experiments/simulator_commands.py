@@ -138,7 +138,7 @@ def _add_simulate(commands: argparse._SubParsersAction) -> None:
 def _cmd_simulate_disk(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from experiments.measure.disk_simulation import calibrate_on, load_run, spec_work
+    from experiments.measure.disk_simulation import calibrate_on, compute_threads, load_run, spec_work
     from simulators.disk_epoch_model import predict
     from suite.config import load_spec
     from suite.io import strict_json_dumps
@@ -149,6 +149,8 @@ def _cmd_simulate_disk(args: argparse.Namespace) -> int:
     spec = recorded.spec if recorded else load_spec(target, args.set)
     work = recorded.work if recorded else spec_work(spec)
     costs = calibrate_on(load_run(Path(args.calibrate_from)))
+    if recorded:  # its compute threads are known (a spec's are the calibration run's)
+        costs = costs.with_compute_threads(compute_threads(recorded))
     options = DiskOptions.model_validate(spec.system.options)
     prediction = predict(work, costs, prefetch=options.prefetch,
                          keeps_resident=spec.training.task != "link_prediction")

@@ -30,7 +30,11 @@ Time model
 Per state: prepare ``P_k = ops_k * latency + read_bytes_k / read_bandwidth + build_per_edge * edges_k +
 hold_per_byte * read_bytes_k + hold_per_edge * edges_k`` (reads; checksums of what is read; the CSR build and
 re-assembling the held buckets, both linear in the in-buffer edges); compute
-``C_k = compute_state_s + compute_batch_s * batches_k + compute_example_s * examples_k``; per pass a flush
+``C_k = compute_state_s + compute_batch_s * batches_k + compute_example_s * examples_k + compute_edge_s *
+sampled_edges_k`` (node classification with a workload curve: the edges its batches sample in the in-buffer graph,
+estimated from its examples and the share of its partitions' incoming edges it holds; the compute is then fitted on
+them instead of the examples; a run computing with another number of threads than the calibration runs has its
+compute costs scaled by the ratio, :meth:`DiskCosts.with_compute_threads`); per pass a flush
 ``F = flush_bytes / write_bandwidth`` (learnable partitions) and a fixed ``epoch_overhead_s``; the run's first
 state adds a warm-up (``warmup_prepare_s``, ``warmup_compute_s``); between passes a gap ``pass_gap_s`` (the
 harness's bookkeeping; the next pass's first wait starts that long after the last compute and flush).
@@ -53,9 +57,10 @@ a SimPy discrete-event simulation (a cross-check in the tests).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +118,8 @@ class PassWork:
         examples: training examples of the state.
         batches: batches of the state (``ceil(examples / batch_size)``; an empty state still runs one empty batch).
         flush_bytes: bytes written back at the end of the pass.
+        sampled_edges: edges the state's batches sample in the in-buffer graph (node classification, when a
+            workload curve is given to :func:`plan_work`), else None.
     """
 
     partition_bytes: np.ndarray
@@ -123,6 +130,12 @@ class PassWork:
     examples: np.ndarray
     batches: np.ndarray
     flush_bytes: float = 0.0
+    sampled_edges: np.ndarray | None = None
+
+    @property
+    def sampled(self) -> np.ndarray:
+        """Sampled edges per state (zeros where not estimated)."""
+        return np.zeros(len(self.examples)) if self.sampled_edges is None else self.sampled_edges
 
     @property
     def read_bytes(self) -> np.ndarray:
@@ -153,6 +166,8 @@ class DiskCosts:
         compute_state_s: fixed compute seconds of a state.
         compute_batch_s: compute seconds per batch.
         compute_example_s: compute seconds per training example.
+        compute_edge_s: compute seconds per sampled edge.
+        compute_threads: threads the compute costs were measured with (:meth:`with_compute_threads` rescales them).
         write_bandwidth: bytes/s of the end-of-pass write-back.
         epoch_overhead_s: seconds of an epoch outside its states (plan, bookkeeping).
         pass_gap_s: seconds between a pass's last compute (and flush) and the next pass's first wait.
@@ -168,6 +183,8 @@ class DiskCosts:
     compute_state_s: float = 0.0
     compute_batch_s: float = 0.0
     compute_example_s: float = 0.0
+    compute_edge_s: float = 0.0
+    compute_threads: float = 1.0
     write_bandwidth: float = math.inf
     epoch_overhead_s: float = 0.0
     pass_gap_s: float = 0.0
@@ -177,9 +194,11 @@ class DiskCosts:
     def __post_init__(self) -> None:
         if not self.read_bandwidth > 0 or not self.write_bandwidth > 0:
             raise ConfigError("costs: read_bandwidth and write_bandwidth must be positive bytes/s")
+        if not self.compute_threads > 0:
+            raise ConfigError(f"costs.compute_threads: expected a positive number, got {self.compute_threads!r}")
         for name in ("read_latency_s", "build_per_edge_s", "hold_per_byte_s", "hold_per_edge_s", "compute_state_s",
-                     "compute_batch_s", "compute_example_s", "epoch_overhead_s", "pass_gap_s", "warmup_compute_s",
-                     "warmup_prepare_s"):
+                     "compute_batch_s", "compute_example_s", "compute_edge_s", "epoch_overhead_s", "pass_gap_s",
+                     "warmup_compute_s", "warmup_prepare_s"):
             if not getattr(self, name) >= 0:
                 raise ConfigError(f"costs.{name}: expected a non-negative number, got {getattr(self, name)!r}")
 
@@ -194,8 +213,23 @@ class DiskCosts:
         if not factor > 0:
             raise ConfigError(f"slowdown factor: expected a positive number, got {factor!r}")
         fields = {name: value * factor for name, value in self.as_dict().items()}
-        fields.update(read_bandwidth=self.read_bandwidth / factor, write_bandwidth=self.write_bandwidth / factor)
+        fields.update(read_bandwidth=self.read_bandwidth / factor, write_bandwidth=self.write_bandwidth / factor,
+                      compute_threads=self.compute_threads)
         return DiskCosts(**fields)
+
+    def with_compute_threads(self, threads: float) -> "DiskCosts":
+        """The costs of a run that computes with ``threads`` threads: the compute costs (per state, batch, example,
+        edge, and the warm-up's) scaled by ``compute_threads / threads`` (the torch ops of a batch spread over the
+        threads; processor sharing, no parallel overhead), the rest unchanged."""
+        if not threads > 0:
+            raise ConfigError(f"compute threads: expected a positive number, got {threads!r}")
+        scale = self.compute_threads / threads
+        return dataclasses.replace(self, compute_threads=float(threads), **{
+            name: getattr(self, name) * scale for name in COMPUTE_COSTS})
+
+
+COMPUTE_COSTS = ("compute_state_s", "compute_batch_s", "compute_example_s", "compute_edge_s", "warmup_compute_s")
+"""The costs that scale with the compute threads (:meth:`DiskCosts.with_compute_threads`)."""
 
 
 def load_factor(calibration_foreign_cores: float, run_foreign_cores: float, cores: float,
@@ -245,8 +279,13 @@ def _bucket_extents(needed: np.ndarray, held: np.ndarray, sizes: StoreSizes) -> 
     return float(rows * sizes.edge_bytes), len(first)
 
 
+EdgesPerExample = Callable[[np.ndarray], np.ndarray]
+"""A workload curve: edges sampled per training example against the share of the examples' neighbours held in the
+buffer (0-1), vectorized."""
+
+
 def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
-              keeps_resident: bool) -> list[PassWork]:
+              keeps_resident: bool, edges_per_example: EdgesPerExample | None = None) -> list[PassWork]:
     """The work of every state of consecutive training passes (``plans``: one per epoch, in order).
 
     Args:
@@ -255,6 +294,9 @@ def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
         batch_size: training batch size.
         keeps_resident: partitions and buckets stay in the buffer from one pass to the next (node
             classification); else every pass starts from an empty buffer (link prediction).
+        edges_per_example: node classification: the sampler's workload curve; a state's sampled edges are its
+            examples times the curve at the share of its partitions' incoming edges that come from partitions it
+            holds (the in-buffer edges over all edges into its partitions). None: not estimated.
     """
     if batch_size <= 0:
         raise ConfigError(f"batch_size: expected a positive integer, got {batch_size}")
@@ -271,6 +313,7 @@ def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
         S = len(entered)
         rows = {name: np.zeros(S) for name in ("partition_bytes", "partition_reads", "bucket_bytes", "bucket_reads",
                                                "edges")}
+        incoming = np.zeros(S)
         edges = np.asarray(sizes.bucket_edges, dtype=np.float64)
         for k, state in enumerate(entered.tolist()):
             members = np.sort(plan.state(state)).astype(np.int64)
@@ -279,6 +322,7 @@ def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
             rows["partition_reads"][k] = _runs(loads)
             rows["bucket_bytes"][k], rows["bucket_reads"][k] = _bucket_extents(members, held, sizes)
             rows["edges"][k] = edges[np.ix_(members, members)].sum()
+            incoming[k] = edges[:, members].sum()
             held = members
         if plan.task == "link_prediction":
             examples = plan.state_bucket_totals(edges)[entered]
@@ -286,7 +330,11 @@ def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
             examples = np.bincount(plan.node_state, minlength=plan.num_states).astype(np.float64)[entered]
         batches = np.maximum(1.0, np.ceil(examples / batch_size))
         flush = float(part_bytes[held].sum()) if sizes.learnable else 0.0
-        out.append(PassWork(examples=examples, batches=batches, flush_bytes=flush, **rows))
+        sampled = None
+        if edges_per_example is not None and plan.task != "link_prediction":
+            share = np.divide(rows["edges"], incoming, out=np.zeros(S), where=incoming > 0)
+            sampled = examples * np.asarray(edges_per_example(share), dtype=np.float64)
+        out.append(PassWork(examples=examples, batches=batches, flush_bytes=flush, sampled_edges=sampled, **rows))
     return out
 
 
@@ -296,7 +344,8 @@ def state_seconds(work: PassWork, costs: DiskCosts) -> StateSeconds:
     prepare = (work.read_ops * costs.read_latency_s + work.read_bytes / costs.read_bandwidth
                + work.read_bytes * costs.hold_per_byte_s
                + work.edges * (costs.build_per_edge_s + costs.hold_per_edge_s))
-    compute = costs.compute_state_s + work.batches * costs.compute_batch_s + work.examples * costs.compute_example_s
+    compute = (costs.compute_state_s + work.batches * costs.compute_batch_s + work.examples * costs.compute_example_s
+               + work.sampled * costs.compute_edge_s)
     flush = work.flush_bytes / costs.write_bandwidth if work.flush_bytes else 0.0
     return StateSeconds(prepare, compute, float(flush))
 
@@ -455,7 +504,7 @@ def read_seconds(reads: Sequence[Mapping[str, Any]]) -> float:
 
 
 def calibrate(states: Iterable[Mapping[str, Any]], epochs: Iterable[Mapping[str, Any]], work: Sequence[PassWork],
-              prefetch: bool, warm_from: int = 1) -> DiskCosts:
+              prefetch: bool, warm_from: int = 1, compute_threads: float = 1.0) -> DiskCosts:
     """Fit :class:`DiskCosts` on a recorded run: its ``state`` and ``epoch`` records (dicts as in
     ``records.jsonl``) and the work of its passes (:func:`plan_work` of its plans, in epoch order).
 
@@ -481,7 +530,18 @@ def calibrate(states: Iterable[Mapping[str, Any]], epochs: Iterable[Mapping[str,
     Raises:
         DataError: no warm training states, or the records and the work disagree on the states.
     """
-    return calibrate_pooled([(states, epochs, work)], prefetch, warm_from)
+    return calibrate_pooled([(states, epochs, work)], prefetch, warm_from, compute_threads)
+
+
+def _uses_edges(works: Sequence[Sequence[PassWork]]) -> bool:
+    """The compute is fitted on sampled edges (estimated for every pass) rather than on examples."""
+    return bool(works) and all(w.sampled_edges is not None for work in works for w in work)
+
+
+def _compute_features(work: PassWork, edges: bool) -> np.ndarray:
+    """The compute fit's features of a pass's states: a constant, batches, and sampled edges or examples (one of
+    them: at a given buffer share the edges a state samples are proportional to its examples)."""
+    return np.column_stack([np.ones(work.num_states), work.batches, work.sampled if edges else work.examples])
 
 
 CalibrationRun = tuple[Iterable[Mapping[str, Any]], Iterable[Mapping[str, Any]], Sequence[PassWork]]
@@ -489,12 +549,11 @@ CalibrationRun = tuple[Iterable[Mapping[str, Any]], Iterable[Mapping[str, Any]],
 
 
 def compute_rank(works: Sequence[Sequence[PassWork]], warm_from: int = 1) -> int:
-    """Rank of the compute fit's features (a constant, batches, examples; columns scaled as the fit scales them) on
-    the warm passes (from ``warm_from`` on) of the runs whose work is ``works``: below 3, the runs do not tell
-    per-state, per-batch and per-example compute apart (e.g. one state per epoch and the same examples every epoch)
-    and the non-negative fit puts the compute on some of them."""
-    rows = [np.column_stack([np.ones(w.num_states), w.batches, w.examples]) for work in works
-            for w in work[warm_from:]]
+    """Rank of the compute fit's features (a constant, batches, examples or sampled edges; columns scaled as the fit
+    scales them) on the warm passes (from ``warm_from`` on) of the runs whose work is ``works``: below 3, the runs do
+    not tell per-state, per-batch and per-example compute apart (e.g. one state per epoch and the same examples
+    every epoch) and the non-negative fit puts the compute on some of them."""
+    rows = [_compute_features(w, _uses_edges(works)) for work in works for w in work[warm_from:]]
     if not rows:
         return 0
     features = np.vstack(rows)
@@ -504,15 +563,19 @@ def compute_rank(works: Sequence[Sequence[PassWork]], warm_from: int = 1) -> int
 
 
 def calibrate_pooled(runs: Sequence[CalibrationRun], prefetch: bool | Sequence[bool],
-                     warm_from: int = 1) -> DiskCosts:
+                     warm_from: int = 1, compute_threads: float = 1.0) -> DiskCosts:
     """Fit one :class:`DiskCosts` on several recorded runs of the same system and model pooled (``runs``: per run its
     ``state`` records, ``epoch`` records and passes' work; ``prefetch``: of every run, or one per run): every fit of
     :func:`calibrate` on the observations of all runs together (the read events, the build intervals, what remains of
     the prepares, the compute intervals, the flushes), the epoch overhead and the gap between passes as means over
     all runs' warm epochs, the warm-up as the mean of the runs' first states' warm-ups. One run is
-    :func:`calibrate`. Runs that differ in how their compute splits into per-state, per-batch and per-example
-    (one state per epoch, several states of varying examples) identify the three together where neither alone
-    does (:func:`compute_rank`).
+    :func:`calibrate`. Where every pass's work has sampled edges, the compute is fitted on them instead of the
+    examples. ``compute_threads``: the threads the runs computed with (the costs carry it,
+    :meth:`DiskCosts.with_compute_threads`). Runs that differ in how their compute splits into per-state, per-batch
+    and per-example (or per-edge) compute (one state per epoch, several states of varying examples) identify the
+    three together where neither alone does (:func:`compute_rank`); per-edge and per-batch compute apart from each
+    other only where the runs sample at different buffer shares (at one share a state's edges are proportional to
+    its examples).
 
     Raises:
         DataError: no run, a run without warm training states, fewer than two states with reads over all runs, or
@@ -547,6 +610,7 @@ def calibrate_pooled(runs: Sequence[CalibrationRun], prefetch: bool | Sequence[b
     build_edges = sum(float(work[e].edges.sum()) for _, _, work, warm in recorded for e in warm)
     build_per_edge = build_s / build_edges if build_edges else 0.0
     rest, features, compute, compute_features = [], [], [], []
+    edges_fit = _uses_edges([work for _, _, work, _ in recorded])
     overheads, gaps, flush_s, flush_bytes = [], [], [], []
     for (by_epoch, epoch_rows, work, warm), run_prefetch in zip(recorded, prefetches):
         for e in warm:
@@ -557,7 +621,7 @@ def calibrate_pooled(runs: Sequence[CalibrationRun], prefetch: bool | Sequence[b
             rest.extend(prepared - modeled)
             features.append(np.column_stack([w.edges, w.read_bytes]))
             compute.extend(r["compute_end"] - r["compute_start"] for r in records)
-            compute_features.append(np.column_stack([np.ones(w.num_states), w.batches, w.examples]))
+            compute_features.append(_compute_features(w, edges_fit))
             flush = float(epoch_rows.get(e, {}).get("flush_s", 0.0) or 0.0)
             span = records[-1]["compute_end"] - records[0]["wait_start"]
             if e in epoch_rows:
@@ -569,11 +633,13 @@ def calibrate_pooled(runs: Sequence[CalibrationRun], prefetch: bool | Sequence[b
                 before_flush = float(epoch_rows.get(e - 1, {}).get("flush_s", 0.0) or 0.0)
                 gaps.append(records[0]["wait_start"] - by_epoch[e - 1][-1]["compute_end"] - before_flush)
     hold_per_edge, hold_per_byte = _nonnegative_fit(np.vstack(features), np.asarray(rest))
-    state_s, batch_s, example_s = _nonnegative_fit(np.vstack(compute_features), np.asarray(compute))
+    state_s, batch_s, work_s = _nonnegative_fit(np.vstack(compute_features), np.asarray(compute))
+    example_s, edge_s = (0.0, work_s) if edges_fit else (work_s, 0.0)
     warm_costs = DiskCosts(read_bandwidth=1.0 / per_byte, read_latency_s=float(latency),
                            build_per_edge_s=float(build_per_edge), hold_per_byte_s=float(hold_per_byte),
                            hold_per_edge_s=float(hold_per_edge), compute_state_s=float(state_s),
-                           compute_batch_s=float(batch_s), compute_example_s=float(example_s))
+                           compute_batch_s=float(batch_s), compute_example_s=float(example_s),
+                           compute_edge_s=float(edge_s))
     warmup_prepare, warmup_compute = [], []
     for by_epoch, _, work, _ in recorded:
         if 0 in by_epoch and len(by_epoch[0]) == work[0].num_states:
@@ -585,7 +651,8 @@ def calibrate_pooled(runs: Sequence[CalibrationRun], prefetch: bool | Sequence[b
     return DiskCosts(
         read_bandwidth=1.0 / per_byte, read_latency_s=float(latency), build_per_edge_s=float(build_per_edge),
         hold_per_byte_s=float(hold_per_byte), hold_per_edge_s=float(hold_per_edge), compute_state_s=float(state_s),
-        compute_batch_s=float(batch_s), compute_example_s=float(example_s),
+        compute_batch_s=float(batch_s), compute_example_s=float(example_s), compute_edge_s=float(edge_s),
+        compute_threads=float(compute_threads),
         write_bandwidth=(sum(flush_bytes) / sum(flush_s)) if flush_s else math.inf,
         epoch_overhead_s=max(0.0, float(np.mean(overheads))) if overheads else 0.0,
         pass_gap_s=max(0.0, float(np.mean(gaps))) if gaps else 0.0,
@@ -593,6 +660,7 @@ def calibrate_pooled(runs: Sequence[CalibrationRun], prefetch: bool | Sequence[b
         warmup_prepare_s=float(np.mean(warmup_prepare)) if warmup_prepare else 0.0)
 
 
-__all__ = ["CalibrationRun", "DiskCosts", "EpochPrediction", "PassWork", "StateSeconds", "StoreSizes", "calibrate",
-           "calibrate_pooled", "compute_rank", "load_factor", "measured_prepare_s", "plan_work", "predict",
-           "read_seconds", "simulate_epochs", "simulate_epochs_simpy", "state_seconds"]
+__all__ = ["COMPUTE_COSTS", "CalibrationRun", "DiskCosts", "EdgesPerExample", "EpochPrediction", "PassWork",
+           "StateSeconds", "StoreSizes", "calibrate", "calibrate_pooled", "compute_rank", "load_factor",
+           "measured_prepare_s", "plan_work", "predict", "read_seconds", "simulate_epochs", "simulate_epochs_simpy",
+           "state_seconds"]

@@ -41,6 +41,8 @@ fit is still rank-deficient is flagged in the costs table, on its runs' rows and
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import math
 import os
 import sys
@@ -53,8 +55,8 @@ import numpy as np
 import pandas as pd
 
 from experiments.common import REPO_ROOT, SPECS
-from simulators.disk_epoch_model import (DiskCosts, PassWork, StoreSizes, calibrate_pooled, load_factor, plan_work,
-                                         predict)
+from simulators.disk_epoch_model import (DiskCosts, EdgesPerExample, PassWork, StoreSizes, calibrate_pooled,
+                                         load_factor, plan_work, predict)
 from simulators.disk_epoch_model import compute_rank as features_rank
 from suite.config import RunSpec, load_spec
 from suite.errors import ConfigError, SuiteError
@@ -139,14 +141,74 @@ def store_sizes(spec: RunSpec, pstore) -> StoreSizes:
                       learnable=spec.training.task == "link_prediction")
 
 
+CURVE_SHARES = np.linspace(0.05, 1.0, 20)
+"""Shares of the graph's nodes at which the workload curve is measured (:func:`edges_per_example`)."""
+CURVE_BATCHES = 4
+"""Training batches sampled at every share of the curve."""
+
+
+def _curve_key(spec: RunSpec) -> str:
+    """What the workload curve of a run depends on: its dataset, sampler, fanouts and batch size."""
+    return json.dumps([spec.dataset.model_dump(mode="json"), spec.sampler.model_dump(mode="json"),
+                       list(spec.model.fanouts), spec.training.batch_size, spec.seed], sort_keys=True)
+
+
+@functools.lru_cache(maxsize=16)
+def _curve(key: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`edges_per_example`'s measured points ``(shares, edges per example)`` for a :func:`_curve_key`."""
+    import torch
+
+    from suite.config import DatasetSpec, SamplerSpec
+    from suite.datasets import open_dataset
+    from suite.registry import SAMPLERS
+    from systems.sampling.sampler import SamplingGraph
+    from systems.tasks.node_classification import labeled
+
+    dataset, sampler_spec, fanouts, batch_size, seed = json.loads(key)
+    sampler_spec = SamplerSpec.model_validate(sampler_spec)
+    store = open_dataset(DatasetSpec.model_validate(dataset))
+    graph = SamplingGraph.from_store(store, sampler_spec.direction)
+    train = labeled(store.split("train").to(torch.int64), store.labels.to(torch.int64))
+    generator = torch.Generator().manual_seed(seed)
+    seeds = train[torch.randperm(len(train), generator=generator)][:CURVE_BATCHES * batch_size]
+    sampler_class = SAMPLERS.get(sampler_spec.name)
+    per_example = []
+    for share in CURVE_SHARES:
+        held = torch.rand(graph.num_nodes, generator=generator) < share
+        held[train] = True  # the training nodes' partitions are pinned in the buffer
+        kept = held[graph.indices]
+        counts = torch.cat([torch.zeros(1, dtype=torch.int64), kept.cumsum(0)])
+        thinned = SamplingGraph(counts[graph.indptr], graph.indices[kept])
+        sampler = sampler_class(thinned, tuple(fanouts), replace=sampler_spec.replace)
+        edges = sum(sampler_class.counts(sampler.timed_sample(batch, seed + b)).sampled_edges
+                    for b, batch in enumerate(seeds.split(batch_size)))
+        per_example.append(edges / max(len(seeds), 1))
+    return CURVE_SHARES.copy(), np.asarray(per_example, dtype=np.float64)
+
+
+def edges_per_example(spec: RunSpec) -> EdgesPerExample | None:
+    """The workload curve of a node-classification run (None for link prediction): the edges its sampler samples
+    per training example when the nodes of only a share of the graph are held, measured by running the sampler
+    (the run's, with its fanouts and batch size) on the whole graph thinned to the in-edges of a random share of its
+    nodes (the training nodes always held: the disk system pins their partitions), :data:`CURVE_BATCHES` batches of
+    training nodes at each of :data:`CURVE_SHARES`, and interpolated between them. Work counts only: nothing is
+    timed."""
+    if spec.training.task == "link_prediction":
+        return None
+    shares, per_example = _curve(_curve_key(spec))
+    return lambda share: np.interp(share, shares, per_example)
+
+
 def spec_work(spec: RunSpec) -> list[PassWork]:
-    """The work of every training pass of a disk run spec, from its plans and its partitioned store's sizes (the
-    store is partitioned, and cached, if no run did it yet)."""
+    """The work of every training pass of a disk run spec, from its plans, its partitioned store's sizes (the
+    store is partitioned, and cached, if no run did it yet) and, for node classification, its workload curve
+    (:func:`edges_per_example`)."""
     if spec.system.name != "disk":
         raise ConfigError(f"system.name: {spec.system.name!r}; the simulation is of the disk system")
     pstore = partitioned(spec)
     return plan_work(run_plans(spec, pstore), store_sizes(spec, pstore), spec.training.batch_size,
-                     keeps_resident=spec.training.task != "link_prediction")
+                     keeps_resident=spec.training.task != "link_prediction",
+                     edges_per_example=edges_per_example(spec))
 
 
 def load_run(run_dir: Path) -> RunInputs:
@@ -169,18 +231,25 @@ def calibrate_on(runs: RunInputs | Sequence[RunInputs]) -> DiskCosts:
     (:func:`~simulators.disk_epoch_model.calibrate_pooled`)."""
     runs = _as_runs(runs)
     return calibrate_pooled([(run.states, run.epochs, run.work) for run in runs],
-                            prefetch=[run.options.prefetch for run in runs], warm_from=WARM_FROM)
+                            prefetch=[run.options.prefetch for run in runs], warm_from=WARM_FROM,
+                            compute_threads=float(np.mean([compute_threads(run) for run in runs])))
+
+
+def compute_threads(run: RunInputs) -> float:
+    """The threads a recorded run computed with (its summary's thread budget; 1 where it is not recorded): the
+    disk system gives the prefetch thread a core of its own, so a run without prefetch computes with one more."""
+    return float(((read_summary(run.run_dir) or {}).get("threads") or {}).get("compute") or 1)
 
 
 FULL_COMPUTE_RANK = 3
-"""Features of the compute fit: a constant, batches, examples."""
+"""Features of the compute fit: a constant, batches, examples (node classification: sampled edges)."""
 
 
 def compute_rank(runs: RunInputs | Sequence[RunInputs]) -> int:
-    """Rank of the compute fit's features on the calibration runs' warm states (a constant, batches, examples;
-    :func:`simulators.disk_epoch_model.compute_rank`): below :data:`FULL_COMPUTE_RANK`, the runs do not tell
-    per-state, per-batch and per-example compute apart (a run of one state per epoch and the same examples every
-    epoch), and the non-negative fit puts the compute on some of them."""
+    """Rank of the compute fit's features on the calibration runs' warm states (a constant, batches, examples or
+    sampled edges; :func:`simulators.disk_epoch_model.compute_rank`): below :data:`FULL_COMPUTE_RANK`, the runs do
+    not tell per-state, per-batch and per-example compute apart (a run of one state per epoch and the same examples
+    every epoch), and the non-negative fit puts the compute on some of them."""
     return features_rank([run.work for run in _as_runs(runs)], WARM_FROM)
 
 
@@ -206,8 +275,10 @@ def measured_warm(run: RunInputs) -> tuple[list[int], float, float, float]:
 def compare(run: RunInputs, costs: DiskCosts, calibration_foreign_cores: float | None = None,
             cores: float = MACHINE_CORES) -> dict[str, Any]:
     """One held-out run: measured and predicted mean warm epoch time, error, bytes, simulation speed; with the
-    calibration run's foreign load, also the prediction for this run's own foreign load (``load_error``)."""
+    calibration run's foreign load, also the prediction for this run's own foreign load (``load_error``). The
+    costs are first rescaled to the run's compute threads (:meth:`DiskCosts.with_compute_threads`)."""
     options = run.options
+    costs = costs.with_compute_threads(compute_threads(run))
     prediction = predict(run.work, costs, prefetch=options.prefetch, keeps_resident=run.keeps_resident)
     warm, measured_s, planned_bytes, recorded_bytes = measured_warm(run)
     predicted_s = float(np.mean(prediction.epoch_time_s[warm]))
@@ -345,13 +416,14 @@ def is_pipelined(spec: RunSpec) -> bool:
     return spec.system.options.get("pipeline") is not None
 
 
-def _eligible(spec: RunSpec, policy: str | None) -> bool:
-    """A disk run of seed 0 with ``policy``, prefetch on, not pipelined and ``buffer_capacity = num_partitions / 4``."""
+def _eligible(spec: RunSpec, policy: str | None, any_share: bool = False) -> bool:
+    """A disk run of seed 0 with ``policy``, prefetch on, not pipelined and ``buffer_capacity = num_partitions / 4``
+    (``any_share``: any buffer capacity)."""
     options = spec.system.options
     p, c = options.get("num_partitions"), options.get("buffer_capacity")
     return (spec.system.name == "disk" and spec.seed == 0 and bool(options.get("prefetch", True))
             and policy is not None and options.get("policy") == policy and not is_pipelined(spec)
-            and p is not None and c is not None and 4 * c == p)
+            and p is not None and c is not None and (any_share or 4 * c == p))
 
 
 def designated_calibration(specs: Sequence[RunSpec]) -> tuple[int, ...]:
@@ -363,8 +435,14 @@ def designated_calibration(specs: Sequence[RunSpec]) -> tuple[int, ...]:
     num_partitions / 4``, at the finest ``num_partitions`` among such runs (the configuration the disk claims are
     decided on); of equals, the first listed. Then, per further policy of the task (``dispersed`` for node
     classification), the first listed run of that policy with the same ``num_partitions`` and ``buffer_capacity``,
-    seed 0, prefetch on, not pipelined (left out when the group has none: the costs table says so). Every other run
-    of the group is predicted from its plans and store sizes only; the designated runs never are."""
+    seed 0, prefetch on, not pipelined (left out when the group has none: the costs table says so). Node
+    classification then adds the first listed run of the first policy at the same ``num_partitions`` and another
+    ``buffer_capacity`` (seed 0, prefetch on, not pipelined), where there is one: its compute is fitted on the edges
+    its batches sample (:func:`edges_per_example`), which at one buffer share are proportional to the examples, so
+    the per-edge and the per-batch compute are told apart only across shares (added after the first rule's results
+    had been seen: with one share the per-edge cost absorbed the per-batch one and runs at c / p = 0.44-0.5 were
+    predicted 10-21 % long; both results are in docs/simulators.md). Every other run of the group is predicted from
+    its plans and store sizes only; the designated runs never are."""
     candidates = []
     for index, spec in enumerate(specs):
         policies = CALIBRATION_POLICIES.get(spec.training.task, ())
@@ -378,6 +456,12 @@ def designated_calibration(specs: Sequence[RunSpec]) -> tuple[int, ...]:
     for policy in CALIBRATION_POLICIES[first.training.task][1:]:
         chosen.extend([index for index, spec in enumerate(specs) if _eligible(spec, policy)
                        and (spec.system.options["num_partitions"], spec.system.options["buffer_capacity"]) == size
+                       and spec.training.task == first.training.task][:1])
+    if first.training.task != "link_prediction":
+        chosen.extend([index for index, spec in enumerate(specs)
+                       if _eligible(spec, first.system.options["policy"], any_share=True)
+                       and spec.system.options["num_partitions"] == size[0]
+                       and spec.system.options["buffer_capacity"] != size[1]
                        and spec.training.task == first.training.task][:1])
     return tuple(chosen)
 
@@ -475,7 +559,7 @@ def _calibration(members: list[tuple[Path, RunSpec]], picks: Sequence[int], load
         notes.append(f"no designated {' / '.join(missing)} run: calibrated on {len(runs)} run(s)")
     if rank < FULL_COMPUTE_RANK:
         notes.append(f"compute fit rank-deficient (rank {rank} of {FULL_COMPUTE_RANK}): per-state, per-batch and "
-                     "per-example compute not told apart; its runs' predictions are flagged")
+                     "per-example (or per-edge) compute not told apart; its runs' predictions are flagged")
     load = [foreign_cores(run) for run in runs]
     return costs, {**row, "foreign_cores": float(np.nanmean(load)) if not np.isnan(load).all() else math.nan,
                    "cores": cores or machine_cores(dirs[0]),

@@ -245,3 +245,31 @@ def test_two_runs_pooled_identify_the_compute_neither_identifies_alone():
     assert not np.allclose(predicted_b, [r["epoch_time_s"] for r in epochs_b], rtol=0.05)
     single = calibrate_pooled([(states_a, epochs_a, work_a)], prefetch=[True])
     assert single == alone  # one run pooled is calibrate
+
+
+def test_sampled_edges_follow_the_workload_curve_at_the_share_of_incoming_edges_held():
+    """4 partitions, every bucket 1 edge but (3 -> 0) with 5: a state holding {0, 1} holds 2 of partition 0's 8
+    incoming edges and 2 of partition 1's 4, a share of 4 / 12; its 6 examples sample 6 x curve(1/3) edges."""
+    plan = make_plan("beta", PolicySpec(4, 2, task="link_prediction"), randomize=False)
+    edges = np.ones((4, 4))
+    edges[3, 0] = 5.0
+    sizes = StoreSizes(np.full(4, 10.0), edges, edge_bytes=1.0)
+    nc_plan = make_plan("sequential", PolicySpec(4, 2, task="node_classification",
+                                                 train_partitions=np.array([0, 0, 0, 1, 1, 1])), seed=0, epoch=0)
+    work = plan_work([nc_plan], sizes, batch_size=4, keeps_resident=True, edges_per_example=lambda share: 10 * share)
+    assert sorted(nc_plan.state(int(nc_plan.states_with_examples()[0])).tolist()) == [0, 1]  # the pinned two
+    assert work[0].sampled_edges.tolist() == pytest.approx([6 * 10 * 4 / 12])
+    assert plan_work([plan], sizes, batch_size=4, keeps_resident=False,
+                     edges_per_example=lambda share: share)[0].sampled_edges is None  # link prediction: none
+
+
+def test_compute_costs_follow_the_compute_threads_and_nothing_else_does():
+    costs = DiskCosts(read_bandwidth=2.0, read_latency_s=1.0, compute_state_s=1.0, compute_batch_s=2.0,
+                      compute_example_s=3.0, compute_edge_s=4.0, warmup_compute_s=5.0, epoch_overhead_s=6.0)
+    two = costs.with_compute_threads(2)
+    assert two.compute_threads == 2.0 and two.read_bandwidth == 2.0 and two.read_latency_s == 1.0
+    assert [two.compute_state_s, two.compute_batch_s, two.compute_example_s, two.compute_edge_s,
+            two.warmup_compute_s, two.epoch_overhead_s] == [0.5, 1.0, 1.5, 2.0, 2.5, 6.0]
+    assert two.slowed(2.0).compute_threads == 2.0  # a slowdown does not change the threads
+    with pytest.raises(ConfigError, match="compute threads"):
+        costs.with_compute_threads(0)
