@@ -238,3 +238,11 @@ def test_the_command_validates_a_recorded_folder_without_running(recorded_folder
     written = {path.name for path in tmp_path.iterdir()}
     assert {f"disk_simulation_recorded_{name}.csv" for name in ("runs", "summary", "costs")} <= written
     assert dirs["dispersed"].name in capsys.readouterr().out
+
+
+def test_compute_threads_come_from_the_run_summary_and_default_to_one(tmp_path):
+    from experiments.measure.disk_simulation import RunInputs, compute_threads
+
+    (tmp_path / "summary.json").write_text(json.dumps({"threads": {"compute": 2, "own_threads": 0}}))
+    assert compute_threads(RunInputs(tmp_path, None, [], [], [])) == 2.0  # a run without prefetch: both cores
+    assert compute_threads(RunInputs(tmp_path / "missing", None, [], [], [])) == 1.0
