@@ -553,7 +553,8 @@ def compute_rank(works: Sequence[Sequence[PassWork]], warm_from: int = 1) -> int
     scales them) on the warm passes (from ``warm_from`` on) of the runs whose work is ``works``: below 3, the runs do
     not tell per-state, per-batch and per-example compute apart (e.g. one state per epoch and the same examples
     every epoch) and the non-negative fit puts the compute on some of them."""
-    rows = [_compute_features(w, _uses_edges(works)) for work in works for w in work[warm_from:]]
+    edges = _uses_edges(works)
+    rows = [_compute_features(w, edges) for work in works for w in work[warm_from:]]
     if not rows:
         return 0
     features = np.vstack(rows)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from experiments.measure import disk_simulation
-from experiments.measure.disk_simulation import (CURVE_BATCHES, NO_CALIBRATION, calibrate_on, compare,
+from experiments.measure.disk_simulation import (CURVE_BATCHES, CURVE_SEED, NO_CALIBRATION, calibrate_on, compare,
                                                  designated_calibration, edges_per_example, foreign_cores, load_run,
                                                  main, measured_warm, run_to_run_spread, summarize, validate_recorded)
 from experiments.simulator_commands import add_commands
@@ -148,13 +148,16 @@ def test_the_workload_curve_counts_what_the_sampler_samples(store):
     assert np.all(np.diff(per_example) >= -1e-9) and per_example[0] < per_example[-1]
     assert curve(np.array([shares[3]])) == pytest.approx([per_example[3]])
     train = labeled(store.split("train").to(torch.int64), store.labels.to(torch.int64))
-    generator = torch.Generator().manual_seed(spec.seed)
+    generator = torch.Generator().manual_seed(CURVE_SEED)
     seeds = train[torch.randperm(len(train), generator=generator)][:CURVE_BATCHES * spec.training.batch_size]
     sampler_class = SAMPLERS.get(spec.sampler.name)  # the spec's (naive)
     sampler = sampler_class(SamplingGraph.from_store(store, "in"), tuple(spec.model.fanouts))
-    whole = sum(sampler_class.counts(sampler.timed_sample(batch, spec.seed + b)).sampled_edges
+    whole = sum(sampler_class.counts(sampler.timed_sample(batch, CURVE_SEED + b)).sampled_edges
                 for b, batch in enumerate(seeds.split(spec.training.batch_size)))
     assert per_example[-1] == pytest.approx(whole / len(seeds))
+    # one curve for every seed of a configuration
+    assert disk_simulation._curve_key(make_spec(store, 1, policy="sequential", num_partitions=8,
+                                                buffer_capacity=2)) == disk_simulation._curve_key(spec)
 
 
 @pytest.fixture(scope="module")
