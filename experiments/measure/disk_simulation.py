@@ -197,8 +197,8 @@ def edges_per_example(spec: RunSpec) -> EdgesPerExample | None:
     per training example when the nodes of only a share of the graph are held, measured by running the sampler
     (the run's, with its fanouts and batch size) on the whole graph thinned to the in-edges of a random share of its
     nodes (the training nodes always held: the disk system pins their partitions), the training nodes in batches
-    (at most :data:`CURVE_BATCHES`) at each of :data:`CURVE_SHARES`, and interpolated between them. Work counts only: nothing is
-    timed."""
+    (at most :data:`CURVE_BATCHES`) at each of :data:`CURVE_SHARES`, and interpolated between them. Work counts
+    only: nothing is timed."""
     if spec.training.task == "link_prediction":
         return None
     shares, per_example = _curve(_curve_key(spec))
