@@ -225,7 +225,8 @@ def update_reference(out: Path, mode: str, only: Sequence[str] | None = None, ro
                      job_times: dict[str, float] | None = None) -> Path:
     """Copy the outputs of the jobs of a completed reproduction in ``out`` into the committed reference of
     ``mode`` (each file atomically), then regenerate the reference's ``REPORT.md`` from its tables (its time per
-    figure: ``job_times``, the other jobs' earlier times kept, :func:`merged_times`). The only code
+    figure: ``job_times`` of the jobs copied, the other jobs' times in the reference kept, :func:`merged_times`; a
+    resumed reproduction's times of jobs it did not run now are not the reference's). The only code
     path that writes under ``results/``; refused for a checkout with uncommitted changes
     (:func:`require_clean_tree`)."""
     from experiments.report import write_report
@@ -235,7 +236,10 @@ def update_reference(out: Path, mode: str, only: Sequence[str] | None = None, ro
     source, target = Path(out) / "results", reference_dir(mode, root)
     target.mkdir(parents=True, exist_ok=True)
     copied = 0
-    for item in plan(only):
+    jobs = plan(only)
+    ran = {item.name for item in jobs}
+    job_times = {name: seconds for name, seconds in job_times.items() if name in ran} if job_times else job_times
+    for item in jobs:
         for name in item.outputs:
             if (source / name).exists():
                 atomic_write_bytes(target / name, (source / name).read_bytes())

@@ -172,6 +172,17 @@ def test_update_reference_copies_the_outputs_and_regenerates_the_report(repo, tm
     assert f"(git {head[:12]})" in (repo / "results" / "REPORT.md").read_text()
 
 
+def test_update_reference_keeps_the_reference_times_of_jobs_it_did_not_copy(repo, tmp_path):
+    """A resumed reproduction returns its folder's earlier jobs' times too; only the copied jobs' replace the
+    reference's (a reference regenerated job by job from several folders keeps each job's own time)."""
+    out = tmp_path / "repro"
+    times = reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo)
+    reproduce.update_reference(out, "quick", ["buffer_io"], root=repo,
+                               job_times={**times, "work_depth": 999.0, "cost": 998.0})
+    recorded = reproduce.reference_times("quick", repo)
+    assert set(recorded) == {"buffer_io"} and recorded["buffer_io"] == pytest.approx(times["buffer_io"], abs=1)
+
+
 def test_update_reference_refuses_a_tree_with_uncommitted_changes(repo, tmp_path):
     out = tmp_path / "repro"
     times = reproduce.reproduce("quick", ["buffer_io"], out, data=tmp_path / "data", root=repo)
