@@ -97,7 +97,8 @@ class Calibration:
 
     Attributes:
         source: the run folder.
-        services: per stage, the measured service times of the warm epoch's batches (seconds).
+        services: per stage, the measured service times of the calibration's batches (every epoch's but the
+            first ``warmup_batches``; seconds).
         cores: per stage, CPU cores one job uses when alone.
         cpu_cores: cores of the recorded machine.
         num_batches: batches in the warm epoch.

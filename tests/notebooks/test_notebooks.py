@@ -70,7 +70,8 @@ def test_pipeline_whatif_notebook(tmp_path, cache_dir):
                          LOADER_WORKERS=[1, 4], STALENESS_BOUNDS=[1, 4, 16], NUM_BATCHES=50)
     assert summary["configurations"] == 2 * 2 * 3 and summary["simulated_batches"] == 50
     assert summary["machines"] == ["p3.2xlarge", "recorded"] and summary["max_staleness_below_bound"]
-    assert summary["calibration_batches"] > 0 and 0.5 < summary["sync_ratio"] < 2.0
+    # simulated sync time per batch against the recorded stage times per batch (hand-offs make it slightly more)
+    assert summary["calibration_batches"] > 0 and 0.8 < summary["sync_ratio"] < 1.25
     assert len(list((tmp_path / "out").iterdir())) == 1  # the recorded sync run
 
 
