@@ -264,6 +264,12 @@ class EvaluationSpec(_Spec):
                                                              "triples only, the same seeded sample in every run "
                                                              "(systems.tasks.link_prediction.validation_sample; "
                                                              "a cheap curve of time to MRR); None = all")
+    validations_per_epoch: int = Field(1, gt=0, description="validate this many times per epoch, after evenly "
+                                                            "spaced batches (the last at the epoch's end): a finer "
+                                                            "curve of time to target; more than 1 needs 'valid' in "
+                                                            "splits, every = 1 and a system that can stop between "
+                                                            "batches (in_memory); the evaluations' time is not "
+                                                            "training time")
     test_sample: int | None = Field(None, gt=0, description="link prediction: test on this many test triples only, "
                                                             "the same seeded sample in every run (an unbiased "
                                                             "estimate of the whole split's metrics, for quick "
@@ -315,6 +321,11 @@ class RunSpec(_Spec):
         if self.evaluation.restore_best and "valid" not in self.evaluation.splits:
             raise ValueError("evaluation.restore_best: selects by the validation metric; 'valid' must be in "
                              f"evaluation.splits, got {list(self.evaluation.splits)}")
+        if self.evaluation.validations_per_epoch > 1 and ("valid" not in self.evaluation.splits
+                                                          or self.evaluation.every != 1):
+            raise ValueError("evaluation.validations_per_epoch: validations within every epoch need 'valid' in "
+                             f"evaluation.splits and evaluation.every = 1, got splits {list(self.evaluation.splits)}"
+                             f" and every = {self.evaluation.every}")
         return self
 
     def resolved(self) -> dict[str, Any]:
@@ -364,6 +375,7 @@ _ADDED_FIELDS = {("dataset", "split"): None, ("model", "heads"): 4, ("model", "n
                  ("training", "negatives", "label_smoothing"): 0.0, ("dataset", "feature_normalization"): "none",
                  ("model", "input_dropout"): 0.0, ("evaluation", "restore_best"): False,
                  ("evaluation", "valid_sample"): None, ("evaluation", "test_sample"): None,
+                 ("evaluation", "validations_per_epoch"): 1,
                  ("training", "negatives", "subset_fraction"): None,
                  ("training", "negatives", "subset_batches"): 1, ("model", "gcn_normalization"): "row",
                  ("dataset", "split", "component"): "all", ("model", "embedding_dropout"): 0.0,

@@ -48,7 +48,10 @@ class RunOutcome:
     Attributes:
         epoch_time_s: wall time of every training epoch (evaluation excluded).
         epochs: the stats of every epoch.
-        valid_metrics: ``(epoch, metrics)`` of every validation.
+        valid_metrics: ``(epoch, metrics)`` of every validation after an epoch.
+        valid_points: every validation of this process, within epochs (``evaluation.validations_per_epoch``) and
+            after them, in order: ``{epoch, batches, of_batches, train_s, **metrics}``, ``train_s`` the run's
+            training seconds done at it (``batches`` None where the epoch did not validate within).
         test_metrics: the final test metrics.
         io_read_bytes / io_write_bytes / partition_swaps: storage traffic the system caused (0 in memory).
         test_curve: ``(epoch, metrics)`` of every test evaluation (``evaluation.test_every``, and the last epoch).
@@ -62,6 +65,7 @@ class RunOutcome:
     epoch_time_s: list[float] = field(default_factory=list)
     epochs: list[EpochStats] = field(default_factory=list)
     valid_metrics: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+    valid_points: list[dict[str, Any]] = field(default_factory=list)
     test_metrics: dict[str, float] = field(default_factory=dict)
     test_curve: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     io_read_bytes: int = 0

@@ -96,6 +96,7 @@ def summarize(spec: RunSpec, store: GraphStore, outcome: RunOutcome, *, wall_tim
             "main": main,
             "valid": valid_curve[-1][1] if valid_curve else {},
             "valid_curve": [{"epoch": epoch, **metrics} for epoch, metrics in valid_curve],
+            "valid_points": list(getattr(outcome, "valid_points", [])),
             "test": outcome.test_metrics,
             "test_curve": [{"epoch": epoch, **metrics} for epoch, metrics in outcome.test_curve],
         },

@@ -342,6 +342,8 @@ def data_parallel(system_class: type) -> type:
         return _DATA_PARALLEL_CLASSES[system_class]
 
     class DataParallelSystem(system_class):  # type: ignore[misc, valid-type]
+        validates_within_epoch = False  # every rank would have to stop at the same batch
+
         def __init__(self, spec, store, device, recorder):
             super().__init__(spec, store, device, recorder)
             context = current()

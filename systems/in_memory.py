@@ -10,6 +10,8 @@ Two runs with the same spec give the same losses and metrics on the CPU (see the
 
 from __future__ import annotations
 
+import time
+
 import torch
 from pydantic import ConfigDict
 
@@ -64,18 +66,31 @@ class InMemorySystem(System):
         """Set the task up (load the graph and inputs, build model and optimizer)."""
         self.task.setup()
 
+    validates_within_epoch = True
+
     def train_epoch(self, epoch: int, progress: bool = False) -> EpochStats:
-        """One pass over the epoch's batches, one batch and one stage at a time."""
+        """One pass over the epoch's batches, one batch and one stage at a time (validating between batches where
+        ``evaluation.validations_per_epoch`` asks, that time kept out of the epoch's)."""
         from tqdm import tqdm
 
+        started, eval_s = time.perf_counter(), 0.0
         task = self.task
         timer = StageTimer(self.device)
         batches = task.plan_epoch(epoch)
+        validate_after = self.within_epoch_validations(len(batches))
         task.train()
-        for batch in tqdm(batches, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False):
+        for done, batch in enumerate(tqdm(batches, desc=f"epoch {epoch}", unit="batch", disable=not progress,
+                                          leave=False), start=1):
             batch.version_read = task.optimizer_steps
             run_stages(task, batch, timer)
-        return epoch_stats(batches, timer.snapshot())
+            if done in validate_after:
+                eval_s += self.validate_within_epoch(epoch, done, len(batches),
+                                                     time.perf_counter() - started - eval_s)
+                task.train()
+        stats = epoch_stats(batches, timer.snapshot())
+        if validate_after:
+            stats.extra["within_epoch_eval_s"] = eval_s
+        return stats
 
     def evaluate(self, split: str) -> dict[str, float]:
         """The task's metrics on ``split``."""

@@ -160,6 +160,8 @@ class PipelinedSystem(InMemorySystem):
     label = "pipelined (in memory)"
     """How figures name it."""
 
+    validates_within_epoch = False  # its stages run ahead of the batch that would pause for validation
+
     options_model = PipelineOptions
 
     def __init__(self, spec: RunSpec, store: GraphStore, device: torch.device, recorder: Recorder):

@@ -76,6 +76,12 @@ class System(ABC):
 
             raise ConfigError(f"evaluation.restore_best: the {spec.system.name} system cannot restore earlier "
                               f"parameters for {spec.training.task} (its learnable state is not held in memory)")
+        if spec.evaluation.validations_per_epoch > 1 and not self.validates_within_epoch:
+            from suite.errors import ConfigError
+
+            raise ConfigError(f"evaluation.validations_per_epoch: the {type(self).__name__} system validates only "
+                              f"between epochs (1), got {spec.evaluation.validations_per_epoch}")
+        self._within_epoch: list[dict[str, Any]] = []  # this epoch's validations between its batches
 
     def run(self, progress: bool = False) -> RunOutcome:
         """Train for ``spec.training.epochs`` epochs, validating every ``spec.evaluation.every``, then test.
@@ -116,6 +122,7 @@ class System(ABC):
             done = self.completed_epochs()
             for epoch, (elapsed, stats, metrics) in enumerate(done):
                 self._record_epoch(outcome, epoch, elapsed, stats, metrics, resumed=True)
+                self._add_valid_points(outcome, epoch, metrics)
                 if stats.extra.get("compute_threads") is not None:
                     outcome.threads["per_epoch"].append(stats.extra["compute_threads"])
             for epoch, metrics, threads in self.completed_tests():
@@ -130,12 +137,13 @@ class System(ABC):
                 started = time.perf_counter()
                 meter.start()
                 threads = self._budget.compute
+                self._within_epoch = []
                 stats = self.train_epoch(epoch, progress=progress)
                 if not math.isfinite(stats.loss):  # systems whose tasks do not check every batch's loss
                     from systems.tasks.task import diverged
 
                     raise diverged(stats.loss, epoch)
-                elapsed = time.perf_counter() - started
+                elapsed = time.perf_counter() - started - float(stats.extra.get("within_epoch_eval_s", 0.0))
                 load = meter.stop()
                 stats.extra.update(compute_threads=threads,
                                    foreign_cores=round(load.foreign_cores, 3) if load is not None else None)
@@ -143,6 +151,7 @@ class System(ABC):
                 self._adapt_threads(load)
                 evaluated = self._evaluate_after(epoch, schedule, best, outcome)
                 self._record_epoch(outcome, epoch, elapsed, stats, evaluated.get("valid"))
+                self._add_valid_points(outcome, epoch, evaluated.get("valid"))
                 if "test" in evaluated:
                     outcome.test_curve.append((epoch, evaluated["test"]))
                     self.recorder.record("eval", epoch=epoch, split="test", **evaluated["test"],
@@ -175,6 +184,47 @@ class System(ABC):
             if split == "valid" and best is not None:
                 best.offer(epoch, evaluated[split], self)
         return evaluated
+
+    # ------------------------------------------------------------------ validations within an epoch
+    validates_within_epoch: bool = False
+    """Whether :meth:`train_epoch` can validate between its batches (``evaluation.validations_per_epoch`` > 1,
+    through :meth:`within_epoch_validations` and :meth:`validate_within_epoch`); systems that cannot refuse it."""
+
+    def within_epoch_validations(self, num_batches: int) -> set[int]:
+        """The batch counts of an epoch of ``num_batches`` after which it validates before its end: the
+        ``evaluation.validations_per_epoch`` evenly spaced points but the last (the epoch's end), none empty."""
+        points = self.spec.evaluation.validations_per_epoch
+        return {round(num_batches * k / points) for k in range(1, points)} - {0, num_batches}
+
+    def validate_within_epoch(self, epoch: int, batches: int, num_batches: int, train_s: float) -> float:
+        """Validate after ``batches`` of the epoch's ``num_batches`` batches, ``train_s`` seconds of its training
+        done; record the point (kind ``within_epoch_eval``) and return the evaluation's seconds, which the caller
+        keeps out of the epoch's training time (``EpochStats.extra["within_epoch_eval_s"]``). The caller puts the
+        task back into training mode."""
+        started = time.perf_counter()
+        metrics = self.evaluate("valid")
+        seconds = time.perf_counter() - started
+        self._within_epoch.append({"epoch": epoch, "batches": batches, "of_batches": num_batches,
+                                   "epoch_train_s": train_s, "seconds": seconds, "metrics": metrics})
+        self.recorder.record("within_epoch_eval", epoch=epoch, split="valid", batches=batches,
+                             of_batches=num_batches, epoch_train_s=train_s, seconds=seconds, **metrics)
+        return seconds
+
+    def _add_valid_points(self, outcome: RunOutcome, epoch: int, metrics: dict[str, float] | None) -> None:
+        """The epoch's validations, within it and at its end, into ``outcome.valid_points`` with the run's
+        training seconds done at each (earlier epochs' training time plus the epoch's own so far)."""
+        before = sum(outcome.epoch_time_s[:-1])
+        for point in self._within_epoch:
+            outcome.eval_time_s.append({"epoch": epoch, "split": "valid", "seconds": point["seconds"],
+                                        "batches": point["batches"]})
+            outcome.valid_points.append({"epoch": epoch, "batches": point["batches"],
+                                         "of_batches": point["of_batches"],
+                                         "train_s": before + point["epoch_train_s"], **point["metrics"]})
+        if metrics is not None:
+            batches = self._within_epoch[0]["of_batches"] if self._within_epoch else None
+            outcome.valid_points.append({"epoch": epoch, "batches": batches, "of_batches": batches,
+                                         "train_s": before + outcome.epoch_time_s[-1], **metrics})
+        self._within_epoch = []
 
     def _best_parameters(self, resumed: bool) -> BestParameters:
         """The tracker of ``evaluation.restore_best``; a resumed run starts from the best checkpoint the killed

@@ -4,7 +4,7 @@ Usage::
 
     python -m experiments.figures.link_prediction_peers [--quick] [--out out/lp_peers] [--results out/results]
         [--configurations suite pbg-p1 pbg-p8 pykeen] [--threads 1 2] [--seeds 0 1 2] [--epochs 10]
-        [--pykeen-epochs 1] [--pykeen-seeds 0] [--target 0.24] [--valid-sample 2000]
+        [--pykeen-epochs 1] [--pykeen-seeds 0] [--target 0.24] [--valid-sample 2000] [--validations-per-epoch 4]
         [--pbg-python .venv-pbg/bin/python] [--data-dir data] [--no-run] [--no-plot] [--overwrite]
 
 Every system trains DistMult of width 100 on FB15k-237's 272,115 training triples for ``--epochs`` epochs (PyKEEN
@@ -44,14 +44,18 @@ evaluation (:func:`systems.tasks.link_prediction.rank_triples`: every test tripl
 entities, other known triples removed, ties at the mean rank), the same function the suite's runs evaluate with,
 so MRR and Hits@10 compare.
 
-Time to MRR (Marius's measure): after every epoch, every system's validation filtered MRR on the same seeded
-sample of ``--valid-sample`` validation triples (:func:`systems.tasks.link_prediction.validation_sample`), by the
-same ranking: the suite validates itself (``evaluation.valid_sample``; its evaluation time recorded apart in the
-summary's ``eval_time_s``), PBG keeps every epoch's checkpoint (``checkpoint_preservation_interval: 1``) and PyKEEN
-saves its embeddings after every epoch (outside the timed epoch); their snapshots are ranked here, after training.
-The curve's x is the cumulative training time (evaluation excluded); a run's time to target (``--target``, default
-0.24) is the training time of the epochs done when its validation MRR first reaches it (:func:`time_to_mrr`), a run
-that never does is censored at its whole training time. ``<results>/link_prediction_peers_time_to_target.csv``
+Time to MRR (Marius's measure): ``--validations-per-epoch`` times an epoch (default 4: evenly spaced batches, the
+last at the epoch's end) where a system can stop within an epoch, else after every epoch, every system's
+validation filtered MRR on the same seeded sample of ``--valid-sample`` validation triples
+(:func:`systems.tasks.link_prediction.validation_sample`), by the same ranking: the suite in memory validates itself
+(``evaluation.valid_sample`` and ``evaluation.validations_per_epoch``; its evaluation time recorded apart in the
+summary's ``eval_time_s``; the pipelined configurations after every epoch), PBG trains each epoch in as many edge
+chunks (``num_edge_chunks``, over the triples shuffled once) and its checkpoint after each chunk is exported
+outside the timed passes, and PyKEEN saves its embeddings after every epoch (outside the timed epoch); the
+snapshots are ranked here, after training. The curve's x is the cumulative training time (evaluation excluded); a
+run's time to target (``--target``, default 0.24) is the training time done when its validation MRR first reaches it
+(:func:`time_to_mrr`), a run that never does is censored at its whole training time.
+``<results>/link_prediction_peers_time_to_target.csv``
 (:func:`time_to_target_table`): per configuration and thread count the time to target over the seeds, and for the
 suite the ratio to the best peer at the same thread count with its 95 % interval, the censored seeds and the verdict
 on the goal ``<= 0.67`` (:func:`time_to_target_verdict`); ``link_prediction_peers_time_to_mrr.png``
@@ -107,6 +111,7 @@ FULL_EPOCHS = 10  # time to validation MRR 0.24: 5 epochs reach about 0.235 test
 FULL_PYKEEN_EPOCHS = 1  # 5.3 / 3.4 min an epoch at 1 / 2 threads (x40 the others), MRR 0.19 after 2 (2026-12-03)
 FULL_PYKEEN_SEEDS = (0,)  # PyKEEN's seeds in full mode: 2 epochs x 3 seeds x 2 thread counts took 54 of 79 minutes
 TARGET, QUICK_TARGET = 0.24, 0.15  # validation filtered MRR of the time to target (quick: on the dense core)
+VALIDATIONS_PER_EPOCH = 4  # the curve's points per epoch: time to target to a quarter epoch, not a whole one
 UNDER_LOAD_CORES = 0.25
 RUNS_CSV, TABLE_CSV, FIGURE_PNG = "link_prediction_peers_runs.csv", "link_prediction_peers.csv", "link_prediction_peers.png"
 TTT_CSV, CURVES_PNG = "link_prediction_peers_time_to_target.csv", "link_prediction_peers_time_to_mrr.png"
@@ -131,7 +136,9 @@ def _suite_trainer(system_options: dict[str, Any] | Callable[[int], dict[str, An
                      f"training.gradient_precision={gradient_precision}",
                      f"training.score_precision={score_precision}",
                      "evaluation.splits=[valid, test]", "evaluation.every=1",
-                     f"evaluation.valid_sample={setting.valid_sample}", f"evaluation.target_metric={setting.target}"]
+                     f"evaluation.valid_sample={setting.valid_sample}", f"evaluation.target_metric={setting.target}",
+                     # the pipelined system validates between epochs only
+                     f"evaluation.validations_per_epoch={setting.validations_per_epoch if options is None else 1}"]
         if options is not None:
             overrides += ["system.name=pipelined", f"system.options={json.dumps(options)}"]
         command = [sys.executable, "-m", "suite", "run", str(SPEC), "--out", str(run_dir / "runs"), "--quiet",
@@ -141,12 +148,14 @@ def _suite_trainer(system_options: dict[str, Any] | Callable[[int], dict[str, An
         wall, foreign = run_measured(command, threads, run_dir / "log.txt")
         summaries = [read_summary(path) for path in sorted((run_dir / "runs").iterdir()) if path.is_dir()]
         summary = next(s for s in summaries if s and s.get("status") == "completed")
-        test = summary["metrics"]["test"]
+        test, points = summary["metrics"]["test"], summary["metrics"]["valid_points"]
+        done = [point["train_s"] for point in points]
         return {"epoch_time_s": summary["epoch_time_s"], "wall_s": wall, "foreign_cores": foreign,
+                "point_time_s": [b - a for a, b in zip([0.0, *done[:-1]], done)],
                 "filtered_mrr": test["filtered_mrr"], "filtered_hits@10": test["filtered_hits@10"],
                 "unfiltered_mrr": test["unfiltered_mrr"], "versions": summary.get("versions", {}),
                 "threads_recorded": summary.get("threads"),
-                "valid_mrr": [entry["filtered_mrr"] for entry in summary["metrics"]["valid_curve"]],
+                "valid_mrr": [point["filtered_mrr"] for point in points],
                 "eval_time_s": [entry["seconds"] for entry in summary["eval_time_s"] if entry["split"] == "valid"]}
 
     return train
@@ -288,8 +297,9 @@ def run_one(context: Context, configuration: Configuration, threads: int, seed: 
     if done.exists() and not overwrite:
         row = json.loads(done.read_text())
         setting = context.setting
-        if row.get("target") == setting.target and row.get("valid_sample") == setting.valid_sample:
-            return row  # else recorded before the curve, or for another target: trained again
+        if (row.get("target") == setting.target and row.get("valid_sample") == setting.valid_sample
+                and row.get("validations_per_epoch", 1) == setting.validations_per_epoch):
+            return row  # else recorded before the curve, or for another target or curve: trained again
     base = {"configuration": configuration.name, "system": configuration.system, "label": configuration.label,
             "threads": threads, "seed": seed, "epochs": context.setting.epochs_of(configuration.system),
             "git_sha": git_sha()}  # the harness's commit (the suite's code that ran and measured the peer)
@@ -302,7 +312,9 @@ def run_one(context: Context, configuration: Configuration, threads: int, seed: 
     result = configuration.train(context, threads, seed, run_dir)
     store = store_of(context)
     warm = warm_epoch_s(result["epoch_time_s"])
-    reach = time_to_mrr(result["epoch_time_s"], result["valid_mrr"], context.setting.target)
+    points = result.get("point_time_s", result["epoch_time_s"])
+    reach = time_to_mrr(points, result["valid_mrr"], context.setting.target,
+                        points_per_epoch=len(points) / len(result["epoch_time_s"]))
     row = {**base, "status": "ok", "reason": "", "epoch_time_s": warm,
            "epoch_times_s": json.dumps([round(t, 4) for t in result["epoch_time_s"]]),
            "triples": len(store.edges("train")), "triples_per_s": len(store.edges("train")) / warm,
@@ -311,7 +323,9 @@ def run_one(context: Context, configuration: Configuration, threads: int, seed: 
            "foreign_cores": result["foreign_cores"], "under_load": result["foreign_cores"] >= UNDER_LOAD_CORES,
            "versions": json.dumps(result.get("versions", {}), sort_keys=True),
            "valid_mrr": json.dumps([round(m, 6) for m in result["valid_mrr"]]),
-           "valid_eval_s": sum(result["eval_time_s"]), "valid_sample": context.setting.valid_sample, **reach,
+           "valid_eval_s": sum(result["eval_time_s"]), "valid_sample": context.setting.valid_sample,
+           "validations_per_epoch": context.setting.validations_per_epoch,
+           "valid_points_per_epoch": len(points) / len(result["epoch_time_s"]), **reach,
            "compute_threads": json.dumps((result.get("threads_recorded") or {}).get("per_epoch")),
            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     print(f"[{configuration.name} t{threads} s{seed}] warm epoch {warm:.2f} s ({row['triples_per_s']:,.0f} "
@@ -411,19 +425,21 @@ def summary_table(runs: pd.DataFrame, reference: str = "pbg-p1") -> pd.DataFrame
 
 
 # ---------------------------------------------------------------------------------------------- time to MRR
-def time_to_mrr(epoch_times: Sequence[float], valid_mrr: Sequence[float], target: float) -> dict[str, Any]:
-    """A run's time to the validation ``target`` from its training time per epoch and its validation filtered
-    MRR after each epoch (:func:`suite.pricing.time_to_target`: the training seconds, evaluation excluded, of the
-    epochs done at the first validation at or above ``target``): ``target``, ``reached_target``,
-    ``epochs_to_target``, ``time_to_target_s`` (NaN when never reached: the run is censored at
+def time_to_mrr(point_times: Sequence[float], valid_mrr: Sequence[float], target: float,
+                points_per_epoch: float = 1.0) -> dict[str, Any]:
+    """A run's time to the validation ``target`` from the training seconds between its validations (an epoch
+    each, or ``1 / points_per_epoch`` of one where it validates within epochs) and its validation filtered MRR
+    after each (:func:`suite.pricing.time_to_target`: the training seconds, evaluation excluded, done at the first
+    validation at or above ``target``): ``target``, ``reached_target``, ``epochs_to_target`` (the validations
+    done over ``points_per_epoch``), ``time_to_target_s`` (NaN when never reached: the run is censored at
     ``train_time_s``), ``train_time_s``, ``curve_train_s`` (the cumulative training seconds of each point, JSON)
     and ``time_to_target_interpolated_s``: the crossing interpolated linearly between the last point below the
-    target and the first at it (the first point's time when that is the first), finer than an epoch; no verdict
+    target and the first at it (the first point's time when that is the first), finer than a point; no verdict
     uses it."""
     from suite.pricing import time_to_target
 
-    reach = time_to_target(list(epoch_times), list(enumerate(valid_mrr)), target)
-    cumulative = [sum(epoch_times[:k + 1]) for k in range(len(epoch_times))]
+    reach = time_to_target(list(point_times), list(enumerate(valid_mrr)), target)
+    cumulative = [sum(point_times[:k + 1]) for k in range(len(point_times))]
     interpolated = math.nan
     if reach["reached"]:
         k = reach["epochs"] - 1
@@ -433,9 +449,9 @@ def time_to_mrr(epoch_times: Sequence[float], valid_mrr: Sequence[float], target
             interpolated = cumulative[k - 1] + (cumulative[k] - cumulative[k - 1]) * (target - below_mrr) / (
                 at_mrr - below_mrr)
     return {"target": target, "reached_target": reach["reached"], "time_to_target_interpolated_s": interpolated,
-            "epochs_to_target": reach["epochs"] if reach["reached"] else math.nan,
+            "epochs_to_target": reach["epochs"] / points_per_epoch if reach["reached"] else math.nan,
             "time_to_target_s": reach["train_s"] if reach["reached"] else math.nan,
-            "train_time_s": float(sum(epoch_times)), "curve_train_s": json.dumps([round(t, 4) for t in cumulative])}
+            "train_time_s": float(sum(point_times)), "curve_train_s": json.dumps([round(t, 4) for t in cumulative])}
 
 
 TIME_TO_TARGET_GOAL = 0.67
@@ -511,6 +527,8 @@ def time_to_target_table(runs: pd.DataFrame, goal: float = TIME_TO_TARGET_GOAL) 
                "time_to_target_s_min": float(reached["time_to_target_s"].min()) if len(reached) else math.nan,
                "time_to_target_s_max": float(reached["time_to_target_s"].max()) if len(reached) else math.nan,
                "train_time_s": float(group["train_time_s"].median()), "epochs": int(group["epochs"].iloc[0]),
+               "validations_per_epoch": (float(group["valid_points_per_epoch"].iloc[0])
+                                         if "valid_points_per_epoch" in group else 1.0),
                "under_load_runs": int(group["under_load"].astype(bool).sum()), "git_sha": _commits(group)}
         rows.append(row)
     table = pd.DataFrame(rows)
@@ -624,7 +642,8 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         pykeen_seeds: Sequence[int] | None = None,
         pbg_python: Path = DEFAULT_PBG_PYTHON, dataset_root: Path | None = None, execute: bool = True,
         plot: bool = True, overwrite: bool = False, quick_entities: int = QUICK_ENTITIES,
-        target: float | None = None, valid_sample: int = 2000) -> pd.DataFrame:
+        target: float | None = None, valid_sample: int = 2000,
+        validations_per_epoch: int = VALIDATIONS_PER_EPOCH) -> pd.DataFrame:
     """Train every configuration x thread count x seed of ``mode`` into ``runs`` (finished runs kept unless
     ``overwrite``; ``execute=False``: only tabulate what is recorded), then write the tables and the figure into
     ``results``; return the summary table. Left ``None``: threads 1 2 (quick 1), seeds 0 1 2 (quick 0), 10 epochs
@@ -633,7 +652,8 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
     ``out/lp_peers-quick``), configurations :data:`DEFAULT_CONFIGURATIONS` (quick :data:`QUICK_CONFIGURATIONS`).
     Raises :class:`JobFailed` when nothing is recorded. ``quick_entities``: the size of the quick mode's dense core (:func:`write_quick_dataset`);
     ``target``: the validation filtered MRR of the time to target (None: :data:`TARGET`, quick
-    :data:`QUICK_TARGET`), measured on ``valid_sample`` validation triples after every epoch."""
+    :data:`QUICK_TARGET`), measured on ``valid_sample`` validation triples ``validations_per_epoch`` times an epoch
+    where a system can (the suite in memory, PBG by edge chunks; else after every epoch)."""
     quick = mode == "quick"
     configurations = configurations or (QUICK_CONFIGURATIONS if quick else DEFAULT_CONFIGURATIONS)
     threads = threads or ([1] if quick else [1, 2])
@@ -643,10 +663,11 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
     pykeen_seeds = pykeen_seeds if pykeen_seeds is not None else (seeds if quick else FULL_PYKEEN_SEEDS)
     target = target if target is not None else (QUICK_TARGET if quick else TARGET)
     runs = runs or REPO_ROOT / ("out/lp_peers-quick" if quick else "out/lp_peers")
-    if any(t < 1 for t in threads) or epochs < 1 or valid_sample < 1:
-        raise ConfigError("threads, epochs and valid_sample must be >= 1")
+    if any(t < 1 for t in threads) or epochs < 1 or valid_sample < 1 or validations_per_epoch < 1:
+        raise ConfigError("threads, epochs, valid_sample and validations_per_epoch must be >= 1")
     runs.mkdir(parents=True, exist_ok=True)
-    setting = Setting(epochs=epochs, pykeen_epochs=pykeen_epochs, valid_sample=valid_sample, target=target)
+    setting = Setting(epochs=epochs, pykeen_epochs=pykeen_epochs, valid_sample=valid_sample, target=target,
+                      validations_per_epoch=validations_per_epoch)
     if not execute:
         context = Context(runs, runs / "triples", (), pbg_python, setting)
     else:
@@ -694,6 +715,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         f"{TARGET}; quick {QUICK_TARGET})")
     parser.add_argument("--valid-sample", type=int, default=2000, help="validation triples of the curve, one seeded "
                         "sample for every system (default: %(default)s)")
+    parser.add_argument("--validations-per-epoch", type=int, default=VALIDATIONS_PER_EPOCH,
+                        help="points of the validation curve per epoch, where a system can validate within an epoch "
+                             "(the suite in memory; PBG by edge chunks); else one (default: %(default)s)")
     parser.add_argument("--pykeen-epochs", type=int, help=f"PyKEEN's epochs (default {FULL_PYKEEN_EPOCHS}; quick "
                         "--epochs): its 1000 negatives per positive are gathered per positive, minutes per epoch here")
     parser.add_argument("--pykeen-seeds", nargs="+", type=int, help=f"the seeds PyKEEN runs (default "
@@ -708,8 +732,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick_entities < 2:
         parser.error("--quick-entities must be >= 2")
-    if any(t < 1 for t in args.threads or ()) or (args.epochs or 1) < 1 or args.valid_sample < 1:
-        parser.error("--threads, --epochs and --valid-sample must be >= 1")
+    if (any(t < 1 for t in args.threads or ()) or (args.epochs or 1) < 1 or args.valid_sample < 1
+            or args.validations_per_epoch < 1):
+        parser.error("--threads, --epochs, --valid-sample and --validations-per-epoch must be >= 1")
     return args
 
 
@@ -841,7 +866,10 @@ def lp_time_to_mrr(results: Path) -> Finding:
                          f"{int(row['seeds'])} seeds reached) vs {peer['label']} {peer_time} ({int(peer['reached'])}/"
                          f"{int(peer['seeds'])}): x{ratio}, {int(row['censored_seeds'])} censored seed(s)")
         groups.append(any_of(options))
-    setting = (f"FB15k-237 DistMult d=100, validation filtered MRR on a fixed sample after every epoch, target "
+    per_epoch = (table["validations_per_epoch"].dropna().max() if "validations_per_epoch" in table else math.nan)
+    when = (f"{per_epoch:g} times an epoch where a system can stop within one (else after every epoch)"
+            if pd.notna(per_epoch) and per_epoch > 1 else "after every epoch")
+    setting = (f"FB15k-237 DistMult d=100, validation filtered MRR on a fixed sample {when}, target "
                f"{rows['target'].iloc[0]:g}, training time only; per thread count the peer of smallest median "
                "time, and some suite configuration must reach the goal; censored seeds decide only when every "
                "seed's bound lies on one side of the goal")

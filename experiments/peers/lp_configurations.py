@@ -43,6 +43,7 @@ class Setting:
     learning_rate: float = 0.1
     init_scale: float = 1e-3
     valid_sample: int = 2000  # validation triples of the time-to-MRR curve (the same seeded sample for all)
+    validations_per_epoch: int = 1  # points of the curve per epoch, where a system can validate within an epoch
     target: float = 0.24  # the validation filtered MRR whose first crossing is the time to target
 
     def epochs_of(self, system: str) -> int:
@@ -165,39 +166,43 @@ _FILTERS: dict[tuple[str, ...], Any] = {}
 
 
 def validation_curve(context: Context, run_dir: Path, inverse: bool) -> tuple[list[float], list[float]]:
-    """The validation filtered MRR of every epoch's snapshot a driver exported (``run_dir/epochs/<k>``: the
-    embeddings after ``k`` epochs, k = 1, 2, ...), ranked by the suite's evaluation, and the seconds each ranking
-    took; the snapshots are removed once ranked (the final embeddings stay in ``run_dir``). A peer that exports
-    no snapshots gives an empty curve (:func:`peer_result` then ranks its final embeddings alone)."""
+    """The validation filtered MRR of every snapshot a driver exported (``run_dir/points/<n>``: the embeddings
+    after its ``n``-th timed pass, an epoch or a part of one, n = 1, 2, ...), ranked by the suite's evaluation, and
+    the seconds each ranking took; the snapshots are removed once ranked (the final embeddings stay in
+    ``run_dir``). A peer that exports no snapshots gives an empty curve (:func:`peer_result` then ranks its final
+    embeddings alone)."""
     import shutil
 
-    if not (run_dir / "epochs").is_dir():
+    if not (run_dir / "points").is_dir():
         return [], []
-    folders = sorted((run_dir / "epochs").iterdir(), key=lambda path: int(path.name))
+    folders = sorted((run_dir / "points").iterdir(), key=lambda path: int(path.name))
     mrr, seconds = [], []
     for folder in folders:
         started = time.perf_counter()
         mrr.append(exported(context, folder, inverse, "valid")["filtered_mrr"])
         seconds.append(time.perf_counter() - started)
-    shutil.rmtree(run_dir / "epochs")
+    shutil.rmtree(run_dir / "points")
     return mrr, seconds
 
 
 def peer_result(context: Context, run_dir: Path, wall: float, foreign: float, inverse: bool) -> dict[str, Any]:
-    """A driver's run as a configuration's result: its ``result.json`` (epoch times, versions), the suite's
-    ranking of its exported embeddings on test, and of every epoch's snapshot on the validation sample
-    (:func:`validation_curve`; ``inverse``: its relations have separate head-query operators)."""
+    """A driver's run as a configuration's result: its ``result.json`` (epoch times, the times of its timed passes
+    ``point_time_s`` where it validates within epochs, versions), the suite's ranking of its exported embeddings
+    on test, and of every pass's snapshot on the validation sample (:func:`validation_curve`; ``inverse``: its
+    relations have separate head-query operators)."""
     driver = json.loads((run_dir / "result.json").read_text())
+    point_time_s = driver.get("point_time_s", driver["epoch_time_s"])
     metrics = exported(context, run_dir, inverse)
     valid_mrr, eval_s = validation_curve(context, run_dir, inverse)
-    if not valid_mrr:  # no snapshot per epoch: the final embeddings' point only, the earlier epochs unknown
+    if not valid_mrr:  # no snapshot per pass: the final embeddings' point only, the earlier ones unknown
         started = time.perf_counter()
         final = exported(context, run_dir, inverse, "valid")["filtered_mrr"]
-        valid_mrr = [math.nan] * (len(driver["epoch_time_s"]) - 1) + [final]
-        eval_s = [0.0] * (len(driver["epoch_time_s"]) - 1) + [time.perf_counter() - started]
-    if len(valid_mrr) != len(driver["epoch_time_s"]):
-        raise RuntimeError(f"{run_dir}: {len(valid_mrr)} epoch snapshots for {len(driver['epoch_time_s'])} epochs")
-    return {"epoch_time_s": driver["epoch_time_s"], "wall_s": wall, "foreign_cores": foreign,
+        valid_mrr = [math.nan] * (len(point_time_s) - 1) + [final]
+        eval_s = [0.0] * (len(point_time_s) - 1) + [time.perf_counter() - started]
+    if len(valid_mrr) != len(point_time_s):
+        raise RuntimeError(f"{run_dir}: {len(valid_mrr)} snapshots for {len(point_time_s)} timed passes")
+    return {"epoch_time_s": driver["epoch_time_s"], "point_time_s": point_time_s, "wall_s": wall,
+            "foreign_cores": foreign,
             "filtered_mrr": metrics["filtered_mrr"], "filtered_hits@10": metrics["filtered_hits@10"],
             "unfiltered_mrr": metrics["unfiltered_mrr"], "versions": driver.get("versions", {}),
             "valid_mrr": valid_mrr, "eval_time_s": eval_s}

@@ -29,7 +29,7 @@ def _trainer(partitions: int) -> Callable[[Context, int, int, Path], dict[str, A
                    "--out", str(run_dir), "--partitions", str(partitions), "--workers", str(threads),
                    "--epochs", str(s.epochs), "--dim", str(s.dim), "--negatives", str(s.negatives),
                    "--batch-size", str(s.batch_size), "--lr", str(s.learning_rate), "--init-scale",
-                   str(s.init_scale), "--seed", str(seed)]
+                   str(s.init_scale), "--edge-chunks", str(s.validations_per_epoch), "--seed", str(seed)]
         wall, foreign = run_measured(command, 1, run_dir / "log.txt")  # PBG's workers use one thread each
         return peer_result(context, run_dir, wall, foreign, inverse=True)
 

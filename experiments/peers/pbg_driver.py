@@ -14,14 +14,19 @@ side), the softmax loss, row-wise Adagrad on the embeddings and Adagrad on the o
 processes of one thread each, ``eval_fraction = 0`` (all training edges trained on), ``hogwild_delay`` 0 by
 default (PBG's default pauses every worker but the first for 2 s per bucket in the first epoch).
 
-Output (``--out``): ``epochs/<k>/`` (the embeddings and relations after ``k`` epochs, from PBG's preserved
-per-epoch checkpoints, for the validation curve), ``embeddings.npy`` (``(num_entities, d)`` float32 in the
-suite's ids), ``relations.npy``
+With ``--edge-chunks k`` PBG passes over each bucket's edges in ``k`` chunks per epoch (``num_edge_chunks``) and
+writes a checkpoint after each: the validation curve gets ``k`` points an epoch. The triples are shuffled (seeded)
+before they are written, so that each chunk (a contiguous slice of its bucket) is a uniform sample of the bucket.
+
+Output (``--out``): ``points/<n>/`` (the embeddings and relations after ``n`` passes over a chunk, n = 1 ..
+epochs x k: PBG's checkpoint of each, exported when the next pass starts and at the end, for the validation curve),
+``embeddings.npy`` (``(num_entities, d)`` float32 in the suite's ids), ``relations.npy``
 (``(2R, d)``: rows ``0..R-1`` the tail-query diagonals (PBG's lhs operator: ``score(h, r, t) = <h * d_r, t>`` when
 tails are corrupted), rows ``R..2R-1`` the head-query ones (the rhs operator)), so that the suite's DistMult with
-``inverse_relations`` scores exactly as PBG does, and ``result.json``: per-epoch training seconds (from PBG's
-"Starting epoch" to its "Finished epoch" log line: the epoch's buckets, partition swaps included; the checkpoint
-PBG writes after every epoch excluded), triples, versions.
+``inverse_relations`` scores exactly as PBG does, and ``result.json``: per-pass training seconds (``point_time_s``,
+from PBG's "Starting epoch" to its "Finished epoch" log line: the chunk's buckets, partition swaps included; the
+checkpoint PBG writes after each and its export excluded), their per-epoch sums (``epoch_time_s``), triples,
+versions.
 """
 
 from __future__ import annotations
@@ -34,27 +39,35 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
 class EpochClock(logging.Handler):
-    """Timestamps PBG's "Starting epoch" and "Finished epoch" log records (``perf_counter``)."""
+    """Timestamps PBG's "Starting epoch" and "Finished epoch" log records (``perf_counter``), one of each per pass
+    over an edge chunk; before stamping a pass's start it calls ``between(n)`` with the passes done (n >= 1), when
+    the previous pass's checkpoint is written and nothing trains (its time is not stamped)."""
 
-    def __init__(self) -> None:
+    def __init__(self, between: Callable[[int], None] | None = None) -> None:
         super().__init__(logging.INFO)
         self.started: list[float] = []
         self.finished: list[float] = []
+        self.between = between
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         if message.startswith("Starting epoch"):
+            if self.finished and self.between is not None:
+                self.between(len(self.finished))
             self.started.append(time.perf_counter())
         elif message.startswith("Finished epoch"):
             self.finished.append(time.perf_counter())
 
 
-def write_input(data: Path, entity_path: Path, edge_path: Path, partitions: int) -> tuple[int, int, int]:
-    """PBG's input files from ``train.npy``: entity counts per partition, relation count, edge buckets."""
+def write_input(data: Path, entity_path: Path, edge_path: Path, partitions: int, seed: int = 0
+                ) -> tuple[int, int, int]:
+    """PBG's input files from ``train.npy`` (shuffled by ``seed``): entity counts per partition, relation count,
+    edge buckets."""
     import numpy as np
     import torch
     from torchbiggraph.edgelist import EdgeList
@@ -63,7 +76,9 @@ def write_input(data: Path, entity_path: Path, edge_path: Path, partitions: int)
                                               BufferedDataset)
 
     meta = json.loads((data / "meta.json").read_text())
-    triples = torch.from_numpy(np.load(data / "train.npy")).to(torch.int64)
+    triples = np.load(data / "train.npy")
+    # seeded apart from torch's generator, which PBG's initial embeddings draw from
+    triples = torch.from_numpy(triples[np.random.default_rng(seed).permutation(len(triples))]).to(torch.int64)
     num_entities, num_relations = int(meta["num_entities"]), int(meta["num_relations"])
     entities = ENTITY_STORAGES.make_instance(str(entity_path))
     entities.prepare()
@@ -100,7 +115,7 @@ def config_dict(entity_path: Path, edge_path: Path, checkpoint_path: Path, args:
         init_scale=args.init_scale, loss_fn="softmax", lr=args.lr, num_epochs=args.epochs,
         batch_size=args.batch_size, num_batch_negs=0, num_uniform_negs=args.negatives,
         eval_fraction=0.0, workers=args.workers, hogwild_delay=args.hogwild_delay,
-        checkpoint_preservation_interval=1,  # every epoch's checkpoint kept (epoch_<k>/): the validation curve
+        num_edge_chunks=args.edge_chunks,
     )
 
 
@@ -125,21 +140,6 @@ def export(checkpoint_path: Path, out: Path, num_entities: int, num_relations: i
     manager.close()
 
 
-def export_epochs(checkpoint_path: Path, out: Path, num_entities: int, num_relations: int, partitions: int,
-                  epochs: int) -> None:
-    """Every epoch's embeddings into ``out/epochs/<k>`` (after ``k`` epochs, k = 1..epochs): PBG's preserved
-    snapshots ``epoch_<i>`` where it wrote them, the final checkpoint for the last epoch."""
-    snapshots = sorted(checkpoint_path.glob("epoch_*"), key=lambda path: int(path.name.split("_")[1]))
-    sources = {int(path.name.split("_")[1]): path for path in snapshots}
-    for k in range(1, epochs + 1):
-        source = checkpoint_path if k == epochs else sources.get(k)
-        if source is None:
-            raise RuntimeError(f"no checkpoint snapshot of epoch {k} (found {sorted(sources)})")
-        folder = out / "epochs" / str(k)
-        folder.mkdir(parents=True, exist_ok=True)
-        export(source, folder, num_entities, num_relations, partitions)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with train.npy and meta.json")
@@ -155,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hogwild-delay", type=float, default=0.0,
                         help="seconds the second and later workers wait per bucket in the first epoch (PBG's "
                              "default 2; 0 here: it only idles a worker, and the first epoch is not timed anyway)")
+    parser.add_argument("--edge-chunks", type=int, default=1,
+                        help="passes over a chunk of each bucket's edges per epoch (num_edge_chunks): validation "
+                             "points per epoch")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
@@ -164,27 +167,36 @@ def main(argv: list[str] | None = None) -> int:
     from torchbiggraph.train import train
 
     torch.manual_seed(args.seed)  # the initial embeddings and the edge order (PBG's workers seed themselves)
-    clock = EpochClock()
-    logger = logging.getLogger("torchbiggraph")
-    logger.setLevel(logging.INFO)
-    logger.addHandler(clock)
-    logger.propagate = False  # PBG logs a line per bucket; keep stdout for the summary
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="pbg-", dir=args.out) as work:
         work = Path(work)
         num_entities, num_relations, num_triples = write_input(args.data, work / "entities", work / "edges",
-                                                               args.partitions)
+                                                               args.partitions, args.seed)
+
+        def snapshot(passes: int) -> None:
+            folder = args.out / "points" / str(passes)
+            folder.mkdir(parents=True, exist_ok=True)
+            export(work / "checkpoint", folder, num_entities, num_relations, args.partitions)
+
+        clock = EpochClock(between=snapshot)
+        logger = logging.getLogger("torchbiggraph")
+        logger.setLevel(logging.INFO)
+        logger.addHandler(clock)
+        logger.propagate = False  # PBG logs a line per bucket; keep stdout for the summary
         config = parse_config(config_dict(work / "entities", work / "edges", work / "checkpoint", args))
         started = time.perf_counter()
         train(config)
         wall = time.perf_counter() - started
         export(work / "checkpoint", args.out, num_entities, num_relations, args.partitions)
-        export_epochs(work / "checkpoint", args.out, num_entities, num_relations, args.partitions, args.epochs)
-    epochs = [end - start for start, end in zip(clock.started, clock.finished)]
-    if len(epochs) != args.epochs:
-        raise RuntimeError(f"timed {len(epochs)} epochs of {args.epochs} (PBG's log lines changed?)")
+        snapshot(len(clock.finished))
+    passes = [end - start for start, end in zip(clock.started, clock.finished)]
+    if len(passes) != args.epochs * args.edge_chunks:
+        raise RuntimeError(f"timed {len(passes)} passes of {args.epochs} epochs x {args.edge_chunks} edge chunks "
+                           "(PBG's log lines changed?)")
+    epochs = [sum(passes[k:k + args.edge_chunks]) for k in range(0, len(passes), args.edge_chunks)]
     result = {
-        "peer": "pbg", "epoch_time_s": epochs, "train_wall_s": wall, "triples": num_triples,
+        "peer": "pbg", "epoch_time_s": epochs, "point_time_s": passes, "edge_chunks": args.edge_chunks,
+        "train_wall_s": wall, "triples": num_triples,
         "num_entities": num_entities, "num_relations": num_relations, "partitions": args.partitions,
         "workers": args.workers, "threads_per_worker": 1, "epochs": args.epochs, "dim": args.dim,
         "negatives": args.negatives, "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,

@@ -22,8 +22,8 @@ PyKEEN's standard training loop, as close to the suite's (and PBG's) setting as 
 
 Output (``--out``): ``embeddings.npy`` (``(num_entities, d)`` float32), ``relations.npy`` (``(R, d)``), and
 ``result.json``: per-epoch training seconds (from the epoch's first batch to PyKEEN's ``post_epoch`` callback;
-the snapshot written after it is not counted), triples, versions; ``epochs/<k>/`` the embeddings and relations
-after ``k`` epochs (the validation curve).
+the snapshot written after it is not counted), triples, versions; ``points/<k>/`` the embeddings and relations
+after ``k`` epochs (the validation curve: one point an epoch).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
     class EpochClock(TrainingCallback):
         """``perf_counter`` at every epoch's first batch and at its end; after the end (not timed), the epoch's
-        embeddings into ``out/epochs/<k>`` (after ``k`` epochs) for the validation curve."""
+        embeddings into ``out/points/<k>`` (after ``k`` epochs) for the validation curve."""
 
         def __init__(self, out: Path) -> None:
             super().__init__()
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def post_epoch(self, epoch: int, epoch_loss: float, **kwargs) -> None:
             self.ends.append(time.perf_counter())
-            save_embeddings(self.model, self.out / "epochs" / str(len(self.ends)))
+            save_embeddings(self.model, self.out / "points" / str(len(self.ends)))
 
     def save_embeddings(model, folder: Path) -> None:
         with torch.no_grad():

@@ -214,13 +214,20 @@ def _check_validation_curves(recorded, peer_names):
     runs = pd.read_csv(recorded / peers.RUNS_CSV)
     for _, row in runs[runs["status"] == "ok"].iterrows():
         curve, times = json.loads(row["valid_mrr"]), json.loads(row["curve_train_s"])
-        assert len(curve) == len(times) == peers.QUICK_EPOCHS and all(0.0 <= m <= 1.0 for m in curve)
+        per_epoch = row["valid_points_per_epoch"]
+        assert row["validations_per_epoch"] == peers.VALIDATIONS_PER_EPOCH
+        # PBG validates after each of its edge chunks; the quick core is one batch an epoch for the suite, and the
+        # pipelined configurations and PyKEEN validate between epochs only
+        assert per_epoch == (peers.VALIDATIONS_PER_EPOCH if row["system"] == "pbg" else 1)
+        assert len(curve) == len(times) == peers.QUICK_EPOCHS * per_epoch and all(0.0 <= m <= 1.0 for m in curve)
         assert times == sorted(times) and times[-1] == pytest.approx(row["train_time_s"], abs=1e-3)
+        # the curve's passes add up to the epochs (PBG: its edge chunks' passes, each timed alone)
+        assert sum(json.loads(row["epoch_times_s"])) == pytest.approx(row["train_time_s"], abs=1e-3)
         assert row["target"] == peers.QUICK_TARGET and row["valid_eval_s"] > 0
-        if row["reached_target"]:  # the first epoch at the target, and the training time up to it
+        if row["reached_target"]:  # the first point at the target, and the training time up to it
             first = next(k for k, m in enumerate(curve) if m >= row["target"])
-            assert row["epochs_to_target"] == first + 1 and row["time_to_target_s"] == pytest.approx(times[first],
-                                                                                                     abs=1e-3)
+            assert row["epochs_to_target"] == (first + 1) / per_epoch
+            assert row["time_to_target_s"] == pytest.approx(times[first], abs=1e-3)
         else:
             assert math.isnan(row["time_to_target_s"])
     for name in peer_names:  # the last point is the exported embeddings' validation MRR
@@ -253,6 +260,8 @@ def test_time_to_mrr_by_hand():
     assert not never["reached_target"] and math.isnan(never["time_to_target_s"]) and never["train_time_s"] == 5.0
     assert math.isnan(never["time_to_target_interpolated_s"])
     assert peers.time_to_mrr([2.0, 3.0], [0.3, 0.4], 0.24)["time_to_target_interpolated_s"] == 2.0  # at the first
+    quarters = peers.time_to_mrr([1.0] * 8, [0.1, 0.15, 0.2, 0.22, 0.23, 0.25, 0.26, 0.27], 0.24, points_per_epoch=4)
+    assert quarters["epochs_to_target"] == 1.5 and quarters["time_to_target_s"] == 6.0  # the sixth quarter epoch
 
 
 def test_ratio_bounds_of_censored_seeds():
