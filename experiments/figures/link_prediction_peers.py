@@ -148,7 +148,7 @@ def _suite_trainer(system_options: dict[str, Any] | Callable[[int], dict[str, An
         wall, foreign = run_measured(command, threads, run_dir / "log.txt")
         summaries = [read_summary(path) for path in sorted((run_dir / "runs").iterdir()) if path.is_dir()]
         summary = next(s for s in summaries if s and s.get("status") == "completed")
-        test, points = summary["metrics"]["test"], summary["metrics"]["valid_points"]
+        test, points = summary["metrics"]["test"], summary["valid_points"]
         done = [point["train_s"] for point in points]
         return {"epoch_time_s": summary["epoch_time_s"], "wall_s": wall, "foreign_cores": foreign,
                 "point_time_s": [b - a for a, b in zip([0.0, *done[:-1]], done)],
