@@ -30,21 +30,21 @@ def git_sha() -> str | None:
     return f"{sha}-dirty" if dirty else sha
 
 
-RECORDS = ("results",)
-"""Folders of recorded results: commits that differ only there (a regenerated reference) run the same code."""
+NOT_CODE = (":(exclude)results", ":(exclude)docs", ":(exclude,glob)**/*.md")
+"""What no run executes, as git pathspecs: the recorded results and the documentation (``docs/``, every ``.md``);
+commits that differ only there (a regenerated reference, a corrected sentence) run the same code."""
 
 
 def same_code(measured: str, current: str, root: Path = REPO_ROOT) -> bool:
-    """Whether the commits ``measured`` and ``current`` hold the same code: equal, or differing only under the
-    recorded results (:data:`RECORDS`), so a reference regenerated job by job at one code commit is one
-    measurement. False for uncommitted code (``-dirty``), an unknown commit, or outside git."""
+    """Whether the commits ``measured`` and ``current`` hold the same code: equal, or differing only in the recorded
+    results and the documentation (:data:`NOT_CODE`), so a reference regenerated job by job at one code commit is
+    one measurement. False for uncommitted code (``-dirty``), an unknown commit, or outside git."""
     if measured.endswith("-dirty") or current.endswith("-dirty"):
         return False
     if measured == current:
         return True
-    excluded = [f":(exclude){folder}" for folder in RECORDS]
     try:
-        diff = subprocess.run(["git", "diff", "--quiet", measured, current, "--", ".", *excluded], cwd=root,
+        diff = subprocess.run(["git", "diff", "--quiet", measured, current, "--", ".", *NOT_CODE], cwd=root,
                               capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return False

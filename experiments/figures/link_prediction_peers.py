@@ -49,9 +49,10 @@ last at the epoch's end) where a system can stop within an epoch, else after eve
 validation filtered MRR on the same seeded sample of ``--valid-sample`` validation triples
 (:func:`systems.tasks.link_prediction.validation_sample`), by the same ranking: the suite in memory validates itself
 (``evaluation.valid_sample`` and ``evaluation.validations_per_epoch``; its evaluation time recorded apart in the
-summary's ``eval_time_s``; the pipelined configurations after every epoch), PBG trains each epoch in as many edge
-chunks (``num_edge_chunks``, over the triples shuffled once) and its checkpoint after each chunk is exported
-outside the timed passes, and PyKEEN saves its embeddings after every epoch (outside the timed epoch); the
+summary's ``eval_time_s``; the pipelined configurations after every epoch), PBG p=1 trains each epoch in as many
+edge chunks (``num_edge_chunks``, over the triples shuffled once) and its checkpoint after each chunk is exported
+outside the timed passes (PBG p=8 after every epoch: chunks would multiply its partition swaps), and PyKEEN saves
+its embeddings after every epoch (outside the timed epoch); the
 snapshots are ranked here, after training. The curve's x is the cumulative training time (evaluation excluded); a
 run's time to target (``--target``, default 0.24) is the training time done when its validation MRR first reaches it
 (:func:`time_to_mrr`), a run that never does is censored at its whole training time.

@@ -207,9 +207,9 @@ def test_the_report_flags_rows_of_another_commit_or_of_uncommitted_code(tmp_path
     assert report.provenance_lines({"same.csv": ["aaa-dirty"]}, "aaa-dirty")[-1] == "- `same.csv`: aaa-dirty"
 
 
-def test_rows_of_a_commit_that_differs_only_in_results_count_as_the_reports_code(repo):
-    """A reference regenerated job by job at one code commit: the commits that only add results hold that code;
-    a commit that changes code, uncommitted code and an unknown commit do not."""
+def test_rows_of_a_commit_that_differs_only_in_results_or_docs_count_as_the_reports_code(repo):
+    """A reference regenerated job by job at one code commit: the commits that only add results or change the
+    documentation hold that code; a commit that changes code, uncommitted code and an unknown commit do not."""
     from suite.provenance import same_code
 
     def commit(path: str, text: str) -> str:
@@ -221,8 +221,12 @@ def test_rows_of_a_commit_that_differs_only_in_results_count_as_the_reports_code
 
     code = commit("code.py", "x = 1\n")
     results_only = commit("results/full/a.csv", "seed\n0\n")
+    docs_only = commit("docs/disk.md", "a sentence\n")
+    readme_only = commit("README.md", "a line\n")
     changed = commit("code.py", "x = 2\n")
     assert same_code(code, results_only, repo) and same_code(results_only, code, repo)
+    assert same_code(code, docs_only, repo) and same_code(code, readme_only, repo)  # documentation is not code
+    assert not same_code(docs_only, changed, repo)
     assert not same_code(code, changed, repo) and not same_code(results_only, changed, repo)
     assert not same_code(code + "-dirty", results_only, repo) and not same_code("0" * 40, code, repo)
     commits = {"a.csv": [code], "b.csv": [changed]}
