@@ -29,7 +29,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from experiments.common import RESULTS, Figure, JobFailed, Mode, Paths, Plot, add_common_options, cli, has_runs
+from experiments.common import (RESULTS, Figure, JobFailed, Mode, Paths, Plot, add_common_options, cli, has_runs,
+                                provenance)
 from experiments.measure.disk_simulation import FULL_COMPUTE_RANK, validate_recorded
 from experiments.compare import TableSpec
 from experiments.report import Finding, claim, epoch_time_error_estimates, epoch_time_error_verdict, percent
@@ -52,6 +53,9 @@ def run(*, runs: Sequence[Path], results: Path = RESULTS, plot: bool = True) -> 
         raise JobFailed(f"error: no recorded runs under {', '.join(str(f) for f in runs)}: run the disk_nc and "
                         "disk_lp jobs first", status=2)
     table, summary, costs = validate_recorded(present)
+    # the simulation's commit (the recorded runs keep their own in their summaries): the REPORT's provenance reads it
+    sha = provenance("git_sha")["git_sha"]
+    table, summary, costs = (frame.assign(git_sha=sha) for frame in (table, summary, costs))
     results.mkdir(parents=True, exist_ok=True)
     export(table, results / "disk_simulation.csv")
     export(summary, results / "disk_simulation_summary.csv")

@@ -249,3 +249,24 @@ def test_compute_threads_come_from_the_run_summary_and_default_to_one(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps({"threads": {"compute": 2, "own_threads": 0}}))
     assert compute_threads(RunInputs(tmp_path, None, [], [], [])) == 2.0  # a run without prefetch: both cores
     assert compute_threads(RunInputs(tmp_path / "missing", None, [], [], [])) == 1.0
+
+
+def test_the_job_tables_record_the_commit_they_were_computed_at(recorded_folder, tmp_path):
+    """The REPORT's provenance lists tables of other code by their ``git_sha`` column: every table the job writes
+    carries the commit the simulation ran at."""
+    import pandas as pd
+
+    from experiments.common import provenance
+    from experiments.figures.disk_simulation import run as run_job
+
+    import shutil
+
+    out, _ = recorded_folder
+    runs = tmp_path / "runs"
+    shutil.copytree(out, runs)
+    for run_dir in runs.iterdir():  # the runner writes a summary; these runs skipped its bookkeeping
+        (run_dir / "summary.json").write_text("{}")
+    run_job(runs=[runs], results=tmp_path / "results", plot=False)
+    sha = provenance("git_sha")["git_sha"]
+    for name in ("disk_simulation.csv", "disk_simulation_summary.csv", "disk_simulation_costs.csv"):
+        assert set(pd.read_csv(tmp_path / "results" / name)["git_sha"].astype(str)) == {str(sha)}, name
