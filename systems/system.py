@@ -137,7 +137,6 @@ class System(ABC):
                 started = time.perf_counter()
                 meter.start()
                 threads = self._budget.compute
-                self._within_epoch = []
                 stats = self.train_epoch(epoch, progress=progress)
                 if not math.isfinite(stats.loss):  # systems whose tasks do not check every batch's loss
                     from systems.tasks.task import diverged

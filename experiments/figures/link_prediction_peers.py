@@ -80,6 +80,7 @@ runs are not repeated (``--overwrite`` repeats them).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -440,7 +441,7 @@ def time_to_mrr(point_times: Sequence[float], valid_mrr: Sequence[float], target
     from suite.pricing import time_to_target
 
     reach = time_to_target(list(point_times), list(enumerate(valid_mrr)), target)
-    cumulative = [sum(point_times[:k + 1]) for k in range(len(point_times))]
+    cumulative = list(itertools.accumulate(point_times))
     interpolated = math.nan
     if reach["reached"]:
         k = reach["epochs"] - 1
