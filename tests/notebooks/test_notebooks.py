@@ -70,8 +70,9 @@ def test_pipeline_whatif_notebook(tmp_path, cache_dir):
                          LOADER_WORKERS=[1, 4], STALENESS_BOUNDS=[1, 4, 16], NUM_BATCHES=50)
     assert summary["configurations"] == 2 * 2 * 3 and summary["simulated_batches"] == 50
     assert summary["machines"] == ["p3.2xlarge", "recorded"] and summary["max_staleness_below_bound"]
-    # simulated sync time per batch against the recorded stage times per batch (hand-offs make it slightly more)
-    assert summary["calibration_batches"] > 0 and 0.8 < summary["sync_ratio"] < 1.25
+    # simulated sync time per batch against the recorded stage times plus hand-offs per batch (a loaded machine
+    # lengthens the hand-offs: compared without them, CI once got 1.31); the rest is resampling noise
+    assert summary["calibration_batches"] > 0 and 0.9 < summary["sync_ratio"] < 1.1
     assert len(list((tmp_path / "out").iterdir())) == 1  # the recorded sync run
 
 
