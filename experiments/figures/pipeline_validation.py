@@ -14,7 +14,8 @@ run's warm-up batches, are the stages' work; :mod:`simulators.calibrate`); each 
 (loader threads or processes and their count, queue sizes, staleness bounds, compute in or out of order) is
 simulated from it, with the machine's cores shared by loaders and compute (compute with its thread budget's
 threads), over as many batches as its measured warm epoch, averaged over ``--seeds`` draws, and compared with its
-measurement. No run is ever predicted from its own calibration.
+measurement: the mean of its warm epochs, every epoch but the first (``measured_epochs``; the full grid runs two
+such epochs of a dozen batches, the quick one one). No run is ever predicted from its own calibration.
 
 Contention (what oversubscribing the cores costs beyond sharing them, :mod:`simulators.contention_model`): with
 ``--contention measure`` (the default) a microbenchmark measures it on this machine for each calibration run's
@@ -187,6 +188,7 @@ def predict_with_stages(measured: pd.DataFrame, seeds: int, contention: dict[str
             rows.append({
                 "dataset": dataset, "sampler": sampler, "configuration": run.configuration,
                 "seed": getattr(run, "seed", 0), "calibrated_on": "sync", "batches": batches,
+                "measured_epochs": getattr(run, "measured_epochs", 1),
                 "measured_epoch_time_s": run.epoch_time_s, "predicted_epoch_time_s": epoch,
                 "epoch_time_error": (epoch - run.epoch_time_s) / run.epoch_time_s,
                 "measured_compute_utilization": run.compute_utilization,
@@ -348,7 +350,7 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
         raise JobFailed(f"error: {runs}: no recorded pipelined runs (a sync run and held-out configurations); run "
                         f"`{first}` first", status=2)
     contention_option = contention  # the option; `tables`: the contention tables
-    measured = speed_table(runs)
+    measured = speed_table(runs, epochs="warm")  # the mean of every epoch but the first
     measured["run_dir"] = [str(runs / run_id) for run_id in measured["run_id"]]
     tables: dict[str, Contention] = {}
     if contention_option == "measure":
@@ -657,6 +659,9 @@ def simulator_predicts(results: Path) -> Finding:
                 f"95 % intervals): median absolute {percent(errors['median_abs'])}, 90th percentile "
                 f"{percent(errors['p90_abs'])}, mean signed {percent(errors['bias'])} (spread "
                 f"{percent(errors['spread'])}); compute utilization {points.format(1)} points")
+    if "measured_epochs" in used and used["measured_epochs"].notna().any():
+        counts = sorted({int(k) for k in used["measured_epochs"].dropna()})
+        measured += f"; a run's epoch time is the mean of its {'-'.join(map(str, counts))} warm epoch(s)"
     if "run_to_run_deviation" in used and used["run_to_run_deviation"].notna().any():
         floor = bootstrap_interval(used["run_to_run_deviation"])
         measured += f"; the measured runs' own run-to-run deviation (median, over repeats) {percent(floor)}"
@@ -694,7 +699,7 @@ FIGURE = Figure(
      "pipeline_validation.png",
      "pipeline_validation_summary.json", "pipeline_validation_contention.json", "pipeline_projection.csv"),
     "about 16 minutes (measured 15.5 on the quiet 2 cores at 16234ac from a fresh data folder: the grid's 48 "
-    "runs of two 12-batch epochs on arxiv-like, then a contention microbenchmark of each calibration run's "
+    "runs of two 12-batch epochs on arxiv-like (now three: expect about 7 minutes more), then a contention microbenchmark of each calibration run's "
     "workload)", __name__,
     plots=(Plot("pipeline_validation", plot_pipeline_validation, "pipeline_validation.csv"),),
     claims=(simulator_predicts,),

@@ -50,6 +50,22 @@ def test_accuracy_table_compares_sync_and_async(recorded):
     assert (table[table["configuration"] == "sync"]["staleness_max"] == 0).all()
 
 
+def test_measured_epochs_by_hand():
+    """The last epoch, or the mean of every epoch but the first (the only one where a run has one)."""
+    epochs = pd.DataFrame({
+        "run_dir": ["a", "a", "a", "b"], "epoch": [2, 0, 1, 0], "epoch_time_s": [3.0, 9.0, 5.0, 7.0],
+        "examples": [10, 10, 10, 4], "stage_busy_s.compute": [2.0, 8.0, 4.0, 6.0],
+        "staleness_max": [1, 0, 3, 2], "bottleneck_stage": ["load", "compute", "compute", "load"]})
+    last = pipeline_runs.measured_epochs(epochs, "last")
+    assert last.loc["a", "epoch_time_s"] == 3.0 and last.loc["b", "epoch_time_s"] == 7.0
+    warm = pipeline_runs.measured_epochs(epochs, "warm")
+    assert warm.loc["a", "epoch_time_s"] == 4.0 and warm.loc["a", "stage_busy_s.compute"] == 3.0
+    assert warm.loc["a", "staleness_max"] == 3 and warm.loc["a", "bottleneck_stage"] == "load"
+    assert list(warm["measured_epochs"]) == [2, 1] and warm.loc["b", "epoch_time_s"] == 7.0
+    with pytest.raises(ValueError, match="which"):
+        pipeline_runs.measured_epochs(epochs, "first")
+
+
 def test_configuration_labels():
     assert pipeline_runs.configuration("in_memory", {}) == "in_memory"
     assert pipeline_runs.configuration("pipelined", {"sync": True, "staleness_bound": 3}) == "sync"
