@@ -9,7 +9,9 @@ by table, as a researcher checks it after changing a system.
   the table's key columns. Every interval column (``X`` stored with ``X_ci_low`` and ``X_ci_high``) is compared row
   by row, a change flagged when the intervals do not overlap, except absolute times and rates (seconds, bytes per
   second: :func:`machine_dependent`), which move with the machine's speed: they are listed, never flagged, and the
-  ratios and accuracies beside them carry the comparison; the value columns of deterministic tables
+  ratios and accuracies beside them carry the comparison (so are the columns a table names in
+  ``TableSpec.machine_dependent`` and, among the claims, the estimates marked ``machine_dependent``: a simulator's
+  projection calibrated on this machine's measured stages, whose interval covers the simulator's seeds only); the value columns of deterministic tables
   (simulations, formulas, exact counts: ``exact``) are flagged when they differ by more than a relative 1e-6; rows
   present on one side only are listed (and flagged). Tables without intervals or exact columns are compared by their
   rows only.
@@ -34,10 +36,13 @@ from suite.stats import Interval
 
 @dataclass(frozen=True)
 class TableSpec:
-    """How to compare one table: the columns that identify a row, and the value columns compared exactly."""
+    """How to compare one table: the columns that identify a row, the value columns compared exactly, and interval
+    columns that move with the machine although they are not absolute times (listed, never flagged, as
+    :func:`machine_dependent` columns are)."""
 
     keys: tuple[str, ...]
     exact: tuple[str, ...] = ()
+    machine_dependent: tuple[str, ...] = ()
 
 
 def tables() -> dict[str, TableSpec]:
@@ -96,9 +101,13 @@ def compare_claims(new: dict[str, Finding], reference: dict[str, Finding]) -> tu
         lines.append(f"  {name}: {old.verdict} -> {now.verdict}" + ("  [FLAGGED: verdict changed]" if changed
                                                                       else ""))
         before, after = _estimates(old), _estimates(now)
+        moves_with_machine = {e.name for finding in (old, now) for e in finding.estimates if e.machine_dependent}
         for key in dict.fromkeys([*before, *after]):
             if key not in before or key not in after:
                 lines.append(f"    {key}: {'new' if key not in before else 'gone'}")
+                continue
+            if key in moves_with_machine:
+                lines.append(f"    {key}: {before[key]} -> {after[key]}  (moves with the machine: not flagged)")
                 continue
             moved = not after[key].overlaps(before[key])
             flagged += moved
@@ -149,8 +158,9 @@ def compare_table(name: str, new: pd.DataFrame, reference: pd.DataFrame, spec: T
     flagged += len(only_new) + len(only_old)
     common = [i for i in now.index if i in old.index]
     shared = [c for c in _interval_columns(now) if c in _interval_columns(old)]
-    columns = [c for c in shared if not machine_dependent(c)]
     absolute = [c for c in shared if machine_dependent(c)]
+    calibrated = [c for c in shared if c in spec.machine_dependent and c not in absolute]
+    columns = [c for c in shared if c not in absolute and c not in calibrated]
     compared = 0
     for index in common:
         for column in columns:
@@ -175,6 +185,8 @@ def compare_table(name: str, new: pd.DataFrame, reference: pd.DataFrame, spec: T
                " (no intervals or exact values in common)"))
     if absolute:
         what += f"; absolute times not compared ({', '.join(absolute)}: they move with the machine)"
+    if calibrated:
+        what += f"; not compared ({', '.join(calibrated)}: they move with the machine the table was calibrated on)"
     changed = sum(1 for line in lines if "[FLAGGED" in line)
     return [f"  {name}: {what}; {changed} flagged"] + lines, flagged
 

@@ -50,6 +50,10 @@ class Estimate:
     name: str
     interval: Interval
     condition: str = ""
+    machine_dependent: bool = False
+    """Moves with the machine it was measured on beyond what its interval covers (a projection calibrated on this
+    machine's measured stages, its interval over simulator seeds only): ``report --against`` lists it, never flags
+    it."""
 
 
 @dataclass(frozen=True)

@@ -300,8 +300,11 @@ def _projection(results: Path) -> tuple[str, list[Estimate], str]:
         utilization = table_interval(row, "compute_utilization", "seeds", "t over simulator seeds")
         ratio = table_interval(row, "time_ratio_vs_sync", "seeds", "t over simulator seeds")
         label = f"{row['dataset']}/{row['sampler']}"
-        estimates += [Estimate(f"projection {row['profile']} {label} compute utilization", utilization, ">= 0.9"),
-                      Estimate(f"projection {row['profile']} {label} epoch / sync", ratio, "< 1")]
+        # calibrated on this machine's measured stages; the intervals cover the simulator's seeds only
+        estimates += [Estimate(f"projection {row['profile']} {label} compute utilization", utilization, ">= 0.9",
+                               machine_dependent=True),
+                      Estimate(f"projection {row['profile']} {label} epoch / sync", ratio, "< 1",
+                               machine_dependent=True)]
         verdicts.append(combine([above(utilization, 0.9), below(ratio, 1.0)]))
         parts.append(f"{label} {row['configuration']}: compute utilization {utilization}, epoch x{ratio} of sync")
     profile = pipelined["profile"].iloc[0] if len(pipelined) else PROJECTION_PROFILE

@@ -15,6 +15,7 @@ from experiments import compare, report, reproduce
 from experiments.plugins import FIGURES
 from suite.cli import main as gnnsuite
 from suite.errors import ConfigError
+from suite.stats import Interval
 
 
 def test_jobs_are_registered_in_order_and_selectable():
@@ -445,6 +446,27 @@ def test_comparison_leaves_absolute_times_to_the_machine_and_compares_ratios(tmp
     slower_system = compare.compare_table("disk_nc.csv", table(10.0, 2.0), table(10.0, 1.0), spec)
     assert slower_system[1] == 1 and "time_ratio_vs_in_memory" in slower_system[0][1]
     assert compare.machine_dependent("read_bandwidth_bytes_per_s") and not compare.machine_dependent("test_accuracy")
+
+
+def test_comparison_lists_what_a_table_or_claim_marks_as_moving_with_the_machine_and_flags_the_rest():
+    """A projection calibrated on this machine (its interval over simulator seeds only) is listed, not flagged."""
+    def table(ratio: float) -> pd.DataFrame:
+        return pd.DataFrame([{"configuration": "4T", "time_ratio_vs_sync": ratio,
+                              "time_ratio_vs_sync_ci_low": ratio * 0.95, "time_ratio_vs_sync_ci_high": ratio * 1.05}])
+
+    marked = compare.TableSpec(("configuration",), machine_dependent=("time_ratio_vs_sync",))
+    lines, flagged = compare.compare_table("pipeline_projection.csv", table(0.5), table(0.4), marked)
+    assert flagged == 0 and "not compared (time_ratio_vs_sync: they move with the machine" in lines[0]
+    assert compare.compare_table("pipeline_projection.csv", table(0.5), table(0.4),
+                                 compare.TableSpec(("configuration",)))[1] == 1
+
+    def finding(low: float, high: float, moves: bool) -> report.Finding:
+        interval = Interval((low + high) / 2, low, high, 5, "t")
+        return report.Finding("", "", report.HOLDS, (report.Estimate("projection ratio", interval, "< 1", moves),))
+
+    lines, flagged = compare.compare_claims({"c": finding(0.4, 0.5, True)}, {"c": finding(0.6, 0.7, True)})
+    assert flagged == 0 and "moves with the machine: not flagged" in lines[1]
+    assert compare.compare_claims({"c": finding(0.4, 0.5, False)}, {"c": finding(0.6, 0.7, False)})[1] == 1
 
 
 def test_report_command_compares_a_reproduction_folder(tmp_path, capsys):
