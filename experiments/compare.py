@@ -11,10 +11,10 @@ by table, as a researcher checks it after changing a system.
   second: :func:`machine_dependent`), which move with the machine's speed: they are listed, never flagged, and the
   ratios and accuracies beside them carry the comparison (so are the columns a table names in
   ``TableSpec.machine_dependent`` and, among the claims, the estimates marked ``machine_dependent``: a simulator's
-  projection calibrated on this machine's measured stages, whose interval covers the simulator's seeds only); the value columns of deterministic tables
-  (simulations, formulas, exact counts: ``exact``) are flagged when they differ by more than a relative 1e-6; rows
-  present on one side only are listed (and flagged). Tables without intervals or exact columns are compared by their
-  rows only.
+  projection calibrated on this machine's measured stages, whose interval covers the simulator's seeds only); the
+  value columns of deterministic tables (simulations, formulas, exact counts: ``exact``) are flagged when they
+  differ by more than a relative 1e-6; rows present on one side only are listed (and flagged). Tables without
+  intervals or exact columns are compared by their rows only.
 
 The comparison is pure (it reads the two folders' tables). :func:`compare` returns a :class:`Comparison` whose
 ``text()`` is what the command prints; ``flagged`` counts the changes.

@@ -62,8 +62,8 @@ def measured_epochs(epochs: pd.DataFrame, which: str = "last") -> pd.DataFrame:
     """Per run (indexed by ``run_dir``): the epoch a speed table reads, from :func:`suite.results.load_epochs`'s
     rows. ``"last"``: the run's last (warm) epoch. ``"warm"``: every epoch but the first (the only one, if that is
     all there is), averaged (times, examples, busy times, efficiency, mean staleness), the largest staleness and the
-    last epoch's bottleneck; ``measured_epochs`` counts them. Averaging warm epochs halves an epoch's noise where the
-    epochs are short (a dozen batches): the measurement a simulator is judged against."""
+    last epoch's bottleneck; ``measured_epochs`` counts them. Averaging evens out the epoch-to-epoch variation of
+    short epochs (a dozen batches), what a simulator is judged against."""
     epochs = epochs.sort_values("epoch")
     grouped = epochs.groupby("run_dir")
     if which == "last":

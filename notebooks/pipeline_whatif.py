@@ -104,7 +104,8 @@ recorded_per_batch_s = (stage_sum_s + handoff_sum_s) / recorded_batches
 check = pd.Series({"measured warm epoch (s)": measured_epoch_s, "sum of recorded stage times (s)": stage_sum_s,
                    "sum of recorded hand-offs (s)": handoff_sum_s,
                    "simulated sync epoch (s)": simulated_per_batch_s * calibration.num_batches,
-                   "simulated / recorded (stages + hand-offs), per batch": simulated_per_batch_s / recorded_per_batch_s})
+                   "simulated / recorded (stages + hand-offs), per batch":
+                       simulated_per_batch_s / recorded_per_batch_s})
 check
 
 

@@ -698,8 +698,8 @@ FIGURE = Figure(
     ("pipeline_validation.csv", "pipeline_validation_stages.csv", "pipeline_validation_configurations.csv",
      "pipeline_validation.png",
      "pipeline_validation_summary.json", "pipeline_validation_contention.json", "pipeline_projection.csv"),
-    "about 16 minutes (measured 15.5 on the quiet 2 cores at 16234ac from a fresh data folder: the grid's 48 "
-    "runs of two 12-batch epochs on arxiv-like (now three: expect about 7 minutes more), then a contention microbenchmark of each calibration run's "
+    "about 18 minutes (measured 17.5 on the quiet 2 cores at 391afad from a fresh data folder: the grid's 48 "
+    "runs of three 12-batch epochs on arxiv-like, then a contention microbenchmark of each calibration run's "
     "workload)", __name__,
     plots=(Plot("pipeline_validation", plot_pipeline_validation, "pipeline_validation.csv"),),
     claims=(simulator_predicts,),
