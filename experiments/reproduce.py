@@ -24,7 +24,7 @@ repeated measurements:
   (the naive / DENSE ratios are paired by repeat);
 - pipeline: arxiv-like only (products-like is left out of quick mode): the speed grid on 50,000 nodes (both samplers
   x 6 configurations, 2 epochs of 6 batches) and the accuracy grid on 20,000 nodes (sync and async out of order; the
-  in-order async check, which computes what sync computes, runs in full mode only) x 3 seeds x 4 full epochs;
+  in-order async check, which computes what sync computes, runs in full mode only) x 3 seeds x 3 full epochs;
 - pipeline_validation: its quick grid (12 held-out configurations and 2 sync runs, seeds 0 and 1, 6 batches) on
   arxiv-like shrunk to 20,000 nodes; contention microbenchmark windows of 0.3 s, one repeat, once per sampler (the
   seeds' calibration runs share its workload), 2 simulator seeds per prediction,
@@ -41,8 +41,8 @@ repeated measurements:
   about buffer-like negatives, in full mode only), 3 seeds, 2 epochs;
 - disk_simulation: the disk-system simulator on the disk runs of disk_nc and disk_lp (trains nothing);
 - buffer_io, work_depth: the scripts' quick sizes (deterministic); async_gnn: Cora, 20 iterations, s in {0, 2},
-  3 seeds; cache_vs_buffer: Amazon Computers, budgets 10 and 25 %, 3 seeds (cache_vs_buffer_quick.yaml); cost:
-  reads the runs above.
+  3 seeds; cache_vs_buffer: Amazon Computers, budgets 10 and 25 % (s3fifo at 25 % only), 3 seeds
+  (cache_vs_buffer_quick.yaml); cost: reads the runs above.
 """
 
 from __future__ import annotations

@@ -264,7 +264,12 @@ def _other_cores(before: tuple[float, float], after: tuple[float, float], span_s
     return max(0.0, ((after[0] - before[0]) - (after[1] - before[1])) / span_s) if span_s > 0 else math.nan
 
 
-def _quiet(max_other_cores: float, wait_s: float, probe_s: float = 0.5) -> float:
+QUIET_PROBE_S = 0.5
+"""How long a probe of the machine's background load lasts at most (see :func:`_quiet`); never longer than the
+window the measurement itself takes (a 0.3 s window is not worth a 0.5 s probe: quick mode measures 26 of them)."""
+
+
+def _quiet(max_other_cores: float, wait_s: float, probe_s: float = QUIET_PROBE_S) -> float:
     """Wait (at most ``wait_s``) until other processes keep fewer than ``max_other_cores`` cores busy over a
     ``probe_s`` probe; return the last probe's value."""
     deadline = time.perf_counter() + wait_s
@@ -306,15 +311,16 @@ def _compute_alone(work: _Workload, steps: int) -> dict[str, Any]:
     return {"window_s": ended - started, "other_cores": _other_cores(busy, _busy_cpu_s(), ended - started)}
 
 
-def _steady(measure, max_other_cores: float, attempts: int, wait_s: float) -> dict[str, Any]:
-    """``measure()`` after waiting for the machine to be quiet, again (up to ``attempts`` times in all) while
+def _steady(measure, max_other_cores: float, attempts: int, wait_s: float,
+            probe_s: float = QUIET_PROBE_S) -> dict[str, Any]:
+    """``measure()`` after waiting (probes of ``probe_s``) for the machine to be quiet, again (up to ``attempts`` times in all) while
     other processes kept more than ``max_other_cores`` cores busy during it; the quietest attempt, with the
     background of every attempt."""
     tried, failures = [], []
     for _ in range(attempts + 2):  # a failed attempt (a loader died) does not count, twice at most
         if len(tried) >= attempts:
             break
-        _quiet(max_other_cores, wait_s)
+        _quiet(max_other_cores, wait_s, probe_s)
         try:
             tried.append(measure())
         except RuntimeError as error:
@@ -351,7 +357,8 @@ class _Plan:
 
     def steady(self, measure) -> dict[str, Any]:
         """``measure()`` on a quiet machine (see :func:`_steady`)."""
-        return _steady(measure, self.max_other_cores, self.attempts, self.quiet_wait_s)
+        return _steady(measure, self.max_other_cores, self.attempts, self.quiet_wait_s,
+                       min(QUIET_PROBE_S, self.window_s))
 
 
 def _measure_state(work: _Workload, plan: _Plan, kind: str, state: tuple[bool, int], compute_alone: float,
