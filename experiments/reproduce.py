@@ -24,7 +24,7 @@ repeated measurements:
   (the naive / DENSE ratios are paired by repeat);
 - pipeline: arxiv-like only (products-like is left out of quick mode): the speed grid on 50,000 nodes (both samplers
   x 6 configurations, 2 epochs of 6 batches) and the accuracy grid on 20,000 nodes (sync and async out of order; the
-  in-order async check, which computes what sync computes, runs in full mode only) x 3 seeds x 3 full epochs;
+  in-order async check, which computes what sync computes, runs in full mode only) x 3 seeds x 4 full epochs;
 - pipeline_validation: its quick grid (12 held-out configurations and 2 sync runs, seeds 0 and 1, 6 batches) on
   arxiv-like shrunk to 20,000 nodes; contention microbenchmark windows of 0.3 s, one repeat, once per sampler (the
   seeds' calibration runs share its workload), 2 simulator seeds per prediction,
@@ -34,14 +34,15 @@ repeated measurements:
 - link_prediction_peers: FB15k-237's dense core (500 entities), 3 epochs, one seed, one thread, the suite and PBG
   (p = 1, 8; PyKEEN, x4 slower than any other, in full mode only);
 - disk_nc: papers-like-s shrunk to 200,000 nodes, p = 8, c = 2 and 4, 3 epochs, seeds 0-2 (the timing repeats:
-  each run's mean over its 2 warm epochs), and Amazon Computers at p = 16 and 64, c / p = 0.25, 20 epochs, seeds 0-2
-  (disk_nc_sweep_quick.yaml), each run in its own process forked from one that has the libraries imported;
+  each run's mean over its 2 warm epochs), and Amazon Computers at p = 16 (sequential) and 64, c / p = 0.25, 20
+  epochs, seeds 0-2 (disk_nc_sweep_quick.yaml), each run in its own process forked from one that has the libraries
+  imported;
 - disk_lp: DistMult, the matched in-memory baseline (two learning rates, chosen on a fixed sample of 5,000 validation
   triples), BETA and COMET (random, which no claim reads, left out; in-memory with global negatives, the finding
   about buffer-like negatives, in full mode only), 3 seeds, 2 epochs;
 - disk_simulation: the disk-system simulator on the disk runs of disk_nc and disk_lp (trains nothing);
 - buffer_io, work_depth: the scripts' quick sizes (deterministic); async_gnn: Cora, 20 iterations, s in {0, 2},
-  3 seeds; cache_vs_buffer: Amazon Computers, budgets 10 and 25 % (s3fifo at 25 % only), 3 seeds
+  3 seeds; cache_vs_buffer: Amazon Computers, budgets 10 and 25 %, belady only, 3 seeds
   (cache_vs_buffer_quick.yaml); cost: reads the runs above.
 """
 

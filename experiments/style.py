@@ -45,7 +45,7 @@ COLORS = {
     "dense-torch": "tab:purple",
     # partition policies
     "beta": "tab:blue", "comet": "tab:green", "random": "tab:red", "sequential": "tab:blue",
-    "dispersed": "tab:cyan",
+    "dispersed": "tab:cyan", "sequential_neighborhood": "tab:purple",
     # the link-prediction peers' systems
     "suite": "tab:blue", "pbg": "tab:orange", "pykeen": "tab:purple",
 }

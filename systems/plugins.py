@@ -80,6 +80,7 @@ POLICIES = {
     "in_memory": "systems.disk.policies.baselines:InMemoryPolicy",
     "sequential": "systems.disk.policies.node_policies:SequentialPolicy",
     "sequential_rotation": "systems.disk.policies.node_policies:RotatingSequentialPolicy",
+    "sequential_neighborhood": "systems.disk.policies.node_policies:NeighborhoodSequentialPolicy",
     "dispersed": "systems.disk.policies.node_policies:DispersedPolicy",
 }
 

@@ -15,8 +15,8 @@ budget) the dispersed buffer and the cache with lru, s3fifo and static_degree to
 ``experiments/specs/cache_vs_buffer.yaml`` (:data:`GRID`: every policy at every budget, papers-like-s at its full
 size, 156 runs, about 4.5 hours), is left to ``gnnsuite grid``; ``--no-run --out DIR`` tabulates its folder.
 ``--quick``:
-``cache_vs_buffer_quick.yaml`` (Amazon Computers, budgets 10 and 25 %, the sequential buffer, belady, s3fifo at 25 %,
-12 epochs, 18 runs) in this process, about 45 s on the quiet 2 cores.
+``cache_vs_buffer_quick.yaml`` (Amazon Computers, budgets 10 and 25 %, the sequential buffer and belady, 12 epochs,
+15 runs) in this process, about 40 s on the quiet 2 cores.
 
 The per-run and per-configuration tables are those of :mod:`experiments.nc_runs` (as in the disk figure: warm
 epochs' means, time to target against the same seed's in-memory run, paired ratios and accuracy differences, runs
@@ -295,8 +295,8 @@ def run(*, mode: Mode = "full", runs: Path | None = None, results: Path = RESULT
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options: the keyword arguments of :func:`run`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_options(parser, quick="Amazon Computers, budgets 10 and 25 %%, sequential, belady, s3fifo at "
-                                     "25 %% (18 runs, ~45 s)", runs=("--out",),
+    add_common_options(parser, quick="Amazon Computers, budgets 10 and 25 %%, sequential, belady (15 runs, "
+                                     "~40 s)", runs=("--out",),
                        runs_help="runs folder (default out/cache-vs-buffer, out/cache-vs-buffer-quick)",
                        results=("--results",), data=("--data-dir",), data_default=None, plot=True, quiet=True,
                        no_run="only tabulate what is recorded")

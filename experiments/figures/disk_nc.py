@@ -8,27 +8,27 @@ Usage::
 Runs ``experiments/specs/disk_nc.yaml`` and ``experiments/specs/disk_nc_accuracy.yaml`` through the harness, each
 run in its own process so that its peak RSS is its own (finished runs are skipped; a run both grids name runs once).
 ``disk_nc.yaml``: the in-memory system and the disk system (p = 16, c = 4 = p/4 and 8, sequential and dispersed,
-prefetch on and off, the pipelined disk system) on ``papers-like-s`` at 200,000 nodes, the pipelined system in sync
-mode and the peer ``pyg`` (:mod:`systems.pyg_baseline`; a ``skipped`` row with the reason where PyG cannot sample),
-40 epochs (:data:`FULL`). ``disk_nc_accuracy.yaml``: on the same graph and on Coauthor Physics, in-memory and the
-disk system (sequential and dispersed, full-graph evaluation) at p = 16 and 64 with c / p = 0.25 and 0.4375
-(Coauthor Physics at 0.25 only, papers-like-s dispersed p = 64 at 0.25 only: :func:`left_out_of_full`; 54 runs in
-all). The whole sweep, ``disk_nc_sweep.yaml`` (p up to 512, Amazon Computers too, 189 runs, about 6
-hours), is left to ``gnnsuite grid``; this command tabulates its folder with ``--no-run --out``.
-Seeds 0, 1 and 2, epochs capped (40 on papers-like-s, 20 on Coauthor Physics), validation after every epoch, test
-after the last. Then, per run: the warm epochs' mean time (epoch 0 fills the buffer and is left out), bytes the
-suite read and bytes ``/proc/self/io`` says came from storage, states, IO wait (compute waiting for the buffer) and
-its fraction of the epoch, the achieved read bandwidth (bytes read / seconds inside the reads; ``dd iflag=direct``
-on the same file beside it), final validation and test accuracy, time to target (MLPerf style: the target is the
-in-memory run's final validation accuracy of the same dataset and seed minus 0.01; the training seconds and epochs
-up to the first validation at or above it, or not reached within the cap), peak RSS, the thread budget and the
-machine's foreign load (a run under load is flagged and left out of the timings); per dataset and configuration:
+prefetch on and off, the pipelined disk system) on ``papers-like-s`` at 200,000 nodes, the pipelined system in sync mode
+and the peer ``pyg`` (:mod:`systems.pyg_baseline`; a ``skipped`` row with the reason where PyG cannot sample), 40 epochs
+(:data:`FULL`). ``disk_nc_accuracy.yaml``: on the same graph and on Coauthor Physics, in-memory and the disk system
+(sequential and dispersed, full-graph evaluation) at p = 16 and 64 with c / p = 0.25 and 0.4375 (Coauthor Physics at
+0.25 only, papers-like-s dispersed p = 64 at 0.25 only: :func:`left_out_of_full`), and ``sequential_neighborhood`` at
+p = 64, c = 16 with the ``neighborhood-first`` order (60 runs in all). The whole sweep, ``disk_nc_sweep.yaml`` (p up to
+512, Amazon Computers too, 189 runs, about 6 hours), is left to ``gnnsuite grid``; this command tabulates its folder
+with ``--no-run --out``. Seeds 0, 1 and 2, epochs capped (40 on papers-like-s, 20 on Coauthor Physics), validation after
+every epoch, test after the last. Then, per run: the warm epochs' mean time (epoch 0 fills the buffer and is left out),
+bytes the suite read and bytes ``/proc/self/io`` says came from storage, states, IO wait (compute waiting for the
+buffer) and its fraction of the epoch, the achieved read bandwidth (bytes read / seconds inside the reads;
+``dd iflag=direct`` on the same file beside it), final validation and test accuracy, time to target (MLPerf style: the
+target is the in-memory run's final validation accuracy of the same dataset and seed minus 0.01; the training seconds
+and epochs up to the first validation at or above it, or not reached within the cap), peak RSS, the thread budget and
+the machine's foreign load (a run under load is flagged and left out of the timings); per dataset and configuration:
 means over seeds with 95 % t intervals (columns ``X``, ``X_ci_low``, ``X_ci_high``), the epoch-time ratio and the
 time-to-target ratio to in-memory paired by seed (geometric mean, t interval on the logs; ``target_seeds``,
 ``target_reached``, ``epochs_to_target``, ``time_to_target_s``, ``time_to_target_ratio_vs_in_memory``,
-``time_to_target_pairs``, and ``unreached_ratio_bound``: for runs that never reached the target, the largest
-whole training time over in-memory's time to target, a lower bound of their ratio), and the final test accuracy
-difference to in-memory at equal epochs, paired by seed (``accuracy_gap_vs_in_memory``).
+``time_to_target_pairs``, and ``unreached_ratio_bound``: for runs that never reached the target, the largest whole
+training time over in-memory's time to target, a lower bound of their ratio), and the final test accuracy difference to
+in-memory at equal epochs, paired by seed (``accuracy_gap_vs_in_memory``).
 
 Outputs (``--results``, default ``out/results``; the reference under ``results/`` is written only by
 ``gnnsuite reproduce --update-reference``):
@@ -37,10 +37,10 @@ accuracy after every epoch and test accuracy, per run, with its target), ``disk_
 timeline of one warm epoch per configuration, seed 0) and the figures ``disk_nc.png`` (the p <= 16 comparison as
 bars; with a sweep, a second row: accuracy and time to target against p, accuracy difference against c / p) and
 ``disk_nc_timeline.png``. ``--quick``: ``disk_nc.yaml`` on ``papers-like-s`` shrunk to 200,000 nodes, p = 8, c = 2
-and 4, three epochs, and ``disk_nc_sweep_quick.yaml`` (Amazon Computers, p = 16 and 64 at c / p = 0.25, 20
-epochs, 15 runs, about 15 minutes on 2 loaded cores). ``--deep``: ``experiments/specs/disk_nc_deep.yaml``, the
-3-layer model (15,10,5, hidden 256) in memory and sequential p = 16, c = 4, speed only, into ``disk_nc_deep.csv``
-(about 20 minutes).
+and 4, three epochs, and ``disk_nc_sweep_quick.yaml`` (Amazon Computers, sequential at p = 16 and 64, dispersed
+at p = 64, c / p = 0.25, 20 epochs, 12 runs, about a minute on the quiet 2 cores). ``--deep``:
+``experiments/specs/disk_nc_deep.yaml``, the 3-layer model (15,10,5, hidden 256) in memory and sequential p = 16,
+c = 4, speed only, into ``disk_nc_deep.csv`` (about 20 minutes).
 """
 
 from __future__ import annotations
@@ -650,9 +650,9 @@ FIGURE = Figure(
     "disk_nc", "disk-based vs in-memory node classification: epoch time, IO wait, bytes read, accuracy", _reproduce,
     ("disk_nc.csv", "disk_nc_runs.csv", "disk_nc_curve.csv", "disk_nc_timeline.csv", "disk_nc.png",
      "disk_nc_timeline.png"),
-    "about 24 minutes (measured 24.2 on the quiet 2 cores at 16234ac from a fresh data folder: 54 runs; the "
-    "grid's 12 Coauthor Physics runs at c/p 0.4375 and 3 papers-like-s dispersed p = 64, c = 28 runs left out of "
-    "the full mode); "
+    "about 27 minutes (measured 24.2 on the quiet 2 cores at 16234ac from a fresh data folder with 54 runs; 6 "
+    "sequential_neighborhood runs added since, about 3.5 minutes; the grid's 12 Coauthor Physics runs at c/p "
+    "0.4375 and 3 papers-like-s dispersed p = 64, c = 28 runs left out of the full mode); "
     "papers-like-s at 200,000 nodes, Coauthor Physics and their partitioned copies (p = 16 and 64, one per seed)",
     __name__,
     plots=(Plot("disk_nc", plot_disk_nc, "disk_nc.csv"),

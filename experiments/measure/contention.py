@@ -313,9 +313,9 @@ def _compute_alone(work: _Workload, steps: int) -> dict[str, Any]:
 
 def _steady(measure, max_other_cores: float, attempts: int, wait_s: float,
             probe_s: float = QUIET_PROBE_S) -> dict[str, Any]:
-    """``measure()`` after waiting (probes of ``probe_s``) for the machine to be quiet, again (up to ``attempts`` times in all) while
-    other processes kept more than ``max_other_cores`` cores busy during it; the quietest attempt, with the
-    background of every attempt."""
+    """``measure()`` after waiting (probes of ``probe_s``) for the machine to be quiet, again (up to ``attempts``
+    times in all) while other processes kept more than ``max_other_cores`` cores busy during it; the quietest
+    attempt, with the background of every attempt."""
     tried, failures = [], []
     for _ in range(attempts + 2):  # a failed attempt (a loader died) does not count, twice at most
         if len(tried) >= attempts:

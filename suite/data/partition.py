@@ -172,6 +172,46 @@ def labeled_first_order(store: GraphStore, seed: int) -> np.ndarray:
     return np.concatenate([rng.permutation(group) for group in groups]).astype(np.int64)
 
 
+def _in_neighbour_counts(store: GraphStore, nodes: np.ndarray) -> np.ndarray:
+    """Per node of the store, how many of ``nodes`` it is an in-neighbour of (the nodes a one-hop sample of
+    ``nodes`` can draw, with multiplicity)."""
+    indptr = store.array("in_indptr")
+    starts, stops = indptr[nodes], indptr[nodes + 1]
+    counts = np.zeros(store.num_nodes, dtype=np.int64)
+    indices = store.array("in_indices")
+    for first in range(0, len(nodes), DEFAULT_CHUNK_EDGES // 64):
+        chunk = slice(first, first + DEFAULT_CHUNK_EDGES // 64)
+        lengths = (stops[chunk] - starts[chunk]).astype(np.int64)
+        positions = np.repeat(starts[chunk] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + \
+            np.arange(int(lengths.sum()))
+        np.add.at(counts, np.asarray(indices[positions], dtype=np.int64), 1)
+    return counts
+
+
+@ORDERINGS.register("neighborhood-first")
+def neighborhood_first_order(store: GraphStore, seed: int) -> np.ndarray:
+    """Training nodes first, then their in-neighbours (the nodes a one-hop sample of a training node draws; most
+    shared first, ties in random order), then the other split nodes (valid, test), then the rest; each group in
+    random order (``default_rng(seed)``).
+
+    With the ``sequential_neighborhood`` policy, which keeps the first partitions in the buffer besides the training
+    ones, every training node's first hop is sampled from all of its neighbours rather than from the quarter that
+    a random fill happens to hold. Stores without node splits order as ``train-first``.
+    """
+    if not store.has("train_nodes"):
+        return train_first_order(store, seed)
+    train = _split_mask(store, ("train",))
+    counts = _in_neighbour_counts(store, np.flatnonzero(train))
+    neighbours = (counts > 0) & ~train
+    evaluated = _split_mask(store, ("valid", "test")) & ~train & ~neighbours
+    rng = np.random.default_rng(seed)
+    first = rng.permutation(np.flatnonzero(train))
+    shuffled = rng.permutation(np.flatnonzero(neighbours))
+    by_count = shuffled[np.argsort(-counts[shuffled], kind="stable")]
+    rest = [rng.permutation(np.flatnonzero(group)) for group in (evaluated, ~(train | neighbours | evaluated))]
+    return np.concatenate([first, by_count, *rest]).astype(np.int64)
+
+
 @ORDERINGS.register("train-first")
 def train_first_order(store: GraphStore, seed: int) -> np.ndarray:
     """Training nodes first, then all other nodes; each group in random order (``default_rng(seed)``).

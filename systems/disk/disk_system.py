@@ -79,7 +79,7 @@ class DiskOptions(SystemOptions):
     buffer_capacity: int = Field(4, ge=1, description="c: partitions held in memory")
     fine_to_coarse_ratio: int = Field(1, ge=1, description="physical partitions per logical one (comet, dispersed)")
     order: str = Field("train-first", description="node ordering of the partitioning ('random', 'train-first', "
-                                                  "'labeled-first')")
+                                                  "'labeled-first', 'neighborhood-first')")
     ADDED_OPTIONS: ClassVar[dict[str, Any]] = {"partition_seed": None, "read_threads": 16, "coalesce_bytes": 256 << 10}
     """Options added after disk runs were recorded: at these values they are left out of the run id (how the
     store is read, or the earlier default), so those runs keep their ids."""

@@ -43,6 +43,11 @@ Policies
     ``sequential`` whose free slots rotate through one permutation of the remaining partitions drawn from
     ``default_rng(seed)``: epoch ``e`` takes its ``w`` entries from position ``e * w`` on (cyclically), so every
     partition has been in the buffer after ``ceil((p - t) / w)`` epochs.
+``sequential_neighborhood`` (node classification)
+    ``sequential`` that also keeps, in every epoch, the first ``ceil(w / 2)`` partitions after the training ones
+    (under the ``neighborhood-first`` node order: the training nodes' in-neighbours, most shared first); the other
+    ``floor(w / 2)`` slots are the fresh random draw. Not MariusGNN's: a training node's first hop is then sampled
+    from (nearly) all of its neighbours.
 ``dispersed`` (node classification)
     MariusGNN's DISPERSED: logical partitions as in COMET; start with ``c / r`` random logical partitions and
     replace one uniformly random slot per state by a uniformly random logical partition not yet loaded, until

@@ -66,6 +66,26 @@ class RotatingSequentialPolicy(SequentialPolicy):
         return rotation_window(others, width, spec.seed, spec.epoch, spec.resident)
 
 
+@dataclass(frozen=True)
+class NeighborhoodSequentialPolicy(SequentialPolicy):
+    """``sequential`` that also keeps the first partitions after the training ones: half of the free slots
+    (rounded up) hold partitions ``t, t + 1, ...`` in every epoch, the other half a fresh random draw of the rest.
+    Under the ``neighborhood-first`` node order those partitions hold the training nodes' in-neighbours, so a
+    training node's first hop is sampled from (nearly) all of its neighbours rather than from the share a random
+    fill happens to hold; its second hop still comes from the buffer."""
+
+    name: ClassVar[str] = "sequential_neighborhood"
+
+    def fill(self, others: np.ndarray, width: int, spec: PolicySpec) -> np.ndarray:
+        """The first ``ceil(width / 2)`` of ``others`` (ascending), then :func:`random_fill` of the rest."""
+        if width <= 0 or not len(others):
+            return np.empty(0, dtype=np.int64)
+        pinned = np.sort(others)[:(width + 1) // 2]
+        rest = random_fill(np.setdiff1d(others, pinned), width - len(pinned), spec.seed, spec.epoch,
+                           spec.resident)
+        return np.concatenate([pinned, rest]).astype(np.int64)
+
+
 def _kept_first(others: np.ndarray, resident: np.ndarray | None) -> np.ndarray:
     """The partitions of ``others`` already in the buffer (``resident``), ascending."""
     return np.intersect1d(others, resident) if resident is not None else np.empty(0, dtype=np.int64)

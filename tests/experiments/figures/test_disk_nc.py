@@ -226,7 +226,7 @@ def test_full_mode_shares_the_accuracy_grids_runs_and_holds_every_claims_evidenc
     accuracy = [spec for spec in disk_nc.grid_specs(disk_nc.FULL_SWEEP, [], False)
                 if not disk_nc.left_out_of_full(spec)]
     assert {spec.run_id for spec in own} & {spec.run_id for spec in accuracy}  # shared, not run twice
-    assert len(full) == len({spec.run_id for spec in own} | {spec.run_id for spec in accuracy}) == 54
+    assert len(full) == len({spec.run_id for spec in own} | {spec.run_id for spec in accuracy}) == 60
     left_out = [spec for spec in disk_nc.grid_specs(disk_nc.FULL_SWEEP, [], False) if disk_nc.left_out_of_full(spec)]
     assert len(left_out) == 15 and all(spec.system.name == "disk" for spec in left_out)
     assert all(spec.dataset.name == "coauthor-physics" or spec.system.options["policy"] == "dispersed"

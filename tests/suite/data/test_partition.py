@@ -250,6 +250,27 @@ def test_labeled_first_leaves_unlabeled_nodes_last(tmp_path):
     assert max(out.array("valid_nodes").max(), out.array("test_nodes").max()) < out.array("partition_offsets")[2]
 
 
+def test_neighborhood_first_puts_training_nodes_then_their_in_neighbours(store6, tmp_path):
+    # train {0, 4, 5}; in-edges 4 -> 0, 3 -> 4, 2 -> 5 and 5 -> 5: the neighbours outside training are {2, 3}, then
+    # the evaluated node 1 (valid; test {2, 3} are neighbours already)
+    out = partition_store(store6, tmp_path / "out", 3, order="neighborhood-first", seed=1)
+    node_map = np.asarray(out.array("node_map")).tolist()
+    assert set(node_map[:3]) == {0, 4, 5} and set(node_map[3:5]) == {2, 3} and node_map[5] == 1
+
+
+def test_neighborhood_first_orders_neighbours_by_how_many_training_nodes_they_reach(tmp_path):
+    # train {0, 1}; node 5 is an in-neighbour of both, node 6 of one; 2 (valid) and 3 (test) of none; 4 and 7 rest
+    store = build_store(tmp_path / "g", 8, [5, 5, 6, 4, 7], [0, 1, 0, 7, 2],
+                        arrays={"train_nodes": [0, 1], "valid_nodes": [2], "test_nodes": [3]})
+    for seed in range(4):
+        order = partition_module.ORDERINGS.get("neighborhood-first")(store, seed).tolist()
+        assert set(order[:2]) == {0, 1} and order[2:4] == [5, 6] and set(order[4:6]) == {2, 3}
+        assert set(order[6:]) == {4, 7}
+    unsplit = build_store(tmp_path / "u", 3, [0], [1], arrays={"train_edges": np.array([[0, 0, 1]])})
+    assert partition_module.ORDERINGS.get("neighborhood-first")(unsplit, 0).tolist() == \
+        partition_module.ORDERINGS.get("train-first")(unsplit, 0).tolist()
+
+
 def test_train_first_needs_a_training_split(tmp_path):
     store = build_store(tmp_path / "g", 3, [0], [1])
     with pytest.raises(ConfigError, match="train-first"):

@@ -12,7 +12,7 @@ from systems.disk.policies.beta import beta_swaps, beta_walk, swap_lower_bound
 from systems.disk.policies.node_policies import random_fill, rotation_window
 
 LP_POLICIES = ("beta", "comet", "random", "in_memory")
-NC_POLICIES = ("beta", "comet", "random", "in_memory", "sequential", "dispersed")
+NC_POLICIES = ("beta", "comet", "random", "in_memory", "sequential", "sequential_neighborhood", "dispersed")
 
 
 def test_policies_are_registered():
@@ -160,7 +160,7 @@ def _nc_spec(p=16, c=4, r=2, n=500, high=None, seed=0):
 
 @pytest.mark.parametrize("name", NC_POLICIES)
 def test_node_classification_plans_use_every_training_node_once(name):
-    spec = _nc_spec(high=3 if name == "sequential" else None)
+    spec = _nc_spec(high=3 if name.startswith("sequential") else None)
     plan = make_plan(name, spec, seed=2)
     plan.validate()  # each node's state holds its partition
     assert plan.node_state.shape == (500,)
@@ -255,6 +255,22 @@ def test_sequential_draws_the_free_slots_afresh_every_epoch():
     again = [make_plan("sequential", spec, seed=3, epoch=epoch).state(0).tolist() for epoch in range(3)]
     assert again == states[:3]
     assert again != [make_plan("sequential", spec, seed=4, epoch=epoch).state(0).tolist() for epoch in range(3)]
+
+
+def test_sequential_neighborhood_pins_the_first_half_of_the_free_slots():
+    """p = 16, c = 5, training nodes in partition 0: w = 4 free slots; partitions 1 and 2 (ceil(4 / 2), the
+    training nodes' neighbourhood under a neighborhood-first order) in every epoch, the other 2 slots a uniform
+    draw from 3 .. 15, fresh every epoch; p = 16, c = 6: ceil(5 / 2) = 3 pinned."""
+    spec = _nc_spec(p=16, c=5, high=1)
+    states = [make_plan("sequential_neighborhood", spec, seed=3, epoch=epoch).state(0).tolist() for epoch in range(300)]
+    assert all(sorted(state)[:3] == [0, 1, 2] and len(set(state)) == 5 for state in states)
+    fills = [frozenset(sorted(state)[3:]) for state in states]
+    assert set().union(*fills) == set(range(3, 16)) and len(set(fills)) > 40  # all 78 pairs drawn about 4 times
+    assert sorted(make_plan("sequential_neighborhood", _nc_spec(p=16, c=6, high=1), seed=3).state(0).tolist())[:4] == \
+        [0, 1, 2, 3]
+    plan = make_plan("sequential_neighborhood", spec, seed=3)
+    plan.validate()
+    assert plan.num_states == 1 and (plan.node_state == 0).all()
 
 
 @pytest.mark.parametrize("fill", [random_fill, rotation_window])
