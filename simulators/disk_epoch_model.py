@@ -31,9 +31,9 @@ Per state: prepare ``P_k = ops_k * latency + read_bytes_k / read_bandwidth + bui
 hold_per_byte * read_bytes_k + hold_per_edge * edges_k`` (reads; checksums of what is read; the CSR build and
 re-assembling the held buckets, both linear in the in-buffer edges); compute
 ``C_k = compute_state_s + compute_batch_s * batches_k + compute_example_s * examples_k + compute_edge_s *
-sampled_edges_k`` (node classification with a workload curve: the edges its batches sample in the in-buffer graph,
-estimated from its examples and the share of its partitions' incoming edges it holds; the compute is then fitted on
-them instead of the examples; a run computing with another number of threads than the calibration runs has its
+sampled_edges_k`` (node classification with a workload count: the edges its batches sample in the in-buffer graph,
+counted by the caller for each state the plan enters; the compute is then fitted on them instead of the examples; a
+run computing with another number of threads than the calibration runs has its
 compute costs scaled by the ratio, :meth:`DiskCosts.with_compute_threads`); per pass a flush
 ``F = flush_bytes / write_bandwidth`` (learnable partitions) and a fixed ``epoch_overhead_s``; the run's first
 state adds a warm-up (``warmup_prepare_s``, ``warmup_compute_s``); between passes a gap ``pass_gap_s`` (the
@@ -119,7 +119,7 @@ class PassWork:
         batches: batches of the state (``ceil(examples / batch_size)``; an empty state still runs one empty batch).
         flush_bytes: bytes written back at the end of the pass.
         sampled_edges: edges the state's batches sample in the in-buffer graph (node classification, when a
-            workload curve is given to :func:`plan_work`), else None.
+            workload count is given to :func:`plan_work`), else None.
     """
 
     partition_bytes: np.ndarray
@@ -279,13 +279,13 @@ def _bucket_extents(needed: np.ndarray, held: np.ndarray, sizes: StoreSizes) -> 
     return float(rows * sizes.edge_bytes), len(first)
 
 
-EdgesPerExample = Callable[[np.ndarray], np.ndarray]
-"""A workload curve: edges sampled per training example against the share of the examples' neighbours held in the
-buffer (0-1), vectorized."""
+StateSampledEdges = Callable[[BufferPlan, np.ndarray], np.ndarray]
+"""A workload count: for a plan and the states it enters (ascending), the edges the batches of each of those states
+sample in the graph its buffer holds."""
 
 
 def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
-              keeps_resident: bool, edges_per_example: EdgesPerExample | None = None) -> list[PassWork]:
+              keeps_resident: bool, sampled_edges: StateSampledEdges | None = None) -> list[PassWork]:
     """The work of every state of consecutive training passes (``plans``: one per epoch, in order).
 
     Args:
@@ -294,9 +294,8 @@ def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
         batch_size: training batch size.
         keeps_resident: partitions and buckets stay in the buffer from one pass to the next (node
             classification); else every pass starts from an empty buffer (link prediction).
-        edges_per_example: node classification: the sampler's workload curve; a state's sampled edges are its
-            examples times the curve at the share of its partitions' incoming edges that come from partitions it
-            holds (the in-buffer edges over all edges into its partitions). None: not estimated.
+        sampled_edges: node classification: the workload count, the edges the batches of every state entered
+            sample in the in-buffer graph. None: not counted.
     """
     if batch_size <= 0:
         raise ConfigError(f"batch_size: expected a positive integer, got {batch_size}")
@@ -313,7 +312,6 @@ def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
         S = len(entered)
         rows = {name: np.zeros(S) for name in ("partition_bytes", "partition_reads", "bucket_bytes", "bucket_reads",
                                                "edges")}
-        incoming = np.zeros(S)
         edges = np.asarray(sizes.bucket_edges, dtype=np.float64)
         for k, state in enumerate(entered.tolist()):
             members = np.sort(plan.state(state)).astype(np.int64)
@@ -322,7 +320,6 @@ def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
             rows["partition_reads"][k] = _runs(loads)
             rows["bucket_bytes"][k], rows["bucket_reads"][k] = _bucket_extents(members, held, sizes)
             rows["edges"][k] = edges[np.ix_(members, members)].sum()
-            incoming[k] = edges[:, members].sum()
             held = members
         if plan.task == "link_prediction":
             examples = plan.state_bucket_totals(edges)[entered]
@@ -331,9 +328,11 @@ def plan_work(plans: Sequence[BufferPlan], sizes: StoreSizes, batch_size: int,
         batches = np.maximum(1.0, np.ceil(examples / batch_size))
         flush = float(part_bytes[held].sum()) if sizes.learnable else 0.0
         sampled = None
-        if edges_per_example is not None and plan.task != "link_prediction":
-            share = np.divide(rows["edges"], incoming, out=np.zeros(S), where=incoming > 0)
-            sampled = examples * np.asarray(edges_per_example(share), dtype=np.float64)
+        if sampled_edges is not None and plan.task != "link_prediction":
+            sampled = np.asarray(sampled_edges(plan, entered), dtype=np.float64)
+            if sampled.shape != (S,):
+                raise DataError(f"sampled_edges: {sampled.shape} counts for the {S} states plan {plan.policy} "
+                                "enters")
         out.append(PassWork(examples=examples, batches=batches, flush_bytes=flush, sampled_edges=sampled, **rows))
     return out
 
@@ -661,7 +660,7 @@ def calibrate_pooled(runs: Sequence[CalibrationRun], prefetch: bool | Sequence[b
         warmup_prepare_s=float(np.mean(warmup_prepare)) if warmup_prepare else 0.0)
 
 
-__all__ = ["COMPUTE_COSTS", "CalibrationRun", "DiskCosts", "EdgesPerExample", "EpochPrediction", "PassWork",
+__all__ = ["COMPUTE_COSTS", "CalibrationRun", "DiskCosts", "EpochPrediction", "PassWork", "StateSampledEdges",
            "StateSeconds", "StoreSizes", "calibrate", "calibrate_pooled", "compute_rank", "load_factor",
            "measured_prepare_s", "plan_work", "predict", "read_seconds", "simulate_epochs", "simulate_epochs_simpy",
            "state_seconds"]

@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.common import REPO_ROOT, SPECS
-from simulators.disk_epoch_model import (DiskCosts, EdgesPerExample, PassWork, StoreSizes, calibrate_pooled,
+from simulators.disk_epoch_model import (DiskCosts, PassWork, StateSampledEdges, StoreSizes, calibrate_pooled,
                                          load_factor, plan_work, predict)
 from simulators.disk_epoch_model import compute_rank as features_rank
 from suite.config import RunSpec, load_spec
@@ -141,80 +141,117 @@ def store_sizes(spec: RunSpec, pstore) -> StoreSizes:
                       learnable=spec.training.task == "link_prediction")
 
 
-CURVE_SHARES = np.linspace(0.05, 1.0, 20)
-"""Shares of the graph's nodes at which the workload curve is measured (:func:`edges_per_example`)."""
-CURVE_BATCHES = 32
-"""Training batches sampled at every share of the curve, at most: all of an epoch's in the graphs here (papers-like-s
-at 200,000 nodes has 3, Coauthor Physics 5, Amazon Computers 10; with 4, the 80 of Coauthor's 100 training nodes that
-happened to be drawn moved its runs' errors by up to 5 points between seeds)."""
-CURVE_SEED = 0
-"""Seed of the curve's batches and thinning: the curve is the workload of the graph, sampler, fanouts and batch size,
-one for every seed of a run (computed once per process)."""
+WORKLOAD_SEED = 0
+"""Seed of the workload count's batches (:func:`state_sampled_edges`): the count is the work of a state's examples in
+its buffer, the same for every seed of a run."""
 
 
-def _curve_key(spec: RunSpec) -> str:
-    """What the workload curve of a run depends on: its dataset, sampler, fanouts and batch size."""
-    return json.dumps([spec.dataset.model_dump(mode="json"), spec.sampler.model_dump(mode="json"),
-                       list(spec.model.fanouts), spec.training.batch_size], sort_keys=True)
+@dataclass(frozen=True)
+class _WorkloadGraph:
+    """What the workload count of a partitioned store needs: the sampler's graph cut to the rows a sample can expand
+    (the nodes within ``L - 1`` hops of the training nodes), the partition of every neighbour in it, the training
+    nodes in plan order, the sampler and its fanouts."""
+
+    graph: Any
+    source_partition: Any
+    train: Any
+    sampler_class: Any
+    fanouts: tuple[int, ...]
+    replace: bool
 
 
-@functools.lru_cache(maxsize=16)
-def _curve(key: str) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`edges_per_example`'s measured points ``(shares, edges per example)`` for a :func:`_curve_key`."""
+def _workload_key(spec: RunSpec) -> str:
+    """What the workload graph of a run depends on: its partitioned store, sampler and fanouts."""
+    from systems.disk.disk_system import DiskOptions
+
+    options = DiskOptions.model_validate(spec.system.options)
+    return json.dumps([spec.dataset.model_dump(mode="json"), options.num_partitions, options.order,
+                       options.order_seed(spec.seed), spec.sampler.model_dump(mode="json"), list(spec.model.fanouts)],
+                      sort_keys=True)
+
+
+@functools.lru_cache(maxsize=4)
+def _workload_graph(key: str) -> _WorkloadGraph:
+    """:class:`_WorkloadGraph` of a :func:`_workload_key` (loaded once per process and store)."""
     import torch
 
     from suite.config import DatasetSpec, SamplerSpec
     from suite.datasets import open_dataset
     from suite.registry import SAMPLERS
+    from systems.disk.disk_system import partitioned_store
     from systems.sampling.sampler import SamplingGraph
     from systems.tasks.node_classification import labeled
 
-    dataset, sampler_spec, fanouts, batch_size = json.loads(key)
-    seed = CURVE_SEED
+    dataset, num_partitions, order, order_seed, sampler_spec, fanouts = json.loads(key)
     sampler_spec = SamplerSpec.model_validate(sampler_spec)
-    store = open_dataset(DatasetSpec.model_validate(dataset))
-    graph = SamplingGraph.from_store(store, sampler_spec.direction)
-    train = labeled(store.split("train").to(torch.int64), store.labels.to(torch.int64))
-    generator = torch.Generator().manual_seed(seed)
-    seeds = train[torch.randperm(len(train), generator=generator)][:CURVE_BATCHES * batch_size]
-    sampler_class = SAMPLERS.get(sampler_spec.name)
-    per_example = []
-    for share in CURVE_SHARES:
-        held = torch.rand(graph.num_nodes, generator=generator) < share
-        held[train] = True  # the training nodes' partitions are pinned in the buffer
-        kept = held[graph.indices]
-        counts = torch.cat([torch.zeros(1, dtype=torch.int64), kept.cumsum(0)])
-        thinned = SamplingGraph(counts[graph.indptr], graph.indices[kept])
-        sampler = sampler_class(thinned, tuple(fanouts), replace=sampler_spec.replace)
-        edges = sum(sampler_class.counts(sampler.timed_sample(batch, seed + b)).sampled_edges
-                    for b, batch in enumerate(seeds.split(batch_size)))
-        per_example.append(edges / max(len(seeds), 1))
-    return CURVE_SHARES.copy(), np.asarray(per_example, dtype=np.float64)
+    pstore = partitioned_store(open_dataset(DatasetSpec.model_validate(dataset)), num_partitions, order, order_seed)
+    whole = SamplingGraph.from_store(pstore, sampler_spec.direction)
+    train = labeled(pstore.split("train").to(torch.int64), pstore.labels.to(torch.int64))
+    expanded = torch.zeros(whole.num_nodes, dtype=torch.bool)
+    expanded[train] = True
+    degrees = whole.indptr.diff()
+    for _ in range(len(fanouts) - 1):  # a sample of L hops expands the rows of the nodes within L - 1 hops
+        rows = torch.repeat_interleave(expanded, degrees)
+        expanded[whole.indices[rows]] = True
+    kept = torch.repeat_interleave(expanded, degrees)
+    counts = torch.cat([torch.zeros(1, dtype=torch.int64), kept.cumsum(0)])
+    graph = SamplingGraph(counts[whole.indptr], whole.indices[kept])
+    offsets = torch.as_tensor(np.asarray(pstore.array("partition_offsets")), dtype=torch.int64)
+    source_partition = torch.searchsorted(offsets, graph.indices, right=True) - 1
+    return _WorkloadGraph(graph, source_partition, train, SAMPLERS.get(sampler_spec.name), tuple(fanouts),
+                          sampler_spec.replace)
 
 
-def edges_per_example(spec: RunSpec) -> EdgesPerExample | None:
-    """The workload curve of a node-classification run (None for link prediction): the edges its sampler samples
-    per training example when the nodes of only a share of the graph are held, measured by running the sampler
-    (the run's, with its fanouts and batch size) on the whole graph thinned to the in-edges of a random share of its
-    nodes (the training nodes always held: the disk system pins their partitions), the training nodes in batches
-    (at most :data:`CURVE_BATCHES`) at each of :data:`CURVE_SHARES`, and interpolated between them. Work counts
-    only: nothing is timed."""
+def state_sampled_edges(spec: RunSpec) -> StateSampledEdges | None:
+    """The workload count of a node-classification run (None for link prediction): for every state a plan enters,
+    the edges the run's sampler (its fanouts) samples from the state's training examples, in batches of the run's
+    size, in the graph the state's buffer holds (the in-edges whose source lies in a partition it holds). Work
+    counts only: nothing is timed. A state met again (the same partitions and examples) is counted once."""
     if spec.training.task == "link_prediction":
         return None
-    shares, per_example = _curve(_curve_key(spec))
-    return lambda share: np.interp(share, shares, per_example)
+    import torch
+
+    from systems.sampling.sampler import SamplingGraph
+
+    work = _workload_graph(_workload_key(spec))
+    batch_size = spec.training.batch_size
+    counted: dict[tuple, float] = {}
+
+    def count(num_partitions: int, members: np.ndarray, examples) -> float:
+        held = torch.zeros(num_partitions, dtype=torch.bool)
+        held[torch.as_tensor(members, dtype=torch.int64)] = True
+        kept = held[work.source_partition]
+        counts = torch.cat([torch.zeros(1, dtype=torch.int64), kept.cumsum(0)])
+        sampler = work.sampler_class(SamplingGraph(counts[work.graph.indptr], work.graph.indices[kept]),
+                                     work.fanouts, replace=work.replace)
+        return float(sum(work.sampler_class.counts(sampler.timed_sample(batch, WORKLOAD_SEED + b)).sampled_edges
+                         for b, batch in enumerate(examples.split(batch_size))))
+
+    def sampled_edges(plan, entered: np.ndarray) -> np.ndarray:
+        node_state = torch.as_tensor(plan.node_state, dtype=torch.int64)
+        out = []
+        for state in entered.tolist():
+            members = np.unique(plan.state(state)).astype(np.int64)
+            examples = work.train[node_state == state]
+            key = (members.tobytes(), examples.numpy().tobytes())
+            if key not in counted:
+                counted[key] = count(plan.num_partitions, members, examples)
+            out.append(counted[key])
+        return np.asarray(out, dtype=np.float64)
+
+    return sampled_edges
 
 
 def spec_work(spec: RunSpec) -> list[PassWork]:
     """The work of every training pass of a disk run spec, from its plans, its partitioned store's sizes (the
-    store is partitioned, and cached, if no run did it yet) and, for node classification, its workload curve
-    (:func:`edges_per_example`)."""
+    store is partitioned, and cached, if no run did it yet) and, for node classification, its workload count
+    (:func:`state_sampled_edges`)."""
     if spec.system.name != "disk":
         raise ConfigError(f"system.name: {spec.system.name!r}; the simulation is of the disk system")
     pstore = partitioned(spec)
     return plan_work(run_plans(spec, pstore), store_sizes(spec, pstore), spec.training.batch_size,
                      keeps_resident=spec.training.task != "link_prediction",
-                     edges_per_example=edges_per_example(spec))
+                     sampled_edges=state_sampled_edges(spec))
 
 
 def load_run(run_dir: Path) -> RunInputs:
@@ -444,7 +481,7 @@ def designated_calibration(specs: Sequence[RunSpec]) -> tuple[int, ...]:
     seed 0, prefetch on, not pipelined (left out when the group has none: the costs table says so). Node
     classification then adds the first listed run of the first policy at the same ``num_partitions`` and another
     ``buffer_capacity`` (seed 0, prefetch on, not pipelined), where there is one: its compute is fitted on the edges
-    its batches sample (:func:`edges_per_example`), which at one buffer share are proportional to the examples, so
+    its batches sample (:func:`state_sampled_edges`), which at one buffer share are proportional to the examples, so
     the per-edge and the per-batch compute are told apart only across shares (added after the first rule's results
     had been seen: with one share the per-edge cost absorbed the per-batch one and runs at c / p = 0.44-0.5 were
     predicted 10-21 % long; both results are in docs/simulators.md). Every other run of the group is predicted from

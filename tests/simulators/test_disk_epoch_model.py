@@ -10,7 +10,7 @@ import pytest
 from simulators.disk_epoch_model import (DiskCosts, PassWork, StateSeconds, StoreSizes, calibrate, calibrate_pooled,
                                          compute_rank, load_factor, plan_work, predict, read_seconds, simulate_epochs,
                                          simulate_epochs_simpy, state_seconds)
-from suite.errors import ConfigError
+from suite.errors import ConfigError, DataError
 from systems.disk.policies import PolicySpec, make_plan
 
 
@@ -247,20 +247,27 @@ def test_two_runs_pooled_identify_the_compute_neither_identifies_alone():
     assert single == alone  # one run pooled is calibrate
 
 
-def test_sampled_edges_follow_the_workload_curve_at_the_share_of_incoming_edges_held():
-    """4 partitions, every bucket 1 edge but (3 -> 0) with 5: a state holding {0, 1} holds 2 of partition 0's 8
-    incoming edges and 2 of partition 1's 4, a share of 4 / 12; its 6 examples sample 6 x curve(1/3) edges."""
+def test_sampled_edges_are_the_workload_count_of_every_state_entered():
+    """The count is asked for the states the pass enters, in order, and kept as given; a count of another length is
+    an error naming it; link prediction counts none."""
     plan = make_plan("beta", PolicySpec(4, 2, task="link_prediction"), randomize=False)
-    edges = np.ones((4, 4))
-    edges[3, 0] = 5.0
-    sizes = StoreSizes(np.full(4, 10.0), edges, edge_bytes=1.0)
-    nc_plan = make_plan("sequential", PolicySpec(4, 2, task="node_classification",
-                                                 train_partitions=np.array([0, 0, 0, 1, 1, 1])), seed=0, epoch=0)
-    work = plan_work([nc_plan], sizes, batch_size=4, keeps_resident=True, edges_per_example=lambda share: 10 * share)
-    assert sorted(nc_plan.state(int(nc_plan.states_with_examples()[0])).tolist()) == [0, 1]  # the pinned two
-    assert work[0].sampled_edges.tolist() == pytest.approx([6 * 10 * 4 / 12])
+    sizes = StoreSizes(np.full(4, 10.0), np.ones((4, 4)), edge_bytes=1.0)
+    nc_plan = make_plan("dispersed", PolicySpec(4, 2, task="node_classification",
+                                                train_partitions=np.array([0, 0, 1, 2, 3, 3])), seed=0, epoch=0)
+    asked = []
+
+    def count(given, entered):
+        asked.append((given, entered.tolist()))
+        return 100.0 + entered
+
+    work = plan_work([nc_plan], sizes, batch_size=4, keeps_resident=True, sampled_edges=count)
+    entered = nc_plan.states_with_examples()
+    assert asked == [(nc_plan, entered.tolist())] and len(entered) > 1
+    assert work[0].sampled_edges.tolist() == (100.0 + entered).tolist()
+    with pytest.raises(DataError, match="sampled_edges"):
+        plan_work([nc_plan], sizes, batch_size=4, keeps_resident=True, sampled_edges=lambda p, e: np.zeros(1))
     assert plan_work([plan], sizes, batch_size=4, keeps_resident=False,
-                     edges_per_example=lambda share: share)[0].sampled_edges is None  # link prediction: none
+                     sampled_edges=count)[0].sampled_edges is None  # link prediction: none
 
 
 def test_compute_costs_follow_the_compute_threads_and_nothing_else_does():

@@ -4,7 +4,7 @@ recorded bytes exactly, the calibration run is replayed by its own costs, the ta
 and a recorded folder of tiny disk runs (validate_recorded): the rule designates per group the sequential run and
 the dispersed run of the same p and c (and a sequential run of another c), pooled, which are never predicted, every
 other run is, a group without a designated run is reported, not dropped, and a rank-deficient compute fit is
-flagged; the workload curve counts what the sampler samples."""
+flagged; the workload count is what the sampler samples in each state's buffer."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from experiments.measure import disk_simulation
-from experiments.measure.disk_simulation import (CURVE_BATCHES, CURVE_SEED, NO_CALIBRATION, calibrate_on, compare,
-                                                 designated_calibration, edges_per_example, foreign_cores, load_run,
-                                                 main, measured_warm, run_to_run_spread, summarize, validate_recorded)
+from experiments.measure.disk_simulation import (NO_CALIBRATION, WORKLOAD_SEED, calibrate_on, compare,
+                                                 designated_calibration, foreign_cores, load_run, main, measured_warm,
+                                                 run_to_run_spread, state_sampled_edges, summarize,
+                                                 validate_recorded)
 from experiments.simulator_commands import add_commands
 from suite.config import spec_from_dict
 from suite.data import GraphStore
@@ -133,31 +134,63 @@ def test_the_rule_designates_seed_0_sequential_and_its_dispersed_partner_c_a_qua
     assert designated_calibration(specs + partners + second_share) == (5, 10, 15)
 
 
-def test_the_workload_curve_counts_what_the_sampler_samples(store):
-    """The curve is the run's sampler on the thinned graph: it grows with the share held, and at the whole graph
-    it is what sampling the same batches on the whole graph counts."""
+def sampled_in_buffer(spec, pstore, plan, state: int) -> float:
+    """What the run's sampler samples from a state's examples on the whole graph cut to the in-edges whose source
+    lies in a partition the state holds (built here from the store, without the count's shortcuts)."""
     import torch
 
     from suite.registry import SAMPLERS
     from systems.sampling.sampler import SamplingGraph
     from systems.tasks.node_classification import labeled
 
-    spec = make_spec(store, 0, policy="sequential", num_partitions=8, buffer_capacity=2)
-    curve = edges_per_example(spec)
-    shares, per_example = disk_simulation._curve(disk_simulation._curve_key(spec))
-    assert np.all(np.diff(per_example) >= -1e-9) and per_example[0] < per_example[-1]
-    assert curve(np.array([shares[3]])) == pytest.approx([per_example[3]])
-    train = labeled(store.split("train").to(torch.int64), store.labels.to(torch.int64))
-    generator = torch.Generator().manual_seed(CURVE_SEED)
-    seeds = train[torch.randperm(len(train), generator=generator)][:CURVE_BATCHES * spec.training.batch_size]
-    sampler_class = SAMPLERS.get(spec.sampler.name)  # the spec's (naive)
-    sampler = sampler_class(SamplingGraph.from_store(store, "in"), tuple(spec.model.fanouts))
-    whole = sum(sampler_class.counts(sampler.timed_sample(batch, CURVE_SEED + b)).sampled_edges
-                for b, batch in enumerate(seeds.split(spec.training.batch_size)))
-    assert per_example[-1] == pytest.approx(whole / len(seeds))
-    # one curve for every seed of a configuration
-    assert disk_simulation._curve_key(make_spec(store, 1, policy="sequential", num_partitions=8,
-                                                buffer_capacity=2)) == disk_simulation._curve_key(spec)
+    graph = SamplingGraph.from_store(pstore, "in")
+    offsets = torch.as_tensor(np.asarray(pstore.array("partition_offsets")), dtype=torch.int64)
+    held = torch.zeros(plan.num_partitions, dtype=torch.bool)
+    held[torch.as_tensor(plan.state(state), dtype=torch.int64)] = True
+    kept = held[torch.searchsorted(offsets, graph.indices, right=True) - 1]
+    counts = torch.cat([torch.zeros(1, dtype=torch.int64), kept.cumsum(0)])
+    sampler_class = SAMPLERS.get(spec.sampler.name)
+    sampler = sampler_class(SamplingGraph(counts[graph.indptr], graph.indices[kept]), tuple(spec.model.fanouts))
+    train = labeled(pstore.split("train").to(torch.int64), pstore.labels.to(torch.int64))
+    examples = train[torch.as_tensor(plan.node_state, dtype=torch.int64) == state]
+    return float(sum(sampler_class.counts(sampler.timed_sample(batch, WORKLOAD_SEED + b)).sampled_edges
+                     for b, batch in enumerate(examples.split(spec.training.batch_size))))
+
+
+@pytest.mark.parametrize("policy, capacity", [("dispersed", 4), ("sequential", 4), ("sequential", 8)])
+def test_the_workload_count_is_what_the_sampler_samples_in_the_buffer(store, policy, capacity):
+    """Every state's count is the run's sampler on the graph its buffer holds, from the state's examples (with every
+    partition held, the whole graph)."""
+    spec = make_spec(store, 0, policy=policy, num_partitions=8, buffer_capacity=capacity, order="train-first")
+    pstore = disk_simulation.partitioned(spec)
+    plan = disk_simulation.run_plans(spec, pstore)[1]
+    entered = plan.states_with_examples()
+    counted = state_sampled_edges(spec)(plan, entered)
+    assert counted.tolist() == [sampled_in_buffer(spec, pstore, plan, s) for s in entered.tolist()]
+    assert (counted > 0).all()
+
+
+def test_the_workload_count_grows_with_the_graph_the_buffer_holds(store):
+    """The same training nodes, one state each: half of the partitions held samples fewer edges than all."""
+    counts = []
+    for capacity in (4, 8):
+        spec = make_spec(store, 0, policy="sequential", num_partitions=8, buffer_capacity=capacity,
+                         order="train-first")
+        plan = disk_simulation.run_plans(spec, disk_simulation.partitioned(spec))[1]
+        counts.append(state_sampled_edges(spec)(plan, plan.states_with_examples()).sum())
+    assert 0 < counts[0] < counts[1]
+
+
+def test_the_workload_count_matches_the_sampled_edges_a_run_recorded(recorded):
+    """The recorded run's sampled edges per epoch, against the count of its plan's states (the run shuffles its
+    examples into batches; the count takes them in order: the same work up to the sampler's draws)."""
+    run = load_run(recorded["calibration"])
+    for record in run.epochs:
+        counted = run.work[int(record["epoch"])].sampled_edges.sum()
+        assert counted == pytest.approx(float(record["sampled_edges"]), rel=0.05)
+    spec = run.spec
+    link_prediction = spec.model_copy(update={"training": spec.training.model_copy(update={"task": "link_prediction"})})
+    assert state_sampled_edges(link_prediction) is None
 
 
 @pytest.fixture(scope="module")
