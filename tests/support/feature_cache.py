@@ -14,9 +14,10 @@ from systems.feature_cache.direct_io import ExtentReader
 from systems.feature_cache.policies import CACHE_POLICIES, CacheContext
 
 
-def write_table(folder: Path, rows: int = 64, dim: int = 8, seed: int = 0) -> tuple[Path, np.ndarray]:
-    """A ``(rows, dim)`` float32 ``.npy`` table of random values in ``folder``: its path and its values."""
-    table = np.random.default_rng(seed).standard_normal((rows, dim)).astype(np.float32)
+def write_table(folder: Path, rows: int = 64, dim: int = 8, seed: int = 0,
+                dtype: type = np.float32) -> tuple[Path, np.ndarray]:
+    """A ``(rows, dim)`` ``.npy`` table of random values (``dtype``) in ``folder``: its path and its values."""
+    table = np.random.default_rng(seed).standard_normal((rows, dim)).astype(dtype)
     path = folder / "features.npy"
     np.save(path, table)
     return path, table
