@@ -80,7 +80,8 @@ def run_options(run: pd.Series) -> dict:
 
 def run_table(out: Path, label: Callable[[str, dict], str]) -> pd.DataFrame:
     """One row per completed run under ``out``: its ``configuration`` (``label(system, options)``), the warm epochs'
-    means (epoch time, IO wait, bytes, bandwidth), the final test accuracy, peak RSS, the thread budget and the
+    means (epoch time, IO wait, bytes, seconds in the reader, the load stage's gather seconds, bandwidth), the final
+    test accuracy, peak RSS, the thread budget and the
     foreign load, and its time to target (:func:`with_time_to_target`)."""
     from suite.recorder import read_summary
 
@@ -107,6 +108,7 @@ def run_table(out: Path, label: Callable[[str, dict], str]) -> pd.DataFrame:
             "states": column("states"), "partitions_read": column("partitions_read"),
             "io_read_bytes": column("io_read_bytes"), "disk_read_bytes": column("disk_read_bytes"),
             "io_wait_s": column("io_wait_s"), "io_wait_fraction": column("io_wait_s") / time_s if time_s else None,
+            "io_read_s": read_s, "load_gather_s": column("load_gather_s"),
             "prepare_s": column("prepare_s"),
             "read_bandwidth_bytes_per_s": column("io_read_bytes") / read_s if read_s > 0 else None,
             "test_accuracy": pd.to_numeric(run.get("metrics.test.accuracy"), errors="coerce"),

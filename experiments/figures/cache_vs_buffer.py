@@ -25,10 +25,13 @@ cache), budget and cache hit rate (training lookups of the warm epochs). Beside 
 dispersed-buffer row, the time to target against the sequential partition buffer of the same dataset and budget
 (``time_to_target_ratio_vs_buffer``: paired log t over the seeds where both reached it; ``ttt_*_ratio_vs_buffer``
 and ``ttt_seeds_faster_than_buffer`` / ``ttt_seeds_slower_than_buffer``: the per-seed ratios with censoring, a run
-that never reached the target counted as slower than one that reached it within the first's whole training time)
-and per dataset the crossover budget (:func:`crossover`): going up the budgets, the first at which the family
-faster to target in more seeds (the feature cache with belady, fixed in advance, against the sequential buffer)
-differs from the one at the budget below.
+that never reached the target counted as slower than one that reached it within the first's whole training time);
+per row the seconds in the reader and in the load stage's gather per warm epoch over the same seed's in-memory epoch
+(``read_time_ratio_vs_in_memory``, ``gather_time_ratio_vs_in_memory``: every batch's rows pass through the one load
+worker, so the reads are a floor under the epoch on this disk whatever the schedule); and per dataset the
+crossover budget (:func:`crossover`): going up the budgets, the first at which the family faster to target in more
+seeds (the feature cache with belady, fixed in advance, against the sequential buffer) differs from the one at the
+budget below.
 
 ``--timings-under-load`` keeps the timings of runs measured under foreign load in the table (its
 ``timings_under_load`` column says so; the ``under_load`` column still flags them and the claim still leaves their
@@ -55,15 +58,15 @@ import pandas as pd
 from experiments.common import REPO_ROOT, RESULTS, SPECS, Figure, Mode, Paths, Plot, add_common_options, check_failed, \
     cli, parse
 from experiments.compare import TableSpec
-from experiments.nc_runs import (TARGET_MARGIN, run_isolated, run_options, run_table as nc_run_table, shared_root,
-                                 summary_table as nc_summary_table)
+from experiments.nc_runs import (TARGET_MARGIN, interval_columns, run_isolated, run_options,
+                                 run_table as nc_run_table, shared_root, summary_table as nc_summary_table)
 from experiments.report import (Estimate, FAILS, Finding, HOLDS, INCONCLUSIVE, MIN_SEEDS, NOT_TESTABLE, claim,
                                 table_interval)
 from experiments.style import caption, color_of, error_bars, load_note, save_figure, styled
 from suite.grid import expand_grid, failures
 from suite.results import export
 from suite.load import measured_under_load
-from suite.stats import Interval, combine, ratio_interval
+from suite.stats import Interval, combine, mean_interval, ratio_interval
 
 GRID = SPECS / "cache_vs_buffer.yaml"
 """The whole grid (156 runs), not part of a reproduction: ``gnnsuite grid`` runs it."""
@@ -190,6 +193,20 @@ def _versus_buffer(group: pd.DataFrame, buffer: pd.DataFrame) -> dict:
             "ttt_seeds_slower_than_buffer": sum(value > 1.0 for value in known)}
 
 
+def _stage_floor(group: pd.DataFrame, base: pd.DataFrame) -> dict:
+    """A configuration's seconds in the reader (reads and placing the read rows) and in the load stage's gather,
+    per warm epoch, over the in-memory epoch of the same seed (timed runs, paired by seed; mean with its 95 % t
+    interval). Every batch's rows pass through the one load worker, so the reads are a floor under the epoch time
+    on this disk whatever the schedule, and the gather the load stage's share of it."""
+    timed = group[group["quiet"] & group["seed"].map(lambda s: s in base.index and bool(base.loc[s, "quiet"]))]
+    memory = [base.loc[s, "epoch_time_s"] for s in timed["seed"]]
+    ratios = {name: [value / epoch for value, epoch in zip(timed[column].astype(float), memory)]
+              for name, column in (("read_time_ratio_vs_in_memory", "io_read_s"),
+                                   ("gather_time_ratio_vs_in_memory", "load_gather_s"))}
+    return {key: value for name, values in ratios.items()
+            for key, value in interval_columns(name, mean_interval(values)).items()}
+
+
 def summary_table(runs: pd.DataFrame, timings_under_load: bool = False) -> pd.DataFrame:
     """Per dataset and configuration: :func:`experiments.nc_runs.summary_table` (means over seeds with 95 %
     intervals, ratios and accuracy differences to in-memory paired by seed, time to target), the family, budget
@@ -216,8 +233,10 @@ def summary_table(runs: pd.DataFrame, timings_under_load: bool = False) -> pd.Da
                        & (quiet["policy"] == DECIDING_BUFFER_POLICY) & same_budget]
         compared = first["family"] != "in-memory" and not (first["family"] == "partition buffer"
                                                            and first["policy"] == DECIDING_BUFFER_POLICY)
+        memory = quiet[(quiet["dataset"] == dataset) & (quiet["system"] == "in_memory")].set_index("seed")
         versus.append({"dataset": dataset, "configuration": label,
-                       **_versus_buffer(group, buffer if compared else buffer.iloc[0:0])})
+                       **_versus_buffer(group, buffer if compared else buffer.iloc[0:0]),
+                       **_stage_floor(group, memory)})
     table = table.merge(pd.DataFrame(versus), on=keys, how="left")
     table["timings_under_load"] = timings_under_load
     crossings = {dataset: crossover(rows) for dataset, rows in table.groupby("dataset")}

@@ -21,9 +21,11 @@ LOADED = {"foreign_cpu_s": 5.0, "foreign_cores": 0.5, "under_load": True}
 def _run(root: Path, run_id: str, system: str, options: dict, epoch_s: float, valid: list[float], seed: int,
          accuracy: float, load: dict = QUIET, cache: list[tuple[int, int]] = ()) -> None:
     """A completed run: one epoch record per validation (``epoch_s`` each; ``cache``: each epoch's hits and
-    misses, 4 KiB read per miss), its test accuracy and foreign load."""
+    misses, 4 KiB and 10 ms in the reader per miss, the load stage's gather 1 s more), its test accuracy and
+    foreign load."""
     epochs = [{"epoch_time_s": epoch_s, "io_read_bytes": 4096 * (cache[i][1] if cache else 0),
-               **({"cache_hits": cache[i][0], "cache_misses": cache[i][1]} if cache else {})}
+               **({"cache_hits": cache[i][0], "cache_misses": cache[i][1], "io_read_s": 0.01 * cache[i][1],
+                   "load_gather_s": 0.01 * cache[i][1] + 1.0} if cache else {})}
               for i in range(len(valid))]
     summary = {"dataset": "toy", "seed": seed, "machine_load": load,
                "dataset_info": {"name": "toy", "num_nodes": 1000, "num_edges": 5000, "feature_dim": 128},
@@ -92,6 +94,16 @@ def test_the_summary_pairs_seeds_against_in_memory_and_the_sequential_buffer(run
     assert list(table.index[:1]) == ["in-memory"]
 
 
+def test_the_reads_and_the_gather_are_set_against_the_same_seeds_in_memory_epoch(runs):
+    table = figure.summary_table(figure.run_table(runs)).set_index("configuration")
+    belady = table.loc["feature cache belady 25%"]
+    # warm epochs miss 40 and 20 rows: 0.3 s in the reader and 1.3 s of gather on average, against 2 s in memory
+    assert belady["read_time_ratio_vs_in_memory"] == pytest.approx(0.15)
+    assert belady["read_time_ratio_vs_in_memory_ci_low"] == pytest.approx(0.15)  # equal in every seed
+    assert belady["gather_time_ratio_vs_in_memory"] == pytest.approx(0.65)
+    assert table.loc["in-memory", "read_time_ratio_vs_in_memory"] == 0.0
+
+
 def test_timings_under_load_are_left_out_unless_asked_for(runs, tmp_path):
     _run(runs, "bel50-0", "feature_cache", {"policy": "belady", "cache_fraction": 0.5}, 2.0, REACHES, 0, 0.7,
          load=LOADED, cache=HITS)
@@ -101,6 +113,8 @@ def test_timings_under_load_are_left_out_unless_asked_for(runs, tmp_path):
     kept = figure.summary_table(figure.run_table(runs), timings_under_load=True).set_index("configuration")
     assert kept.loc["feature cache belady 50%", "under_load"] and kept["timings_under_load"].all()
     assert kept.loc["feature cache belady 50%", "epoch_time_s"] == pytest.approx(2.0)
+    assert math.isnan(strict.loc["feature cache belady 50%", "read_time_ratio_vs_in_memory"])
+    assert kept.loc["feature cache belady 50%", "read_time_ratio_vs_in_memory"] == pytest.approx(0.15)
 
 
 def _crossing(faster: list[int], slower: list[int]) -> tuple[float, str]:
