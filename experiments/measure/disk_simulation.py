@@ -170,6 +170,17 @@ def _workload_key(spec: RunSpec) -> str:
                       sort_keys=True)
 
 
+def _with_edges(graph, kept):
+    """``graph`` (a :class:`~systems.sampling.sampler.SamplingGraph`) with only the edges ``kept`` (a mask over its
+    ``indices``): the same rows, each with its kept edges in order."""
+    import torch
+
+    from systems.sampling.sampler import SamplingGraph
+
+    counts = torch.cat([torch.zeros(1, dtype=torch.int64), kept.cumsum(0)])
+    return SamplingGraph(counts[graph.indptr], graph.indices[kept])
+
+
 @functools.lru_cache(maxsize=4)
 def _workload_graph(key: str) -> _WorkloadGraph:
     """:class:`_WorkloadGraph` of a :func:`_workload_key` (loaded once per process and store)."""
@@ -193,9 +204,7 @@ def _workload_graph(key: str) -> _WorkloadGraph:
     for _ in range(len(fanouts) - 1):  # a sample of L hops expands the rows of the nodes within L - 1 hops
         rows = torch.repeat_interleave(expanded, degrees)
         expanded[whole.indices[rows]] = True
-    kept = torch.repeat_interleave(expanded, degrees)
-    counts = torch.cat([torch.zeros(1, dtype=torch.int64), kept.cumsum(0)])
-    graph = SamplingGraph(counts[whole.indptr], whole.indices[kept])
+    graph = _with_edges(whole, torch.repeat_interleave(expanded, degrees))
     offsets = torch.as_tensor(np.asarray(pstore.array("partition_offsets")), dtype=torch.int64)
     source_partition = torch.searchsorted(offsets, graph.indices, right=True) - 1
     return _WorkloadGraph(graph, source_partition, train, SAMPLERS.get(sampler_spec.name), tuple(fanouts),
@@ -211,8 +220,6 @@ def state_sampled_edges(spec: RunSpec) -> StateSampledEdges | None:
         return None
     import torch
 
-    from systems.sampling.sampler import SamplingGraph
-
     work = _workload_graph(_workload_key(spec))
     batch_size = spec.training.batch_size
     counted: dict[tuple, float] = {}
@@ -220,10 +227,8 @@ def state_sampled_edges(spec: RunSpec) -> StateSampledEdges | None:
     def count(num_partitions: int, members: np.ndarray, examples) -> float:
         held = torch.zeros(num_partitions, dtype=torch.bool)
         held[torch.as_tensor(members, dtype=torch.int64)] = True
-        kept = held[work.source_partition]
-        counts = torch.cat([torch.zeros(1, dtype=torch.int64), kept.cumsum(0)])
-        sampler = work.sampler_class(SamplingGraph(counts[work.graph.indptr], work.graph.indices[kept]),
-                                     work.fanouts, replace=work.replace)
+        sampler = work.sampler_class(_with_edges(work.graph, held[work.source_partition]), work.fanouts,
+                                     replace=work.replace)
         return float(sum(work.sampler_class.counts(sampler.timed_sample(batch, WORKLOAD_SEED + b)).sampled_edges
                          for b, batch in enumerate(examples.split(batch_size))))
 
