@@ -81,8 +81,8 @@ def run_options(run: pd.Series) -> dict:
 def run_table(out: Path, label: Callable[[str, dict], str]) -> pd.DataFrame:
     """One row per completed run under ``out``: its ``configuration`` (``label(system, options)``), the warm epochs'
     means (epoch time, IO wait, bytes, seconds in the reader, the load stage's gather seconds, bandwidth), the final
-    test accuracy, peak RSS, the thread budget and the
-    foreign load, and its time to target (:func:`with_time_to_target`)."""
+    test accuracy, peak RSS, the thread budget and the foreign load, and its time to target
+    (:func:`with_time_to_target`)."""
     from suite.recorder import read_summary
 
     runs = load_runs(out, include_incomplete=False)
