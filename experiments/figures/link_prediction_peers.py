@@ -32,7 +32,9 @@ positive and side, as close as each allows (:data:`CONFIGURATIONS` says what dif
 Each system runs ``--threads`` torch threads (PBG: that many one-thread worker processes; the suite plans its thread
 budget on ``--threads`` cores (it respects ``OMP_NUM_THREADS``) and shrinks its compute threads to those foreign
 load leaves free, as it does by default: the row's ``compute_threads`` says what each epoch used), as a subprocess of its
-own, one after the other (never two at once), with glibc's allocator keeping freed memory (:data:`ALLOCATOR_ENV`); per seed, the configurations run back to back in an order rotated
+own, one after the other (never two at once), the suite and PyKEEN with glibc's allocator keeping freed memory
+(:data:`ALLOCATOR_ENV`; PBG without it: it made PBG's two-worker Hogwild runs diverge); per seed, the
+configurations run back to back in an order rotated
 by the seed. Timing: the median of a run's epochs after the first (warm epochs; PBG's first epoch also holds its
 Hogwild start-up delay, set to 0 here), training only (no evaluation; PBG's per-epoch checkpoint excluded);
 ``triples_per_s`` = training triples / that time. Each run also records the machine's foreign load (CPU seconds

@@ -26,7 +26,9 @@ DRIVERS = REPO_ROOT / "experiments" / "peers"
 DEFAULT_PBG_PYTHON = Path(os.environ.get("GNNSUITE_PBG_PYTHON", REPO_ROOT / ".venv-pbg" / "bin" / "python"))
 """PyTorch-BigGraph's interpreter: ``$GNNSUITE_PBG_PYTHON``, else the environment ``make peers`` builds."""
 ALLOCATOR_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36)}
-"""glibc's allocator keeps freed memory for reuse (every system gets it): PyKEEN's per-batch temporaries of
+"""glibc's allocator keeps freed memory for reuse (the suite and PyKEEN get it; PBG does not: with it, PBG's
+two-worker Hogwild runs diverged in 4 of 12 runs, without it in none of 18 (p=1, 10 epochs, docs/peers.md)):
+PyKEEN's per-batch temporaries of
 ``batch x negatives x dim`` floats (400 MB) otherwise go back to the kernel at every free and fault in again at
 every allocation, which made its epochs 3x slower (system time over user time)."""
 
@@ -101,9 +103,18 @@ def _own_cpu_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def run_measured(command: list[str], threads: int, log: Path) -> tuple[float, float]:
+def measured_env(threads: int, allocator: bool = True) -> dict[str, str]:
+    """The environment of a measured run: this one's, ``threads`` OMP/MKL threads, and glibc's allocator settings
+    :data:`ALLOCATOR_ENV` (``allocator``; without it, none of them, even where this process has them)."""
+    inherited = {key: value for key, value in os.environ.items() if allocator or key not in ALLOCATOR_ENV}
+    return {**inherited, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+            **(ALLOCATOR_ENV if allocator else {})}
+
+
+def run_measured(command: list[str], threads: int, log: Path, allocator: bool = True) -> tuple[float, float]:
     """Run ``command`` with ``threads`` (OMP/MKL) threads, its output into ``log``; return ``(wall seconds,
-    foreign cores)``: other processes' CPU seconds during the run per wall second.
+    foreign cores)``: other processes' CPU seconds during the run per wall second. ``allocator``: with
+    :data:`ALLOCATOR_ENV` (:func:`measured_env`).
 
     The suite's thread budgets respect ``OMP_NUM_THREADS`` (:func:`suite.threads.usable_cores`), so a "1-thread"
     suite run computes on one thread.
@@ -111,7 +122,7 @@ def run_measured(command: list[str], threads: int, log: Path) -> tuple[float, fl
     Raises:
         RuntimeError: the command failed (naming the log).
     """
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), **ALLOCATOR_ENV}
+    env = measured_env(threads, allocator)
     busy, own, started = _cpu_busy_s(), _own_cpu_s(), time.perf_counter()
     with open(log, "w") as handle:
         status = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT).returncode

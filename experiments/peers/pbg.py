@@ -35,7 +35,9 @@ def _trainer(partitions: int) -> Callable[[Context, int, int, Path], dict[str, A
                    "--epochs", str(s.epochs), "--dim", str(s.dim), "--negatives", str(s.negatives),
                    "--batch-size", str(s.batch_size), "--lr", str(s.learning_rate), "--init-scale",
                    str(s.init_scale), "--edge-chunks", str(chunks), "--seed", str(seed)]
-        wall, foreign = run_measured(command, 1, run_dir / "log.txt")  # PBG's workers use one thread each
+        # PBG's workers use one thread each; glibc's allocator settings (ALLOCATOR_ENV) make its two-worker Hogwild
+        # runs diverge (4 of 12 runs with them, none of 18 without: docs/peers.md), so PBG runs without them
+        wall, foreign = run_measured(command, 1, run_dir / "log.txt", allocator=False)
         return peer_result(context, run_dir, wall, foreign, inverse=True)
 
     return train

@@ -367,3 +367,17 @@ def test_run_all_runs_a_system_only_on_its_own_seeds(monkeypatch):
                                                                      for s in peers.FULL_PYKEEN_SEEDS]
     assert sorted(call for call in calls if call[0] == "suite") == [("suite", t, s) for t in (1, 2)
                                                                     for s in (0, 1, 2)]
+
+
+@pytest.mark.parametrize("allocator", [True, False])
+def test_a_measured_run_gets_its_threads_and_the_allocator_settings_only_when_asked(tmp_path, allocator):
+    # PBG runs without glibc's allocator settings (they made its two-worker Hogwild runs diverge), the others with
+    import sys
+
+    from experiments.peers.lp_configurations import ALLOCATOR_ENV, run_measured
+
+    show = "import os; print(os.environ.get('OMP_NUM_THREADS'), os.environ.get('MALLOC_MMAP_MAX_', 'unset'))"
+    wall, foreign = run_measured([sys.executable, "-c", show], 1, tmp_path / "log.txt", allocator=allocator)
+    threads, mmap_max = (tmp_path / "log.txt").read_text().split()
+    assert threads == "1" and wall > 0 and foreign >= 0
+    assert mmap_max == (ALLOCATOR_ENV["MALLOC_MMAP_MAX_"] if allocator else "unset")
