@@ -17,27 +17,28 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import torch
 
-from systems.feature_cache.direct_io import ExtentReader
+from systems.feature_cache.direct_io import ExtentReader, copy_rows
 from systems.feature_cache.packing import PackedBatch
 from systems.feature_cache.policies import CachePolicy
-
-
-@numba.njit(nogil=True, cache=True)
-def copy_rows(source: np.ndarray, source_rows: np.ndarray, target: np.ndarray, target_rows: np.ndarray) -> None:
-    """Row ``source_rows[i]`` of ``source`` into row ``target_rows[i]`` of ``target`` (both 2-D, the same width):
-    one compiled pass without the interpreter lock, where indexing would gather into a temporary and scatter it."""
-    for i in range(len(source_rows)):
-        target[target_rows[i], :] = source[source_rows[i], :]
 
 
 def _rows_2d(table: torch.Tensor) -> np.ndarray:
     """``table``'s bytes as a 2-D ``uint8`` numpy view, one row per row of the table (no copy; any dtype, float16
     included, which numba cannot type)."""
     return table.view(len(table), int(np.prod(table.shape[1:], dtype=np.int64))).numpy().view(np.uint8)
+
+
+def _move_rows(source: torch.Tensor, source_rows: np.ndarray, target: torch.Tensor,
+               target_rows: np.ndarray) -> None:
+    """Row ``source_rows[i]`` of ``source`` into row ``target_rows[i]`` of ``target`` in one compiled pass without
+    the interpreter lock (the reader's :func:`~systems.feature_cache.direct_io.copy_rows` over byte rows), where
+    indexing would gather into a temporary and scatter it."""
+    rows = _rows_2d(source)
+    width = rows.shape[1]
+    copy_rows(rows.reshape(-1), source_rows * width, width, _rows_2d(target), target_rows)
 
 
 @dataclass
@@ -201,7 +202,7 @@ class FeatureCache:
             self.trace.append((self.segment, rows.copy()))
         slots = self.state.lookup(rows)
         hit = slots >= 0
-        copy_rows(_rows_2d(self.slots), slots[hit], _rows_2d(values), place[hit])
+        _move_rows(self.slots, slots[hit], values, place[hit])
         miss_place = place[~hit]
         if packed is None:
             self.reader.read_rows(rows[~hit], out=values.numpy(), targets=miss_place)
@@ -209,7 +210,7 @@ class FeatureCache:
             packed.reader.read_rows(packed.locate(rows[~hit]), out=values.numpy(), targets=miss_place)
         chosen, targets = self.state.admit(rows, slots, future)
         if len(chosen):
-            copy_rows(_rows_2d(values), miss_place[chosen], _rows_2d(self.slots), targets)
+            _move_rows(values, miss_place[chosen], self.slots, targets)
 
     def take_stats(self) -> CacheStats:
         """The stats since the last call (and start a new period)."""
@@ -237,4 +238,4 @@ class CachedRows:
         return self.cache.gather(index)
 
 
-__all__ = ["CacheState", "CacheStats", "CachedRows", "FeatureCache", "copy_rows"]
+__all__ = ["CacheState", "CacheStats", "CachedRows", "FeatureCache"]

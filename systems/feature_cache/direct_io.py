@@ -55,7 +55,7 @@ def _read_extents(fd, base, file_offsets, lengths, needed, buffer_offsets, first
 
 
 @numba.njit(nogil=True, cache=True)
-def _copy_rows(buffer, positions, row_bytes, out, targets):
+def copy_rows(buffer, positions, row_bytes, out, targets):
     """Row ``i`` of the buffer (at byte ``positions[i]``) into row ``targets[i]`` of ``out`` (``(n, row_bytes)``)."""
     for i in range(len(positions)):
         start = positions[i]
@@ -243,7 +243,7 @@ class ExtentReader:
                 result = np.empty((len(rows), *self.shape[1:]), dtype=self.dtype) if out is None else out
                 where = np.arange(len(rows)) if targets is None else np.asarray(targets, dtype=np.int64)
                 flat = result.reshape(len(result), -1).view(np.uint8)
-                _copy_rows(buffer, extents.row_positions, self.row_bytes, flat, where)
+                copy_rows(buffer, extents.row_positions, self.row_bytes, flat, where)
         if not self.direct:
             evict_page_cache(self._fd, 0, 0, sync=False)
         seconds = time.perf_counter() - started
@@ -319,4 +319,5 @@ def _share(lengths: np.ndarray, parts: int) -> np.ndarray:
 
 
 __all__ = ["DEFAULT_IO_THREADS", "DEFAULT_MERGE_GAP_BYTES", "ExtentReader", "Extents", "ReadStats", "aligned_buffer",
+           "copy_rows",
            "cut_pieces", "plan_extents"]
